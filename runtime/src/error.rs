@@ -1,0 +1,130 @@
+//! The runtime's error type: every error names the file, and for bad data the record
+//! index and byte offset, so a user can find the problem with `sluice cat` or a hex dump.
+
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
+
+/// A result whose error is the runtime's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// An error from reading or writing pipeline data.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The operating system refused an operation on a file (missing, unreadable, disk full).
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file concerned.
+        path: PathBuf,
+        /// What the operating system said.
+        #[source]
+        source: io::Error,
+    },
+    /// A record is corrupt: its framing or checksums do not hold, or its payload is not
+    /// the message it should be.
+    #[error(
+        "{}: corrupt record {record} at byte offset {offset}{}: {kind}",
+        path.display(),
+        if *in_decompressed { " of the decompressed stream" } else { "" }
+    )]
+    Corrupt {
+        /// The file holding the record.
+        path: PathBuf,
+        /// Index of the record in its file, counting from 0 (a corrupt region skipped
+        /// under the `skip` policy counts as one record).
+        record: u64,
+        /// Byte offset of the record's first byte (its length field).
+        offset: u64,
+        /// True when `offset` counts bytes of a GZIP/ZLIB file after decompression.
+        in_decompressed: bool,
+        /// What is wrong.
+        kind: CorruptKind,
+    },
+    /// A user-supplied argument is invalid.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl Error {
+    /// Wraps an I/O error with the path it concerns.
+    pub fn io(path: impl Into<PathBuf>, source: io::Error) -> Self {
+        Error::Io { path: path.into(), source }
+    }
+
+    /// True for data corruption (as opposed to an I/O failure or a bad argument).
+    pub fn is_corrupt(&self) -> bool {
+        matches!(self, Error::Corrupt { .. })
+    }
+}
+
+/// What makes a record corrupt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CorruptKind {
+    /// The masked CRC32C of the 8 length bytes does not match the stored one.
+    LengthCrc {
+        /// The stored (masked) checksum.
+        stored: u32,
+        /// The checksum of the bytes read (masked).
+        computed: u32,
+    },
+    /// The masked CRC32C of the payload does not match the stored one.
+    DataCrc {
+        /// The stored (masked) checksum.
+        stored: u32,
+        /// The checksum of the bytes read (masked).
+        computed: u32,
+    },
+    /// The file ends inside a record.
+    Truncated {
+        /// Bytes the record needs from its offset (header, payload and footer).
+        needed: u64,
+        /// Bytes the file still had from that offset.
+        available: u64,
+    },
+    /// The length field is larger than the reader's limit.
+    TooLarge {
+        /// The declared payload length.
+        length: u64,
+        /// The reader's `max_record_len`.
+        limit: u64,
+    },
+    /// The GZIP or ZLIB stream itself is damaged (bad header, bad deflate data, bad
+    /// trailer checksum, or cut short).
+    Compression(String),
+    /// The payload is framed correctly but is not a valid protobuf message of the
+    /// expected type.
+    Decode {
+        /// The message type expected, e.g. `tf.train.Example`.
+        message: &'static str,
+        /// What the protobuf decoder said.
+        reason: String,
+    },
+}
+
+impl fmt::Display for CorruptKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CorruptKind::LengthCrc { stored, computed } => write!(
+                f,
+                "length checksum mismatch (stored {stored:#010x}, computed {computed:#010x})"
+            ),
+            CorruptKind::DataCrc { stored, computed } => write!(
+                f,
+                "data checksum mismatch (stored {stored:#010x}, computed {computed:#010x})"
+            ),
+            CorruptKind::Truncated { needed, available } => write!(
+                f,
+                "truncated: the record needs {needed} bytes but the file has {available} left"
+            ),
+            CorruptKind::TooLarge { length, limit } => write!(
+                f,
+                "declared length {length} exceeds the limit of {limit} bytes \
+                 (raise ReaderOptions::max_record_len if the record is genuine)"
+            ),
+            CorruptKind::Compression(reason) => write!(f, "damaged compressed stream: {reason}"),
+            CorruptKind::Decode { message, reason } => {
+                write!(f, "payload is not a valid {message}: {reason}")
+            }
+        }
+    }
+}

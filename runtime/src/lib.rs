@@ -1,0 +1,19 @@
+//! Sluice's runtime: what a compiled pipeline runs on.
+//!
+//! This crate never depends on the compiler: a program built from generated code links
+//! no parser. Today it holds the I/O foundation:
+//!
+//! - [`tfrecord`]: streaming TFRecord reader and writer (CRC-checked framing, GZIP and
+//!   ZLIB streams, corrupt-record policies with resynchronisation);
+//! - [`example`]: `tf.train.Example` / `SequenceExample` as prost messages, and their
+//!   canonical proto3 JSON form;
+//! - [`synth`]: deterministic synthetic datasets (`sluice gen`);
+//! - [`rng`]: the counter-based random generator every random stage draws from.
+
+pub mod error;
+pub mod example;
+pub mod rng;
+pub mod synth;
+pub mod tfrecord;
+
+pub use error::{CorruptKind, Error, Result};

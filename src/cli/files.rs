@@ -1,0 +1,48 @@
+//! Resolving the file arguments of a command: each must exist; a directory stands for
+//! the TFRecord files in it.
+
+use std::path::{Path, PathBuf};
+
+use super::Failure;
+
+/// Checks every path before any output, so a typo fails fast with exit status 2.
+pub fn check_files(paths: &[PathBuf]) -> Result<(), Failure> {
+    for p in paths {
+        match std::fs::metadata(p) {
+            Ok(m) if m.is_dir() => {
+                return Err(Failure::Usage(format!("{}: is a directory, expected a TFRecord file", p.display())));
+            }
+            Ok(_) => {}
+            Err(e) => return Err(Failure::Usage(format!("{}: {e}", p.display()))),
+        }
+    }
+    Ok(())
+}
+
+/// Expands directories into their `*.tfrecord[.gz|.zlib]` files (sorted); files stay.
+pub fn expand_dirs(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Failure> {
+    let mut out = Vec::new();
+    for p in paths {
+        let meta = std::fs::metadata(p).map_err(|e| Failure::Usage(format!("{}: {e}", p.display())))?;
+        if !meta.is_dir() {
+            out.push(p.clone());
+            continue;
+        }
+        let mut found: Vec<PathBuf> = std::fs::read_dir(p)
+            .map_err(|e| Failure::Usage(format!("{}: {e}", p.display())))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|f| is_tfrecord_name(f))
+            .collect();
+        if found.is_empty() {
+            return Err(Failure::Usage(format!("{}: no *.tfrecord files in this directory", p.display())));
+        }
+        found.sort();
+        out.extend(found);
+    }
+    Ok(out)
+}
+
+fn is_tfrecord_name(p: &Path) -> bool {
+    let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    [".tfrecord", ".tfrecord.gz", ".tfrecord.zlib"].iter().any(|s| name.ends_with(s))
+}

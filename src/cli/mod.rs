@@ -1,0 +1,69 @@
+//! Command-line definitions and dispatch.
+
+mod bench;
+mod cat;
+mod files;
+mod generate;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Sluice: a declarative input-pipeline compiler for ML training.
+#[derive(Debug, Parser)]
+#[command(name = "sluice", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Print TFRecord files of tf.train.Example (or SequenceExample) as JSON lines.
+    Cat(cat::CatArgs),
+    /// Write a deterministic synthetic dataset of TFRecord files.
+    Gen(generate::GenArgs),
+    /// Measure throughput.
+    #[command(subcommand)]
+    Bench(bench::BenchCommand),
+}
+
+/// Runs one command.
+pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
+    match cli.command {
+        Command::Cat(args) => cat::run(args),
+        Command::Gen(args) => generate::run(args),
+        Command::Bench(cmd) => bench::run(cmd),
+    }
+}
+
+/// Why a command failed, and so which exit status it ends with.
+#[derive(Debug)]
+pub enum Failure {
+    /// Bad invocation or missing input (exit 2).
+    Usage(String),
+    /// The data could not be read or is corrupt (exit 1).
+    Data(anyhow::Error),
+}
+
+impl Failure {
+    /// Prints the failure to stderr and gives the exit status.
+    pub fn report(self) -> ExitCode {
+        match self {
+            Failure::Usage(msg) => {
+                eprintln!("error: {msg}");
+                ExitCode::from(2)
+            }
+            Failure::Data(e) => {
+                eprintln!("error: {e:#}");
+                ExitCode::from(1)
+            }
+        }
+    }
+}
+
+impl From<sluice_runtime::Error> for Failure {
+    fn from(e: sluice_runtime::Error) -> Self {
+        Failure::Data(e.into())
+    }
+}

@@ -1,0 +1,18 @@
+//! Sluice: a declarative input-pipeline compiler for ML training.
+//!
+//! This facade re-exports the runtime (TFRecord and `tf.train.Example` I/O today; stages
+//! and the executor from issue [2/9]) and, later, the `pipeline!` macro. The `sluice`
+//! command-line tool (`src/main.rs`) is built from this package too.
+
+pub use sluice_runtime as runtime;
+pub use sluice_runtime::{CorruptKind, Error, Result, example, rng, synth, tfrecord};
+
+/// The codegen ABI: the only paths generated code names (`::sluice::__private::*`).
+///
+/// Generated code depends on the runtime through this module alone, so the runtime can
+/// reorganise its public modules without breaking compiled pipelines.
+#[doc(hidden)]
+pub mod __private {
+    pub use sluice_runtime::example;
+    pub use sluice_runtime::tfrecord;
+}

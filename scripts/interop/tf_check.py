@@ -108,6 +108,14 @@ def json_diff(got, want, path="$"):
     return None
 
 
+def tf_error_text(e):
+    """First line of a TF error without the '{{function_node ...}}' noise."""
+    text = (str(e).splitlines() or [""])[0].split("}} ")[-1]
+    if text.endswith(" name: "):
+        text = text[: -len(" name: ")]
+    return text.strip()
+
+
 def f32_bits(x):
     return struct.unpack("<I", struct.pack("<f", x))[0]
 
@@ -170,7 +178,7 @@ def tf_parse_check(tf, raw, msg, sequence):
         try:
             out = tf.io.parse_single_example(raw, spec)
         except tf.errors.OpError as e:
-            return "tf.io.parse_single_example failed: " + str(e).splitlines()[0].split("}} ")[-1]
+            return "tf.io.parse_single_example failed: " + tf_error_text(e)
         for k, v in want.items():
             got = tf_values_bits(out[k].values, v["kind"])
             if got != v["values"]:
@@ -193,7 +201,7 @@ def tf_parse_check(tf, raw, msg, sequence):
             context_features={k: tf.io.VarLenFeature(dtype[v["kind"]]) for k, v in ctx.items()} or None,
             sequence_features={k: tf.io.VarLenFeature(dtype[kind]) for k, (kind, _) in seq.items()} or None)
     except tf.errors.OpError as e:
-        return "tf.io.parse_single_sequence_example failed: " + str(e).splitlines()[0].split("}} ")[-1]
+        return "tf.io.parse_single_sequence_example failed: " + tf_error_text(e)
     for k, v in ctx.items():
         got = tf_values_bits(c_out[k].values, v["kind"])
         if got != v["values"]:
@@ -231,7 +239,7 @@ def run(args):
             break
         except tf.errors.OpError as e:
             raise CheckFailed("record %d: TensorFlow failed to read the file (compression=%s): %s" % (
-                n, compression or "NONE", str(e).splitlines()[0]))
+                n, compression or "NONE", tf_error_text(e)))
         raw = bytes(rec.numpy())
         idx = n
         n += 1

@@ -4,8 +4,10 @@
 //! base64 with padding, non-finite floats as `"NaN"`, `"Infinity"`, `"-Infinity"`,
 //! empty repeated fields omitted, and map keys in sorted order.
 //!
-//! Floats are printed as Python prints the shortest decimal that round-trips to the
-//! same `float32` (protobuf's `ToShortestFloat`): `1.0`, `0.1`, `1e-05`, `1e+20`, `-0.0`.
+//! Floats are printed as protobuf's `ToShortestFloat` then Python's `repr` print them:
+//! the first of 6, 7, 8 or 9 significant digits that reads back as the same `float32`
+//! (`1.0`, `0.1`, `1e-05`, `1e+20`, `-0.0`, `1.4013e-45`), which is not always the
+//! shortest round-tripping decimal.
 
 use std::fmt::Write as _;
 
@@ -149,15 +151,32 @@ fn write_list<T>(out: &mut String, values: &[T], mut each: impl FnMut(&mut Strin
     out.push('}');
 }
 
-/// Appends a float32 as Python's `repr` of its shortest round-tripping decimal.
+/// Appends a float32 as `json_format.MessageToJson` prints it.
 pub fn write_f32(out: &mut String, v: f32) {
     if v.is_nan() {
         out.push_str("\"NaN\"");
     } else if v.is_infinite() {
         out.push_str(if v > 0.0 { "\"Infinity\"" } else { "\"-Infinity\"" });
     } else {
-        push_python_repr(out, &format!("{v:e}"));
+        push_python_repr(out, &to_shortest_float(v));
     }
+}
+
+/// protobuf's `type_checkers.ToShortestFloat`: `'%.{p}g' % v` for p = 6..=9, the first
+/// that parses back to the same float32, in scientific form with trailing zeros removed
+/// (Python's `repr` of the resulting double prints exactly those digits).
+fn to_shortest_float(v: f32) -> String {
+    let wide = f64::from(v);
+    for precision in 6..=9 {
+        let s = format!("{:.*e}", precision - 1, wide);
+        if s.parse::<f64>().is_ok_and(|back| back as f32 == v) {
+            let (mantissa, exp) = s.split_once('e').expect("scientific form");
+            let mantissa = if mantissa.contains('.') { mantissa.trim_end_matches('0').trim_end_matches('.') } else { mantissa };
+            return format!("{mantissa}e{exp}");
+        }
+    }
+    // Nine significant digits always round-trip a float32.
+    format!("{v:e}")
 }
 
 /// Turns Rust's shortest scientific form (`-1.25e-7`, `1e20`, `0e0`) into Python's repr:
@@ -247,7 +266,11 @@ mod tests {
             (1e-4, "0.0001"),
             (1e-5, "1e-05"),
             (1.5e-7, "1.5e-07"),
-            (f32::from_bits(1), "1e-45"),
+            (f32::from_bits(1), "1.4013e-45"),
+            (f32::from_bits(0x0000_B70C), "6.56648e-41"),
+            (f32::from_bits(0x0F80_0000), "1.26217745e-29"),
+            (f32::from_bits(0x007F_FFFF), "1.1754942e-38"),
+            (3e10, "30000000000.0"),
             (f32::MAX, "3.4028235e+38"),
             (f32::MIN_POSITIVE, "1.1754944e-38"),
             (-2.5, "-2.5"),

@@ -104,18 +104,15 @@ pub enum CorruptKind {
 impl fmt::Display for CorruptKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            CorruptKind::LengthCrc { stored, computed } => write!(
-                f,
-                "length checksum mismatch (stored {stored:#010x}, computed {computed:#010x})"
-            ),
-            CorruptKind::DataCrc { stored, computed } => write!(
-                f,
-                "data checksum mismatch (stored {stored:#010x}, computed {computed:#010x})"
-            ),
-            CorruptKind::Truncated { needed, available } => write!(
-                f,
-                "truncated: the record needs {needed} bytes but the file has {available} left"
-            ),
+            CorruptKind::LengthCrc { stored, computed } => {
+                write!(f, "length checksum mismatch (stored {stored:#010x}, computed {computed:#010x})")
+            }
+            CorruptKind::DataCrc { stored, computed } => {
+                write!(f, "data checksum mismatch (stored {stored:#010x}, computed {computed:#010x})")
+            }
+            CorruptKind::Truncated { needed, available } => {
+                write!(f, "truncated: the record needs {needed} bytes but the file has {available} left")
+            }
             CorruptKind::TooLarge { length, limit } => write!(
                 f,
                 "declared length {length} exceeds the limit of {limit} bytes \

@@ -53,7 +53,12 @@ impl Philox {
     #[inline]
     pub fn next_u32(&mut self) -> u32 {
         if self.next == 4 {
-            let ctr = [self.block as u32, (self.block >> 32) as u32, self.stream as u32, (self.stream >> 32) as u32];
+            let ctr = [
+                self.block as u32,
+                (self.block >> 32) as u32,
+                self.stream as u32,
+                (self.stream >> 32) as u32,
+            ];
             self.words = philox4x32(ctr, self.key);
             self.block += 1;
             self.next = 0;

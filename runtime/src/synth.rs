@@ -369,7 +369,11 @@ mod tests {
             assert_eq!(img.len(), n);
             let label = ex.feature("label").unwrap().as_int64s().unwrap()[0] as usize;
             let dist = |c: usize| -> i64 {
-                m.templates[c * n..(c + 1) * n].iter().zip(img).map(|(a, b)| (i64::from(*a) - i64::from(*b)).pow(2)).sum()
+                m.templates[c * n..(c + 1) * n]
+                    .iter()
+                    .zip(img)
+                    .map(|(a, b)| (i64::from(*a) - i64::from(*b)).pow(2))
+                    .sum()
             };
             let guess = (0..CLASSES as usize).min_by_key(|c| dist(*c)).unwrap();
             correct += usize::from(guess == label);

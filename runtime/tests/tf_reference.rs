@@ -44,9 +44,15 @@ fn hex(b: &[u8]) -> String {
 fn feature_bits(f: &Feature) -> Value {
     let (kind, values): (Value, Vec<Value>) = match &f.kind {
         None => (Value::Null, vec![]),
-        Some(feature::Kind::FloatList(l)) => ("float".into(), l.value.iter().map(|v| v.to_bits().into()).collect()),
-        Some(feature::Kind::Int64List(l)) => ("int64".into(), l.value.iter().map(|v| v.to_string().into()).collect()),
-        Some(feature::Kind::BytesList(l)) => ("bytes".into(), l.value.iter().map(|v| hex(v).into()).collect()),
+        Some(feature::Kind::FloatList(l)) => {
+            ("float".into(), l.value.iter().map(|v| v.to_bits().into()).collect())
+        }
+        Some(feature::Kind::Int64List(l)) => {
+            ("int64".into(), l.value.iter().map(|v| v.to_string().into()).collect())
+        }
+        Some(feature::Kind::BytesList(l)) => {
+            ("bytes".into(), l.value.iter().map(|v| hex(v).into()).collect())
+        }
     };
     serde_json::json!({ "kind": kind, "values": values })
 }
@@ -86,7 +92,8 @@ fn decode(record: &[u8], sequence: bool) -> Decoded {
 #[test]
 fn tensorflow_files_decode_exactly() {
     let dir = fixtures();
-    let manifest: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
+    let manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
     let files = manifest["files"].as_object().unwrap();
     assert!(files.len() >= 7, "the fixture set is complete");
     for (name, spec) in files {
@@ -101,7 +108,8 @@ fn tensorflow_files_decode_exactly() {
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
             .collect();
-        let lens: Vec<u64> = spec["payload_len"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
+        let lens: Vec<u64> =
+            spec["payload_len"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
 
         let mut reader = tfrecord::open(dir.join(name), &ReaderOptions::default()).unwrap();
         let mut n = 0;

@@ -20,8 +20,11 @@ fn opts(policy: CorruptPolicy) -> ReaderOptions {
     ReaderOptions { on_corrupt: policy, ..ReaderOptions::default() }
 }
 
+/// The records read, the error that ended the stream if any, and the reader.
+type Outcome<'a> = (Vec<Vec<u8>>, Option<Error>, RecordReader<Cursor<&'a [u8]>>);
+
 /// Reads a whole uncompressed stream; returns the records and the first error.
-fn read(bytes: &[u8], o: ReaderOptions) -> (Vec<Vec<u8>>, Option<Error>, RecordReader<Cursor<&[u8]>>) {
+fn read(bytes: &[u8], o: ReaderOptions) -> Outcome<'_> {
     let mut r = RecordReader::new(Cursor::new(bytes), "mem.tfrecord", o);
     let mut out = Vec::new();
     loop {
@@ -180,7 +183,12 @@ fn data_crc_mismatch_under_each_policy() {
     assert_eq!((record, offset), (2, starts[2] as u64));
     assert!(matches!(kind, CorruptKind::DataCrc { .. }));
     let msg = err.to_string();
-    assert!(msg.contains("mem.tfrecord") && msg.contains("record 2") && msg.contains(&format!("offset {}", starts[2])), "{msg}");
+    assert!(
+        msg.contains("mem.tfrecord")
+            && msg.contains("record 2")
+            && msg.contains(&format!("offset {}", starts[2])),
+        "{msg}"
+    );
 
     let (got, err, r) = read(&bytes, opts(CorruptPolicy::Skip));
     assert!(err.is_none());
@@ -277,7 +285,9 @@ fn a_huge_declared_length_allocates_nothing() {
     let mut bytes = encode_header(1 << 29).to_vec();
     bytes.extend_from_slice(&[0; 100]);
     let (_, err) = read_file(&bytes, "big.tfrecord", &ReaderOptions::default());
-    assert!(matches!(corrupt_at_file(&err.unwrap()), CorruptKind::Truncated { needed, available: 112 } if needed == (1 << 29) + 16));
+    assert!(
+        matches!(corrupt_at_file(&err.unwrap()), CorruptKind::Truncated { needed, available: 112 } if needed == (1 << 29) + 16)
+    );
 }
 
 fn corrupt_at_file(e: &Error) -> CorruptKind {

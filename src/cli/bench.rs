@@ -64,7 +64,8 @@ fn read(args: ReadArgs) -> Result<ExitCode, Failure> {
     let repeat = args.repeat.max(1);
     let mut file_bytes = 0u64;
     for f in &files {
-        file_bytes += std::fs::metadata(f).map_err(|e| Failure::Usage(format!("{}: {e}", f.display())))?.len();
+        file_bytes +=
+            std::fs::metadata(f).map_err(|e| Failure::Usage(format!("{}: {e}", f.display())))?.len();
     }
     // Warm the page cache, and measure plain read(2) while at it (the first pass does not count).
     raw_read(&files)?;
@@ -91,7 +92,11 @@ fn read(args: ReadArgs) -> Result<ExitCode, Failure> {
         println!("  read(2) from page cache      {:>8.2} GB/s", gbps(raw));
         println!("  crc32c only (in memory)      {:>8.2} GB/s", gbps(crc));
         println!("  reader, 1 thread             {:>8.2} GB/s  {:>12.0} records/s", gbps(seq), rps(seq));
-        println!("  reader, {threads} threads            {:>8.2} GB/s  {:>12.0} records/s", gbps(par), rps(par));
+        println!(
+            "  reader, {threads} threads            {:>8.2} GB/s  {:>12.0} records/s",
+            gbps(par),
+            rps(par)
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

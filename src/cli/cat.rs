@@ -143,7 +143,14 @@ fn note_bad_payload(stats: &mut ReaderStats, err: sluice_runtime::Error, len: us
     if let sluice_runtime::Error::Corrupt { path, record, offset, kind, .. } = err {
         stats.skipped_records += 1;
         stats.skipped_bytes += (len + 16) as u64;
-        stats.events.push(tfrecord::SkipEvent { path, record, offset, kind, bytes: (len + 16) as u64, rest_of_file });
+        stats.events.push(tfrecord::SkipEvent {
+            path,
+            record,
+            offset,
+            kind,
+            bytes: (len + 16) as u64,
+            rest_of_file,
+        });
     }
 }
 
@@ -157,7 +164,13 @@ fn report_skips(total: &ReaderStats) {
     );
     for e in &total.events {
         let what = if e.rest_of_file { ", rest of file skipped" } else { "" };
-        eprintln!("  {}: record {} at byte offset {}: {}{what}", e.path.display(), e.record, e.offset, e.kind);
+        eprintln!(
+            "  {}: record {} at byte offset {}: {}{what}",
+            e.path.display(),
+            e.record,
+            e.offset,
+            e.kind
+        );
     }
     if total.skipped_records as usize > total.events.len() {
         eprintln!("  … and {} more", total.skipped_records as usize - total.events.len());

@@ -10,7 +10,10 @@ pub fn check_files(paths: &[PathBuf]) -> Result<(), Failure> {
     for p in paths {
         match std::fs::metadata(p) {
             Ok(m) if m.is_dir() => {
-                return Err(Failure::Usage(format!("{}: is a directory, expected a TFRecord file", p.display())));
+                return Err(Failure::Usage(format!(
+                    "{}: is a directory, expected a TFRecord file",
+                    p.display()
+                )));
             }
             Ok(_) => {}
             Err(e) => return Err(Failure::Usage(format!("{}: {e}", p.display()))),

@@ -62,9 +62,11 @@ pub fn run(args: GenArgs) -> Result<ExitCode, Failure> {
     };
     let bar = ProgressBar::new(opts.records);
     bar.set_style(
-        ProgressStyle::with_template("{spinner} {msg} [{bar:30}] {human_pos}/{human_len} records ({per_sec}, {eta})")
-            .expect("valid template")
-            .progress_chars("=> "),
+        ProgressStyle::with_template(
+            "{spinner} {msg} [{bar:30}] {human_pos}/{human_len} records ({per_sec}, {eta})",
+        )
+        .expect("valid template")
+        .progress_chars("=> "),
     );
     bar.set_message(format!("writing {}", opts.kind.name()));
     let start = Instant::now();

@@ -171,7 +171,11 @@ fn to_shortest_float(v: f32) -> String {
         let s = format!("{:.*e}", precision - 1, wide);
         if s.parse::<f64>().is_ok_and(|back| back as f32 == v) {
             let (mantissa, exp) = s.split_once('e').expect("scientific form");
-            let mantissa = if mantissa.contains('.') { mantissa.trim_end_matches('0').trim_end_matches('.') } else { mantissa };
+            let mantissa = if mantissa.contains('.') {
+                mantissa.trim_end_matches('0').trim_end_matches('.')
+            } else {
+                mantissa
+            };
             return format!("{mantissa}e{exp}");
         }
     }

@@ -12,8 +12,8 @@ pub mod json;
 mod proto;
 
 pub use proto::{
-    BytesList, Example, Feature, FeatureList, FeatureLists, Features, FloatList, Int64List,
-    SequenceExample, feature,
+    BytesList, Example, Feature, FeatureList, FeatureLists, Features, FloatList, Int64List, SequenceExample,
+    feature,
 };
 
 use prost::Message;
@@ -23,7 +23,8 @@ use crate::error::CorruptKind;
 impl Example {
     /// Decodes a serialized `tf.train.Example`.
     pub fn decode_record(bytes: &[u8]) -> Result<Self, CorruptKind> {
-        Self::decode(bytes).map_err(|e| CorruptKind::Decode { message: "tf.train.Example", reason: e.to_string() })
+        Self::decode(bytes)
+            .map_err(|e| CorruptKind::Decode { message: "tf.train.Example", reason: e.to_string() })
     }
 
     /// An example with the given features.

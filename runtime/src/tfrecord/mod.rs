@@ -68,11 +68,7 @@ pub fn decode_header(h: &[u8; HEADER_LEN]) -> Result<u64, (u32, u32)> {
     let len_bytes: [u8; 8] = h[..8].try_into().expect("8 bytes");
     let stored = u32::from_le_bytes(h[8..].try_into().expect("4 bytes"));
     let computed = masked_crc(&len_bytes);
-    if stored == computed {
-        Ok(u64::from_le_bytes(len_bytes))
-    } else {
-        Err((stored, computed))
-    }
+    if stored == computed { Ok(u64::from_le_bytes(len_bytes)) } else { Err((stored, computed)) }
 }
 
 #[cfg(test)]

@@ -160,8 +160,7 @@ pub fn open(path: impl AsRef<Path>, opts: &ReaderOptions) -> Result<FileReader> 
 /// Opens a TFRecord file for reading and also returns its size on disk in bytes.
 pub fn open_with_size(path: impl AsRef<Path>, opts: &ReaderOptions) -> Result<(FileReader, u64)> {
     let path = path.as_ref();
-    let (input, compression, size) =
-        open_input(path, opts.compression).map_err(|e| Error::io(path, e))?;
+    let (input, compression, size) = open_input(path, opts.compression).map_err(|e| Error::io(path, e))?;
     let compressed = compression != Compression::None;
     let mut reader = RecordReader::new(input, path, opts.clone());
     reader.compressed = compressed;
@@ -297,7 +296,10 @@ impl<R: Read> RecordReader<R> {
                 return Ok(None);
             }
             let available = (self.end - self.start) as u64;
-            return Err(Fault::Corrupt(CorruptKind::Truncated { needed: HEADER_LEN as u64, available }, None));
+            return Err(Fault::Corrupt(
+                CorruptKind::Truncated { needed: HEADER_LEN as u64, available },
+                None,
+            ));
         }
         let len = self.check_header()?;
         let total = HEADER_LEN as u64 + len + FOOTER_LEN as u64;
@@ -314,9 +316,8 @@ impl<R: Read> RecordReader<R> {
         }
         let data = self.start + HEADER_LEN..self.start + HEADER_LEN + len as usize;
         if self.opts.verify_crc {
-            let stored = u32::from_le_bytes(
-                self.buf[data.end..data.end + FOOTER_LEN].try_into().expect("4 bytes"),
-            );
+            let stored =
+                u32::from_le_bytes(self.buf[data.end..data.end + FOOTER_LEN].try_into().expect("4 bytes"));
             let computed = masked_crc(&self.buf[data.clone()]);
             if stored != computed {
                 return Err(Fault::Corrupt(CorruptKind::DataCrc { stored, computed }, Some(total)));
@@ -367,7 +368,14 @@ impl<R: Read> RecordReader<R> {
         match outcome {
             Ok(()) => {
                 self.record += 1;
-                self.note_skip(SkipEvent { path: self.path.clone(), record, offset: from, kind, bytes: self.offset - from, rest_of_file: false });
+                self.note_skip(SkipEvent {
+                    path: self.path.clone(),
+                    record,
+                    offset: from,
+                    kind,
+                    bytes: self.offset - from,
+                    rest_of_file: false,
+                });
                 Ok(())
             }
             Err(Fault::Io(e)) => {
@@ -377,7 +385,14 @@ impl<R: Read> RecordReader<R> {
             Err(Fault::Corrupt(inner, _)) => {
                 // The compressed stream broke while scanning: count the first problem,
                 // then give up on the file.
-                self.note_skip(SkipEvent { path: self.path.clone(), record, offset: from, kind, bytes: self.offset - from, rest_of_file: false });
+                self.note_skip(SkipEvent {
+                    path: self.path.clone(),
+                    record,
+                    offset: from,
+                    kind,
+                    bytes: self.offset - from,
+                    rest_of_file: false,
+                });
                 self.record += 1;
                 self.skip_rest(inner);
                 Ok(())
@@ -415,7 +430,14 @@ impl<R: Read> RecordReader<R> {
             Some(size) => size.saturating_sub(self.offset),
             None => (self.end - self.start) as u64,
         };
-        let event = SkipEvent { path: self.path.clone(), record: self.record, offset: self.offset, kind, bytes, rest_of_file: true };
+        let event = SkipEvent {
+            path: self.path.clone(),
+            record: self.record,
+            offset: self.offset,
+            kind,
+            bytes,
+            rest_of_file: true,
+        };
         self.note_skip(event);
         self.done = true;
     }

@@ -50,7 +50,8 @@ impl<W: Write> RecordWriter<W> {
         let out = &mut self.out;
         let header = encode_header(data.len() as u64);
         let footer = masked_crc(data).to_le_bytes();
-        let r = out.write_all(&header).and_then(|()| out.write_all(data)).and_then(|()| out.write_all(&footer));
+        let r =
+            out.write_all(&header).and_then(|()| out.write_all(data)).and_then(|()| out.write_all(&footer));
         r.map_err(|e| Error::io(&self.path, e))?;
         self.records += 1;
         Ok(())

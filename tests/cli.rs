@@ -1,0 +1,279 @@
+//! End-to-end tests of `sluice cat` and `sluice gen`: run the built binary, check its
+//! output, exit status and messages.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+fn sluice(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sluice")).args(args).output().expect("sluice runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8(o.stderr.clone()).unwrap()
+}
+
+fn generate(kind: &str, records: u64, shards: u32, dir: &Path, extra: &[&str]) -> Vec<PathBuf> {
+    let n = records.to_string();
+    let k = shards.to_string();
+    let mut args = vec!["gen", kind, "--records", &n, "--shards", &k, "--out", dir.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let o = sluice(&args);
+    assert!(o.status.success(), "gen failed: {}", stderr(&o));
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    files
+}
+
+fn cat(files: &[PathBuf], extra: &[&str]) -> Output {
+    let mut args: Vec<&str> = vec!["cat"];
+    args.extend_from_slice(extra);
+    args.extend(files.iter().map(|f| f.to_str().unwrap()));
+    sluice(&args)
+}
+
+fn lines(o: &Output) -> Vec<Value> {
+    stdout(o).lines().map(|l| serde_json::from_str(l).expect("each line is JSON")).collect()
+}
+
+fn int_feature(v: &Value, name: &str) -> i64 {
+    v["features"]["feature"][name]["int64List"]["value"][0].as_str().unwrap().parse().unwrap()
+}
+
+#[test]
+fn gen_writes_named_shards_and_cat_prints_every_record_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = generate("tabular", 1000, 4, dir.path(), &["--seed", "7"]);
+    let names: Vec<String> =
+        files.iter().map(|f| f.file_name().unwrap().to_string_lossy().into_owned()).collect();
+    assert_eq!(
+        names,
+        [
+            "tabular-00000-of-00004.tfrecord",
+            "tabular-00001-of-00004.tfrecord",
+            "tabular-00002-of-00004.tfrecord",
+            "tabular-00003-of-00004.tfrecord"
+        ]
+    );
+    let o = cat(&files, &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let recs = lines(&o);
+    assert_eq!(recs.len(), 1000);
+    let ids: Vec<i64> = recs.iter().map(|r| int_feature(r, "id")).collect();
+    assert_eq!(ids, (0..1000).collect::<Vec<_>>(), "shards hold contiguous ids in order");
+    for r in &recs {
+        let x: Vec<f64> = r["features"]["feature"]["x"]["floatList"]["value"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect();
+        assert_eq!(x.len(), 16);
+        let label = int_feature(r, "label") as usize;
+        assert!(x[..10].iter().all(|v| *v <= x[label]), "label is argmax(x[0..10])");
+    }
+}
+
+#[test]
+fn gen_is_deterministic_whatever_the_threads() {
+    let a = tempfile::tempdir().unwrap();
+    let b = tempfile::tempdir().unwrap();
+    let c = tempfile::tempdir().unwrap();
+    let fa = generate("image", 60, 3, a.path(), &["--seed", "3", "--threads", "1"]);
+    let fb = generate("image", 60, 3, b.path(), &["--seed", "3", "--threads", "2"]);
+    let fc = generate("image", 60, 3, c.path(), &["--seed", "4"]);
+    for ((x, y), z) in fa.iter().zip(&fb).zip(&fc) {
+        let bx = std::fs::read(x).unwrap();
+        assert_eq!(bx, std::fs::read(y).unwrap(), "same seed, other thread count");
+        assert_ne!(bx, std::fs::read(z).unwrap(), "another seed");
+    }
+}
+
+#[test]
+fn compressed_datasets_print_like_uncompressed_ones() {
+    let plain = tempfile::tempdir().unwrap();
+    let want = stdout(&cat(&generate("jpeg", 20, 2, plain.path(), &[]), &[]));
+    assert_eq!(want.lines().count(), 20);
+    for (c, ext) in [("gzip", ".tfrecord.gz"), ("zlib", ".tfrecord.zlib")] {
+        let dir = tempfile::tempdir().unwrap();
+        let files = generate("jpeg", 20, 2, dir.path(), &["--compression", c]);
+        assert!(files.iter().all(|f| f.to_str().unwrap().ends_with(ext)), "{files:?}");
+        let o = cat(&files, &[]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert_eq!(stdout(&o), want, "{c}");
+        // Explicit compression works on a name that does not say it.
+        let renamed = dir.path().join("data.bin");
+        std::fs::copy(&files[0], &renamed).unwrap();
+        let o = cat(std::slice::from_ref(&renamed), &["--compression", c]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert_eq!(stdout(&o).lines().count(), 10);
+    }
+}
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tf").join(name)
+}
+
+#[test]
+fn cat_prints_what_tensorflow_prints() {
+    for (file, expect, flags) in [
+        ("examples.tfrecord.gz", "examples.tfrecord.jsonl", &[][..]),
+        ("sequence.tfrecord", "sequence.tfrecord.jsonl", &["--sequence"][..]),
+        ("zero_length.tfrecord", "zero_length.tfrecord.jsonl", &[][..]),
+    ] {
+        let o = cat(&[fixture(file)], flags);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let got = lines(&o);
+        let want: Vec<Value> = std::fs::read_to_string(fixture(expect))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(got, want, "{file}");
+    }
+    let o = cat(&[fixture("empty.tfrecord")], &[]);
+    assert!(o.status.success() && o.stdout.is_empty());
+}
+
+/// Ten tabular records, with byte `at` of record `record`'s payload flipped.
+fn corrupt_copy(dir: &Path, record: usize, at: usize) -> (PathBuf, u64) {
+    let files = generate("tabular", 10, 1, &dir.join("src"), &[]);
+    let mut bytes = std::fs::read(&files[0]).unwrap();
+    let mut offset = 0;
+    for _ in 0..record {
+        let len = u64::from_le_bytes(bytes[offset..offset + 8].try_into().unwrap()) as usize;
+        offset += 16 + len;
+    }
+    bytes[offset + 12 + at] ^= 0x55;
+    let path = dir.join("bad.tfrecord");
+    std::fs::write(&path, bytes).unwrap();
+    (path, offset as u64)
+}
+
+#[test]
+fn corrupt_record_fails_after_printing_the_records_before_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (bad, offset) = corrupt_copy(dir.path(), 5, 20);
+    let o = cat(std::slice::from_ref(&bad), &[]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(lines(&o).len(), 5, "records before the corrupt one are printed");
+    let err = stderr(&o);
+    assert!(err.contains(bad.to_str().unwrap()), "{err}");
+    assert!(err.contains("record 5") && err.contains(&format!("offset {offset}")), "{err}");
+    assert!(err.contains("checksum"), "{err}");
+}
+
+#[test]
+fn skip_resynchronises_and_reports_on_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    let (bad, offset) = corrupt_copy(dir.path(), 3, 0);
+    let o = cat(std::slice::from_ref(&bad), &["--on-corrupt", "skip"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let ids: Vec<i64> = lines(&o).iter().map(|r| int_feature(r, "id")).collect();
+    assert_eq!(ids, [0, 1, 2, 4, 5, 6, 7, 8, 9]);
+    let err = stderr(&o);
+    assert!(err.contains("skipped 1 corrupt record"), "{err}");
+    assert!(err.contains(&format!("record 3 at byte offset {offset}")), "{err}");
+}
+
+#[test]
+fn skip_file_goes_on_with_the_next_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let (bad, _) = corrupt_copy(dir.path(), 2, 7);
+    let good = generate("tabular", 4, 1, &dir.path().join("good"), &[]);
+    let o = cat(&[bad, good[0].clone()], &["--on-corrupt", "skip_file"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let ids: Vec<i64> = lines(&o).iter().map(|r| int_feature(r, "id")).collect();
+    assert_eq!(ids, [0, 1, 0, 1, 2, 3]);
+    assert!(stderr(&o).contains("rest of file skipped"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_payload_that_is_not_an_example_is_corrupt() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("junk.tfrecord");
+    let mut maker = sluice::synth::RecordMaker::new(sluice::synth::Kind::Tabular, 0);
+    let first = maker.record(0);
+    let mut w = sluice::tfrecord::create(&path, sluice::tfrecord::Compression::None).unwrap();
+    w.write_record(&first).unwrap();
+    w.write_record(&[0x0a, 0x10, 0x01]).unwrap();
+    w.write_record(&maker.record(2)).unwrap();
+    w.finish().unwrap();
+    let offset = 16 + first.len();
+    let o = cat(std::slice::from_ref(&path), &[]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(lines(&o).len(), 1);
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!("record 1 at byte offset {offset}"))
+            && err.contains("not a valid tf.train.Example"),
+        "{err}"
+    );
+    let o = cat(&[path], &["--on-corrupt", "skip"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(lines(&o).len(), 2);
+    assert!(stderr(&o).contains("skipped 1 corrupt record"), "{}", stderr(&o));
+}
+
+#[test]
+fn bad_invocations_exit_with_status_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = generate("tabular", 3, 1, dir.path(), &[]);
+    let missing = dir.path().join("nope.tfrecord");
+    // A missing file fails before anything is printed, even after a good one.
+    let o = cat(&[files[0].clone(), missing.clone()], &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(o.stdout.is_empty());
+    assert!(stderr(&o).contains("nope.tfrecord") && stderr(&o).contains("No such file"), "{}", stderr(&o));
+    for args in [
+        &["cat"][..],
+        &["cat", "--bogus", "x"][..],
+        &["cat", "--on-corrupt", "ignore", "x"][..],
+        &["cat", "--compression", "lz4", "x"][..],
+        &["gen", "video", "--records", "1", "--out", "x"][..],
+        &["gen", "tabular", "--records", "1", "--shards", "0", "--out", "x"][..],
+        &["gen", "tabular", "--records", "many", "--out", "x"][..],
+        &["frobnicate"][..],
+    ] {
+        let o = sluice(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(!stderr(&o).contains("panicked"), "{args:?}");
+    }
+    let o = cat(&[dir.path().to_path_buf()], &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("is a directory"));
+}
+
+#[test]
+fn a_closed_pipe_ends_cat_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = generate("tabular", 50_000, 1, dir.path(), &[]);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .arg("cat")
+        .arg(&files[0])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = child.stdout.take().unwrap();
+    let mut first = [0u8; 100];
+    std::io::Read::read_exact(&mut out, &mut first).unwrap();
+    drop(out);
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(o.stderr.is_empty(), "{}", stderr(&o));
+}
+
+#[test]
+fn every_id_appears_once_across_shards() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = generate("image", 101, 7, dir.path(), &[]);
+    let ids: BTreeSet<i64> = lines(&cat(&files, &[])).iter().map(|r| int_feature(r, "id")).collect();
+    assert_eq!(ids, (0..101).collect());
+}

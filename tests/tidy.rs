@@ -1,0 +1,61 @@
+//! Tidy checks on the source tree: every Rust file starts with a `//!` line, and the
+//! crates depend on each other only in the direction ARCHITECTURE.md allows.
+
+use std::path::{Path, PathBuf};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy();
+        if path.is_dir() {
+            if !name.starts_with('.') && name != "target" && name != "fixtures" {
+                rust_files(&path, out);
+            }
+        } else if name.ends_with(".rs") {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn every_rust_file_starts_with_a_module_doc() {
+    let mut files = Vec::new();
+    for dir in ["src", "tests", "compiler", "runtime", "macros", "examples"] {
+        if root().join(dir).is_dir() {
+            rust_files(&root().join(dir), &mut files);
+        }
+    }
+    assert!(files.len() > 10, "found the sources");
+    let missing: Vec<_> = files
+        .iter()
+        .filter(|f| !std::fs::read_to_string(f).unwrap().starts_with("//!"))
+        .map(|f| f.strip_prefix(root()).unwrap().display().to_string())
+        .collect();
+    assert!(missing.is_empty(), "files without a `//!` first line: {missing:?}");
+}
+
+/// The `[dependencies]` section of a manifest (not dev- or build-dependencies).
+fn dependencies(manifest: &str) -> String {
+    let text = std::fs::read_to_string(root().join(manifest)).unwrap();
+    let start = text.find("\n[dependencies]").expect("a [dependencies] section");
+    let rest = &text[start + 1..];
+    let end = rest[1..].find("\n[").map_or(rest.len(), |i| i + 1);
+    rest[..end].to_string()
+}
+
+#[test]
+fn dependencies_point_one_way() {
+    let runtime = dependencies("runtime/Cargo.toml");
+    assert!(
+        !runtime.contains("sluice-compiler") && !runtime.contains("sluice-macros"),
+        "runtime is standalone"
+    );
+    let compiler = dependencies("compiler/Cargo.toml");
+    assert!(!compiler.contains("sluice-runtime") && !compiler.contains("sluice-macros"));
+    let macros = dependencies("macros/Cargo.toml");
+    assert!(macros.contains("sluice-compiler") && !macros.contains("sluice-runtime"));
+}

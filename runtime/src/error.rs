@@ -43,12 +43,71 @@ pub enum Error {
     /// A user-supplied argument is invalid.
     #[error("{0}")]
     Invalid(String),
+    /// A user function of a stage (a `map`, `filter`, `interleave`… closure) returned an
+    /// error.
+    #[error("stage `{stage}`: {source}")]
+    Stage {
+        /// The stage's name.
+        stage: String,
+        /// What the user function returned.
+        #[source]
+        source: BoxError,
+    },
+    /// A user function of a stage panicked; the pipeline reports it instead of hanging
+    /// or losing a worker.
+    #[error("stage `{stage}`: user function panicked: {message}")]
+    Panic {
+        /// The stage's name.
+        stage: String,
+        /// The panic payload, if it was a string.
+        message: String,
+    },
 }
+
+/// The error a user function may return.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 impl Error {
     /// Wraps an I/O error with the path it concerns.
     pub fn io(path: impl Into<PathBuf>, source: io::Error) -> Self {
         Error::Io { path: path.into(), source }
+    }
+
+    /// Turns a caught panic payload into [`Error::Panic`].
+    pub fn from_panic(stage: &str, payload: Box<dyn std::any::Any + Send>) -> Self {
+        let message = match payload.downcast::<String>() {
+            Ok(s) => *s,
+            Err(payload) => match payload.downcast::<&'static str>() {
+                Ok(s) => (*s).to_string(),
+                Err(_) => "non-string panic payload".to_string(),
+            },
+        };
+        Error::Panic { stage: stage.to_string(), message }
+    }
+
+    /// Copies an error so it can be handed to several consumers (a shared stage that
+    /// failed once reports the same failure to each reader). I/O and user errors keep
+    /// their message and lose their source chain.
+    pub fn duplicate(&self) -> Self {
+        match self {
+            Error::Io { path, source } => {
+                Error::Io { path: path.clone(), source: io::Error::new(source.kind(), source.to_string()) }
+            }
+            Error::Corrupt { path, record, offset, in_decompressed, kind } => Error::Corrupt {
+                path: path.clone(),
+                record: *record,
+                offset: *offset,
+                in_decompressed: *in_decompressed,
+                kind: kind.clone(),
+            },
+            Error::Invalid(s) => Error::Invalid(s.clone()),
+            Error::Stage { stage, source } => {
+                Error::Stage { stage: stage.clone(), source: source.to_string().into() }
+            }
+            Error::Panic { stage, message } => {
+                Error::Panic { stage: stage.clone(), message: message.clone() }
+            }
+        }
     }
 
     /// True for data corruption (as opposed to an I/O failure or a bad argument).

@@ -1,0 +1,410 @@
+//! The streaming runtime: lazy, composable, typed stages.
+//!
+//! A [`Dataset`] describes a stream of elements and can be iterated many times (one
+//! [`DataIter`] per pass, or epoch); combinators build a monomorphized chain
+//! (`Batch<Shuffle<Map<Interleave<Files, _>, _>>>`), so nothing in the hot path boxes
+//! elements or dispatches dynamically. Generated code plugs concrete structs in as
+//! elements.
+//!
+//! # Threading model
+//!
+//! Sequential stages (filter, take, skip, shard, shuffle, repeat…) run on the thread that
+//! pulls from them. Parallel stages (map and interleave with `num_parallel > 1`, prefetch)
+//! own dedicated worker threads, connected to their neighbours by bounded queues: a
+//! worker blocks when its queue is full (backpressure), so memory is bounded by buffer
+//! sizes, never by dataset size. Dropping an iterator stops its workers and joins them.
+//! User functions may fail or panic: either reaches the consumer as an [`Error`] naming
+//! the stage, in stream order.
+//!
+//! # Determinism
+//!
+//! With `deterministic = true` (the default) and fixed seeds, the element sequence does
+//! not depend on thread counts or timing. Random stages draw from
+//! [`Philox`](crate::rng::Philox) keyed by (seed, stage, epoch) and the element position,
+//! never from thread-local state. Every stage keeps its state as positions and seeds
+//! (plus the buffers it must hold), so a later issue can save and restore it.
+
+mod element;
+mod filter;
+mod map;
+mod repeat;
+mod sample;
+mod shuffle;
+mod slice;
+mod source;
+pub mod stats;
+
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+pub use element::Element;
+pub use filter::{Fallible, Filter, FilterFn, Infallible};
+pub use map::{Map, MapFn};
+pub use repeat::Repeat;
+pub use sample::{SampleFrom, sample_from};
+pub use shuffle::Shuffle;
+pub use slice::{Shard, Skip, Take};
+pub use source::{Files, FromVec, Range, TfRecordFile, files, from_vec, range, tfrecord_file};
+pub use stats::{StageReport, StageStats, StatsReport};
+
+use crate::error::{BoxError, Error, Result};
+use crate::tfrecord::ReaderStats;
+
+/// How many worker threads a parallel stage uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Parallelism {
+    /// A fixed number of threads (1 runs the stage on the consumer's thread).
+    Fixed(usize),
+    /// Chosen and adjusted at run time (AUTOTUNE), within the cores available.
+    #[default]
+    Auto,
+}
+
+impl From<usize> for Parallelism {
+    fn from(n: usize) -> Self {
+        Parallelism::Fixed(n)
+    }
+}
+
+/// A RAM budget shared by the buffers of one pipeline that AUTOTUNE may grow.
+#[derive(Debug)]
+pub struct MemoryBudget {
+    limit: usize,
+    used: AtomicUsize,
+}
+
+impl MemoryBudget {
+    /// A budget of `limit` bytes (`usize::MAX`: unlimited).
+    pub fn new(limit: usize) -> Self {
+        MemoryBudget { limit, used: AtomicUsize::new(0) }
+    }
+
+    /// Reserves `bytes` if they fit; false (and nothing reserved) otherwise.
+    pub fn try_reserve(&self, bytes: usize) -> bool {
+        self.used
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |u| {
+                u.checked_add(bytes).filter(|n| *n <= self.limit)
+            })
+            .is_ok()
+    }
+
+    /// Returns `bytes` reserved earlier.
+    pub fn release(&self, bytes: usize) {
+        self.used.fetch_sub(bytes, Ordering::AcqRel);
+    }
+
+    /// The limit in bytes.
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// Bytes reserved now.
+    pub fn used(&self) -> usize {
+        self.used.load(Ordering::Acquire)
+    }
+}
+
+/// Options of a running pipeline.
+#[derive(Debug, Clone)]
+pub struct RuntimeOptions {
+    /// RAM that AUTOTUNE may spend on buffers (default: unlimited).
+    pub memory_budget: Option<usize>,
+    /// Cores AUTOTUNE may use (default: all available).
+    pub cores: Option<usize>,
+}
+
+impl Default for RuntimeOptions {
+    fn default() -> Self {
+        RuntimeOptions { memory_budget: None, cores: None }
+    }
+}
+
+/// What every stage of one running pipeline shares: statistics, the memory budget, the
+/// number of cores, and the TFRecord readers' skip counts.
+#[derive(Debug)]
+pub struct Runtime {
+    stages: Mutex<Vec<Arc<StageStats>>>,
+    budget: MemoryBudget,
+    cores: usize,
+    io: Mutex<ReaderStats>,
+    started: Instant,
+    consumer_wait_ns: std::sync::atomic::AtomicU64,
+}
+
+/// The context a pass over a dataset runs in: the shared [`Runtime`] and the epoch.
+#[derive(Debug, Clone)]
+pub struct Ctx {
+    rt: Arc<Runtime>,
+    epoch: u64,
+    nested: bool,
+}
+
+impl Ctx {
+    /// A context for a new pipeline run, at epoch 0.
+    pub fn new(options: &RuntimeOptions) -> Self {
+        let cores =
+            options.cores.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        Ctx {
+            rt: Arc::new(Runtime {
+                stages: Mutex::new(Vec::new()),
+                budget: MemoryBudget::new(options.memory_budget.unwrap_or(usize::MAX)),
+                cores: cores.max(1),
+                io: Mutex::new(ReaderStats::default()),
+                started: Instant::now(),
+                consumer_wait_ns: std::sync::atomic::AtomicU64::new(0),
+            }),
+            epoch: 0,
+            nested: false,
+        }
+    }
+
+    /// The epoch this pass belongs to (0 for the first).
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// The same context at another epoch.
+    pub fn with_epoch(&self, epoch: u64) -> Ctx {
+        Ctx { epoch, ..self.clone() }
+    }
+
+    /// A context for datasets made per element by another stage (interleave's per-file
+    /// readers): their statistics are not registered separately.
+    pub fn nested(&self) -> Ctx {
+        Ctx { nested: true, ..self.clone() }
+    }
+
+    /// Registers a stage's counters in the pipeline's report (once; not when nested).
+    pub fn register(&self, stats: &Arc<StageStats>) {
+        if self.nested {
+            return;
+        }
+        let mut stages = self.rt.stages.lock().expect("stats lock");
+        if !stages.iter().any(|s| Arc::ptr_eq(s, stats)) {
+            stages.push(stats.clone());
+        }
+    }
+
+    /// The memory budget AUTOTUNE respects.
+    pub fn budget(&self) -> &MemoryBudget {
+        &self.rt.budget
+    }
+
+    /// Cores available to AUTOTUNE.
+    pub fn cores(&self) -> usize {
+        self.rt.cores
+    }
+
+    /// Adds a finished TFRecord reader's counts (records, skipped corrupt records).
+    pub fn add_reader_stats(&self, stats: &ReaderStats) {
+        self.rt.io.lock().expect("io stats lock").merge(stats);
+    }
+
+    /// What the TFRecord readers of this pipeline delivered and skipped so far.
+    pub fn reader_stats(&self) -> ReaderStats {
+        self.rt.io.lock().expect("io stats lock").clone()
+    }
+
+    /// Adds time the consumer spent waiting for the pipeline.
+    pub fn add_consumer_wait(&self, d: Duration) {
+        self.rt.consumer_wait_ns.fetch_add(d.as_nanos() as u64, Ordering::Relaxed);
+    }
+
+    /// Statistics of every registered stage so far, upstream first.
+    pub fn report(&self) -> StatsReport {
+        let stages = self.rt.stages.lock().expect("stats lock");
+        StatsReport {
+            wall: self.rt.started.elapsed(),
+            consumer_wait: Duration::from_nanos(self.rt.consumer_wait_ns.load(Ordering::Relaxed)),
+            // Stages register when their iterator is created, downstream first.
+            stages: stages.iter().rev().map(|s| s.snapshot()).collect(),
+        }
+    }
+}
+
+/// One pass over a dataset: a fallible, pull-based iterator.
+pub trait DataIter: Send + 'static {
+    /// The elements.
+    type Item: Element;
+
+    /// The next element, `Ok(None)` at the end of the pass. After an error the iterator
+    /// is finished (it returns `Ok(None)`).
+    fn next(&mut self) -> Result<Option<Self::Item>>;
+}
+
+/// A description of a stream of elements, from which passes ([`DataIter`]s) are made.
+pub trait Dataset: Send + Sync + 'static {
+    /// The elements.
+    type Item: Element;
+    /// The iterator of one pass.
+    type Iter: DataIter<Item = Self::Item>;
+
+    /// Starts a pass in `ctx` (which says the epoch).
+    fn iter(&self, ctx: &Ctx) -> Result<Self::Iter>;
+
+    /// Runs the dataset: a standard iterator of `Result`s over one pass, with the
+    /// pipeline's statistics.
+    fn stream(&self) -> Result<Stream<Self::Iter>>
+    where
+        Self: Sized,
+    {
+        self.stream_with(&RuntimeOptions::default())
+    }
+
+    /// Like [`stream`](Dataset::stream), with options (memory budget, cores).
+    fn stream_with(&self, options: &RuntimeOptions) -> Result<Stream<Self::Iter>>
+    where
+        Self: Sized,
+    {
+        let ctx = Ctx::new(options);
+        let iter = self.iter(&ctx)?;
+        Ok(Stream { iter, ctx, done: false })
+    }
+
+    // ---- combinators (one stage per file) ----
+
+    /// Applies `f` to every element (infallible). Sequential until
+    /// [`num_parallel`](Map::num_parallel) says otherwise.
+    fn map<U, F>(self, f: F) -> Map<Self, Infallible<F>>
+    where
+        Self: Sized,
+        F: Fn(Self::Item) -> U + Send + Sync + 'static,
+        U: Element,
+    {
+        Map::new(self, Infallible(f), "map")
+    }
+
+    /// Applies a fallible `f` to every element; an `Err` reaches the consumer as
+    /// [`Error::Stage`] naming this stage.
+    fn try_map<U, E, F>(self, f: F) -> Map<Self, Fallible<F>>
+    where
+        Self: Sized,
+        F: Fn(Self::Item) -> std::result::Result<U, E> + Send + Sync + 'static,
+        E: Into<BoxError>,
+        U: Element,
+    {
+        Map::new(self, Fallible(f), "map")
+    }
+
+    /// Keeps the elements for which `p` is true.
+    fn filter<P>(self, p: P) -> Filter<Self, Infallible<P>>
+    where
+        Self: Sized,
+        P: Fn(&Self::Item) -> bool + Send + Sync + 'static,
+    {
+        Filter::new(self, Infallible(p))
+    }
+
+    /// Keeps the elements for which a fallible `p` is true.
+    fn try_filter<P, E>(self, p: P) -> Filter<Self, Fallible<P>>
+    where
+        Self: Sized,
+        P: Fn(&Self::Item) -> std::result::Result<bool, E> + Send + Sync + 'static,
+        E: Into<BoxError>,
+    {
+        Filter::new(self, Fallible(p))
+    }
+
+    /// Randomly shuffles with a buffer of `buffer_size` elements, drawing from
+    /// Philox(seed, epoch, position); a new order each epoch unless
+    /// [`reshuffle_each_epoch(false)`](Shuffle::reshuffle_each_epoch).
+    fn shuffle(self, buffer_size: usize, seed: u64) -> Shuffle<Self>
+    where
+        Self: Sized,
+    {
+        Shuffle::new(self, buffer_size, seed)
+    }
+
+    /// Repeats the dataset `count` times (`None`: forever), one epoch per pass.
+    fn repeat(self, count: Option<u64>) -> Repeat<Self>
+    where
+        Self: Sized,
+    {
+        Repeat::new(self, count)
+    }
+
+    /// The first `n` elements.
+    fn take(self, n: u64) -> Take<Self>
+    where
+        Self: Sized,
+    {
+        Take::new(self, n)
+    }
+
+    /// All but the first `n` elements.
+    fn skip(self, n: u64) -> Skip<Self>
+    where
+        Self: Sized,
+    {
+        Skip::new(self, n)
+    }
+
+    /// Every `num_shards`-th element, starting at `index`.
+    fn shard(self, num_shards: u64, index: u64) -> Result<Shard<Self>>
+    where
+        Self: Sized,
+    {
+        Shard::new(self, num_shards, index)
+    }
+}
+
+/// A running pipeline as a standard iterator of `Result`s (fused after an error), with
+/// access to its statistics.
+#[derive(Debug)]
+pub struct Stream<I> {
+    iter: I,
+    ctx: Ctx,
+    done: bool,
+}
+
+impl<I: DataIter> Stream<I> {
+    /// Statistics so far.
+    pub fn report(&self) -> StatsReport {
+        self.ctx.report()
+    }
+
+    /// What the TFRecord readers delivered and skipped so far.
+    pub fn reader_stats(&self) -> ReaderStats {
+        self.ctx.reader_stats()
+    }
+
+    /// The context of the run.
+    pub fn ctx(&self) -> &Ctx {
+        &self.ctx
+    }
+}
+
+impl<I: DataIter> Iterator for Stream<I> {
+    type Item = Result<I::Item>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let t = Instant::now();
+        let r = self.iter.next();
+        self.ctx.add_consumer_wait(t.elapsed());
+        match r {
+            Ok(Some(x)) => Some(Ok(x)),
+            Ok(None) => {
+                self.done = true;
+                None
+            }
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+/// Runs a user function, turning a panic into [`Error::Panic`] naming `stage`.
+#[inline]
+pub fn call_user<R>(stage: &str, f: impl FnOnce() -> Result<R>) -> Result<R> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(payload) => Err(Error::from_panic(stage, payload)),
+    }
+}

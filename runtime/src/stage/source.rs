@@ -1,0 +1,220 @@
+//! Sources: in-memory vectors and ranges (tests, small data), file lists from globs, and
+//! the records of one TFRecord file.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::{Ctx, DataIter, Dataset, Element};
+use crate::error::{Error, Result};
+use crate::rng::Philox;
+use crate::tfrecord::{self, FileReader, ReaderOptions};
+
+/// The elements of a vector, cloned out on each pass.
+pub fn from_vec<T: Element + Clone + Sync>(items: Vec<T>) -> FromVec<T> {
+    FromVec { items: items.into() }
+}
+
+/// See [`from_vec`].
+#[must_use = "datasets are lazy: iterate them"]
+#[derive(Debug)]
+pub struct FromVec<T> {
+    items: Arc<[T]>,
+}
+
+impl<T: Element + Clone + Sync> Dataset for FromVec<T> {
+    type Item = T;
+    type Iter = FromVecIter<T>;
+    fn iter(&self, _: &Ctx) -> Result<Self::Iter> {
+        Ok(FromVecIter { items: self.items.clone(), pos: 0 })
+    }
+}
+
+/// One pass of [`FromVec`].
+#[derive(Debug)]
+pub struct FromVecIter<T> {
+    items: Arc<[T]>,
+    pos: usize,
+}
+
+impl<T: Element + Clone + Sync> DataIter for FromVecIter<T> {
+    type Item = T;
+    #[inline]
+    fn next(&mut self) -> Result<Option<T>> {
+        let x = self.items.get(self.pos).cloned();
+        self.pos += usize::from(x.is_some());
+        Ok(x)
+    }
+}
+
+/// The integers `start..end`.
+pub fn range(r: std::ops::Range<u64>) -> Range {
+    Range { start: r.start, end: r.end }
+}
+
+/// See [`range`].
+#[must_use = "datasets are lazy: iterate them"]
+#[derive(Debug, Clone, Copy)]
+pub struct Range {
+    start: u64,
+    end: u64,
+}
+
+impl Dataset for Range {
+    type Item = u64;
+    type Iter = RangeIter;
+    fn iter(&self, _: &Ctx) -> Result<RangeIter> {
+        Ok(RangeIter { next: self.start, end: self.end })
+    }
+}
+
+/// One pass of [`Range`].
+#[derive(Debug)]
+pub struct RangeIter {
+    next: u64,
+    end: u64,
+}
+
+impl DataIter for RangeIter {
+    type Item = u64;
+    #[inline]
+    fn next(&mut self) -> Result<Option<u64>> {
+        if self.next >= self.end {
+            return Ok(None);
+        }
+        self.next += 1;
+        Ok(Some(self.next - 1))
+    }
+}
+
+/// The files matching a glob pattern, sorted; an error names the pattern when it is
+/// invalid or matches nothing.
+pub fn files(pattern: &str) -> Result<Files> {
+    let entries =
+        glob::glob(pattern).map_err(|e| Error::Invalid(format!("bad file pattern `{pattern}`: {e}")))?;
+    let mut paths = Vec::new();
+    for entry in entries {
+        let path =
+            entry.map_err(|e| Error::io(e.path().to_path_buf(), std::io::Error::other(e.to_string())))?;
+        if path.is_file() {
+            paths.push(path);
+        }
+    }
+    if paths.is_empty() {
+        return Err(Error::Invalid(format!("no files match `{pattern}`")));
+    }
+    paths.sort();
+    Ok(Files { paths: paths.into(), shuffle_seed: None })
+}
+
+/// A list of files, in sorted order or shuffled per epoch.
+#[must_use = "datasets are lazy: iterate them"]
+#[derive(Debug, Clone)]
+pub struct Files {
+    paths: Arc<[PathBuf]>,
+    shuffle_seed: Option<u64>,
+}
+
+const FILES_TAG: u64 = 0x4649_4c45 << 32; // "FILE"
+
+impl Files {
+    /// An explicit list of files, in the given order.
+    pub fn from_paths(paths: impl IntoIterator<Item = PathBuf>) -> Self {
+        Files { paths: paths.into_iter().collect(), shuffle_seed: None }
+    }
+
+    /// Shuffles the list each epoch with Philox keyed by (seed, epoch).
+    pub fn shuffled(mut self, seed: u64) -> Self {
+        self.shuffle_seed = Some(seed);
+        self
+    }
+
+    /// The files, in their base order.
+    pub fn paths(&self) -> &[PathBuf] {
+        &self.paths
+    }
+}
+
+impl Dataset for Files {
+    type Item = PathBuf;
+    type Iter = FromVecIter<PathBuf>;
+
+    fn iter(&self, ctx: &Ctx) -> Result<Self::Iter> {
+        let items = match self.shuffle_seed {
+            None => self.paths.clone(),
+            Some(seed) => {
+                // Fisher–Yates with draws in a fixed order.
+                let mut v = self.paths.to_vec();
+                let mut rng = Philox::new(seed, FILES_TAG ^ ctx.epoch());
+                for i in (1..v.len()).rev() {
+                    let j = (rng.next_u64() % (i as u64 + 1)) as usize;
+                    v.swap(i, j);
+                }
+                v.into()
+            }
+        };
+        Ok(FromVecIter { items, pos: 0 })
+    }
+}
+
+/// The records of one TFRecord file, as owned byte vectors.
+pub fn tfrecord_file(path: impl AsRef<Path>, options: ReaderOptions) -> TfRecordFile {
+    TfRecordFile { path: path.as_ref().to_path_buf(), options: Arc::new(options) }
+}
+
+/// See [`tfrecord_file`].
+#[must_use = "datasets are lazy: iterate them"]
+#[derive(Debug, Clone)]
+pub struct TfRecordFile {
+    path: PathBuf,
+    options: Arc<ReaderOptions>,
+}
+
+impl Dataset for TfRecordFile {
+    type Item = Vec<u8>;
+    type Iter = TfRecordIter;
+
+    fn iter(&self, ctx: &Ctx) -> Result<TfRecordIter> {
+        Ok(TfRecordIter { reader: Some(tfrecord::open(&self.path, &self.options)?), ctx: ctx.clone() })
+    }
+}
+
+/// One pass of [`TfRecordFile`]. Its position is the reader's (record index, offset).
+#[derive(Debug)]
+pub struct TfRecordIter {
+    reader: Option<FileReader>,
+    ctx: Ctx,
+}
+
+impl TfRecordIter {
+    fn finish(&mut self) {
+        if let Some(r) = self.reader.take() {
+            self.ctx.add_reader_stats(r.stats());
+        }
+    }
+}
+
+impl DataIter for TfRecordIter {
+    type Item = Vec<u8>;
+
+    #[inline]
+    fn next(&mut self) -> Result<Option<Vec<u8>>> {
+        let Some(reader) = self.reader.as_mut() else { return Ok(None) };
+        match reader.next_record() {
+            Ok(Some(r)) => Ok(Some(r.to_vec())),
+            Ok(None) => {
+                self.finish();
+                Ok(None)
+            }
+            Err(e) => {
+                self.finish();
+                Err(e)
+            }
+        }
+    }
+}
+
+impl Drop for TfRecordIter {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}

@@ -1,0 +1,234 @@
+//! Per-stage statistics: elements and bytes out, busy time, time blocked on input and on
+//! output, queue fill; and a report that names the bottleneck stage.
+//!
+//! Counters are relaxed atomics updated by the stage's own threads. Stages that do real
+//! work per element (map, interleave, batch, shuffle, prefetch) time it; trivial stages
+//! (filter, take, skip, shard) only count, so statistics cost little where elements are
+//! cheap.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::{Duration, Instant};
+
+/// The counters of one stage.
+#[derive(Debug)]
+pub struct StageStats {
+    name: String,
+    elements: AtomicU64,
+    bytes: AtomicU64,
+    busy_ns: AtomicU64,
+    wait_input_ns: AtomicU64,
+    wait_output_ns: AtomicU64,
+    queue_fill_sum: AtomicU64,
+    queue_samples: AtomicU64,
+    queue_capacity: AtomicU64,
+    parallelism: AtomicU64,
+}
+
+impl StageStats {
+    /// Fresh counters for the stage called `name`.
+    pub fn new(name: impl Into<String>) -> Self {
+        StageStats {
+            name: name.into(),
+            elements: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+            busy_ns: AtomicU64::new(0),
+            wait_input_ns: AtomicU64::new(0),
+            wait_output_ns: AtomicU64::new(0),
+            queue_fill_sum: AtomicU64::new(0),
+            queue_samples: AtomicU64::new(0),
+            queue_capacity: AtomicU64::new(0),
+            parallelism: AtomicU64::new(1),
+        }
+    }
+
+    /// The stage's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Counts one element produced, of `bytes` bytes.
+    #[inline]
+    pub fn produced(&self, bytes: usize) {
+        self.elements.fetch_add(1, Relaxed);
+        self.bytes.fetch_add(bytes as u64, Relaxed);
+    }
+
+    /// Adds time spent doing the stage's own work.
+    #[inline]
+    pub fn add_busy(&self, d: Duration) {
+        self.busy_ns.fetch_add(d.as_nanos() as u64, Relaxed);
+    }
+
+    /// Adds time spent waiting for the upstream stage.
+    #[inline]
+    pub fn add_wait_input(&self, d: Duration) {
+        self.wait_input_ns.fetch_add(d.as_nanos() as u64, Relaxed);
+    }
+
+    /// Adds time spent waiting for room in the output queue (downstream is slower).
+    #[inline]
+    pub fn add_wait_output(&self, d: Duration) {
+        self.wait_output_ns.fetch_add(d.as_nanos() as u64, Relaxed);
+    }
+
+    /// Records one observation of the output queue: `len` of `capacity` slots used.
+    #[inline]
+    pub fn sample_queue(&self, len: usize, capacity: usize) {
+        self.queue_fill_sum.fetch_add(len as u64, Relaxed);
+        self.queue_samples.fetch_add(1, Relaxed);
+        self.queue_capacity.store(capacity as u64, Relaxed);
+    }
+
+    /// Records the stage's current degree of parallelism (worker threads).
+    pub fn set_parallelism(&self, n: usize) {
+        self.parallelism.store(n as u64, Relaxed);
+    }
+
+    /// Times `f` as busy time.
+    #[inline]
+    pub fn time_busy<R>(&self, f: impl FnOnce() -> R) -> R {
+        let t = Instant::now();
+        let r = f();
+        self.add_busy(t.elapsed());
+        r
+    }
+
+    /// Times `f` as time waiting for input.
+    #[inline]
+    pub fn time_input<R>(&self, f: impl FnOnce() -> R) -> R {
+        let t = Instant::now();
+        let r = f();
+        self.add_wait_input(t.elapsed());
+        r
+    }
+
+    /// A snapshot of the counters.
+    pub fn snapshot(&self) -> StageReport {
+        let samples = self.queue_samples.load(Relaxed);
+        StageReport {
+            name: self.name.clone(),
+            elements: self.elements.load(Relaxed),
+            bytes: self.bytes.load(Relaxed),
+            busy: Duration::from_nanos(self.busy_ns.load(Relaxed)),
+            wait_input: Duration::from_nanos(self.wait_input_ns.load(Relaxed)),
+            wait_output: Duration::from_nanos(self.wait_output_ns.load(Relaxed)),
+            mean_queue_fill: (samples > 0).then(|| self.queue_fill_sum.load(Relaxed) as f64 / samples as f64),
+            queue_capacity: self.queue_capacity.load(Relaxed) as usize,
+            parallelism: self.parallelism.load(Relaxed).max(1) as usize,
+        }
+    }
+}
+
+/// A snapshot of one stage's counters.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StageReport {
+    /// The stage's name.
+    pub name: String,
+    /// Elements produced.
+    pub elements: u64,
+    /// Bytes produced (by [`Element::byte_size`](super::Element::byte_size)).
+    pub bytes: u64,
+    /// Time doing the stage's own work, summed over its threads.
+    pub busy: Duration,
+    /// Time blocked waiting for input, summed over its threads.
+    pub wait_input: Duration,
+    /// Time blocked waiting for room downstream, summed over its threads.
+    pub wait_output: Duration,
+    /// Mean number of elements in the output queue when sampled.
+    pub mean_queue_fill: Option<f64>,
+    /// Capacity of the output queue (0 when the stage has none).
+    pub queue_capacity: usize,
+    /// Worker threads.
+    pub parallelism: usize,
+}
+
+impl StageReport {
+    /// Fraction of the stage's capacity (`wall × parallelism`) spent busy.
+    pub fn utilization(&self, wall: Duration) -> f64 {
+        let cap = wall.as_secs_f64() * self.parallelism as f64;
+        if cap > 0.0 { self.busy.as_secs_f64() / cap } else { 0.0 }
+    }
+}
+
+/// The statistics of a whole pipeline run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StatsReport {
+    /// Wall time since the pipeline started.
+    pub wall: Duration,
+    /// Time the consumer spent waiting for elements.
+    pub consumer_wait: Duration,
+    /// One report per stage, upstream first.
+    pub stages: Vec<StageReport>,
+}
+
+impl StatsReport {
+    /// The stage whose threads were busiest relative to their capacity: the one to speed
+    /// up (or parallelise) first. `None` when no stage recorded busy time.
+    pub fn bottleneck(&self) -> Option<&StageReport> {
+        self.stages
+            .iter()
+            .filter(|s| s.busy > Duration::ZERO)
+            .max_by(|a, b| a.utilization(self.wall).total_cmp(&b.utilization(self.wall)))
+    }
+}
+
+impl fmt::Display for StatsReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "{:<24} {:>12} {:>10} {:>4} {:>7} {:>9} {:>9} {:>9}",
+            "stage", "elements", "MB", "par", "util", "busy s", "in-wait", "out-wait"
+        )?;
+        for s in &self.stages {
+            let queue = match s.mean_queue_fill {
+                Some(q) => format!("  queue {q:.1}/{}", s.queue_capacity),
+                None => String::new(),
+            };
+            writeln!(
+                f,
+                "{:<24} {:>12} {:>10.1} {:>4} {:>6.0}% {:>9.2} {:>9.2} {:>9.2}{queue}",
+                s.name,
+                s.elements,
+                s.bytes as f64 / 1e6,
+                s.parallelism,
+                100.0 * s.utilization(self.wall),
+                s.busy.as_secs_f64(),
+                s.wait_input.as_secs_f64(),
+                s.wait_output.as_secs_f64(),
+            )?;
+        }
+        let wall = self.wall.as_secs_f64();
+        let stall = if wall > 0.0 { 100.0 * self.consumer_wait.as_secs_f64() / wall } else { 0.0 };
+        write!(f, "consumer waited {:.2} s of {wall:.2} s ({stall:.0}%)", self.consumer_wait.as_secs_f64())?;
+        if let Some(b) = self.bottleneck() {
+            write!(f, "; bottleneck: {} ({:.0}% busy)", b.name, 100.0 * b.utilization(self.wall))?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bottleneck_is_the_busiest_stage_per_thread() {
+        let a = StageStats::new("read");
+        a.add_busy(Duration::from_millis(400));
+        let b = StageStats::new("map");
+        b.set_parallelism(4);
+        b.add_busy(Duration::from_millis(1200)); // 30% of 4 threads
+        let c = StageStats::new("batch");
+        c.add_busy(Duration::from_millis(100));
+        let report = StatsReport {
+            wall: Duration::from_secs(1),
+            consumer_wait: Duration::from_millis(250),
+            stages: vec![a.snapshot(), b.snapshot(), c.snapshot()],
+        };
+        assert_eq!(report.bottleneck().unwrap().name, "read");
+        let text = report.to_string();
+        assert!(text.contains("bottleneck: read (40% busy)"), "{text}");
+        assert!(text.contains("consumer waited 0.25 s of 1.00 s (25%)"), "{text}");
+    }
+}

@@ -107,18 +107,12 @@ impl MemoryBudget {
 }
 
 /// Options of a running pipeline.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct RuntimeOptions {
     /// RAM that AUTOTUNE may spend on buffers (default: unlimited).
     pub memory_budget: Option<usize>,
     /// Cores AUTOTUNE may use (default: all available).
     pub cores: Option<usize>,
-}
-
-impl Default for RuntimeOptions {
-    fn default() -> Self {
-        RuntimeOptions { memory_budget: None, cores: None }
-    }
 }
 
 /// What every stage of one running pipeline shares: statistics, the memory budget, the

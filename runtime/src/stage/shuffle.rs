@@ -102,7 +102,7 @@ impl<I: DataIter> DataIter for ShuffleIter<I> {
         };
         self.stats.produced(0);
         self.emitted += 1;
-        if self.emitted % 1024 == 0 {
+        if self.emitted.is_multiple_of(1024) {
             self.stats.sample_queue(self.buffer.len(), self.capacity);
         }
         Ok(Some(out))

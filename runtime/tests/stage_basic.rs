@@ -1,0 +1,187 @@
+//! The sequential stages and sources: exact element sequences on data made in the test.
+
+use std::collections::BTreeSet;
+
+use sluice_runtime::Error;
+use sluice_runtime::stage::{Dataset, Files, from_vec, range, sample_from, tfrecord_file};
+use sluice_runtime::tfrecord::{self, Compression, CorruptPolicy, ReaderOptions};
+
+fn collect<D: Dataset>(d: &D) -> Vec<D::Item> {
+    d.stream().unwrap().map(|r| r.unwrap()).collect()
+}
+
+/// The elements before the first error, and the error.
+fn until_error<D: Dataset>(d: &D) -> (Vec<D::Item>, Option<Error>) {
+    let mut out = Vec::new();
+    for r in d.stream().unwrap() {
+        match r {
+            Ok(x) => out.push(x),
+            Err(e) => return (out, Some(e)),
+        }
+    }
+    (out, None)
+}
+
+#[test]
+fn sources() {
+    assert_eq!(collect(&range(3..7)), [3, 4, 5, 6]);
+    assert_eq!(collect(&range(5..5)), Vec::<u64>::new());
+    assert_eq!(collect(&from_vec(vec!["a".to_string(), "b".to_string()])), ["a", "b"]);
+}
+
+#[test]
+fn map_filter_take_skip_shard() {
+    let d = range(0..20).map(|x| x * 10).filter(|x| x % 20 == 0).skip(2).take(5);
+    assert_eq!(collect(&d), [40, 60, 80, 100, 120]);
+    assert_eq!(collect(&range(0..10).shard(3, 1).unwrap()), [1, 4, 7]);
+    assert_eq!(collect(&range(0..10).take(0)), Vec::<u64>::new());
+    assert_eq!(collect(&range(0..3).skip(10)), Vec::<u64>::new());
+    assert!(matches!(range(0..3).shard(2, 2), Err(Error::Invalid(_))));
+    assert!(matches!(range(0..3).shard(0, 0), Err(Error::Invalid(_))));
+    // Shards partition the input exactly.
+    let all: BTreeSet<u64> = (0..4).flat_map(|i| collect(&range(0..103).shard(4, i).unwrap())).collect();
+    assert_eq!(all, (0..103).collect());
+}
+
+#[test]
+fn user_errors_and_panics_name_the_stage() {
+    let d = range(0..10)
+        .try_map(|x| if x == 4 { Err(format!("bad element {x}")) } else { Ok(x) })
+        .named("decode");
+    let (got, err) = until_error(&d);
+    assert_eq!(got, [0, 1, 2, 3]);
+    let err = err.unwrap();
+    assert!(matches!(&err, Error::Stage { stage, .. } if stage == "decode"), "{err}");
+    assert_eq!(err.to_string(), "stage `decode`: bad element 4");
+
+    let d = range(0..10).map(|x| if x == 2 { panic!("boom at {x}") } else { x });
+    let (got, err) = until_error(&d);
+    assert_eq!(got, [0, 1]);
+    assert_eq!(err.unwrap().to_string(), "stage `map`: user function panicked: boom at 2");
+
+    let d = range(0..5).try_filter(|x| if *x == 3 { Err("no threes") } else { Ok(true) });
+    let (got, err) = until_error(&d);
+    assert_eq!(got, [0, 1, 2]);
+    assert_eq!(err.unwrap().to_string(), "stage `filter`: no threes");
+}
+
+#[test]
+fn shuffle_is_a_seeded_permutation_per_epoch() {
+    let d = range(0..1000).shuffle(100, 7);
+    let a = collect(&d);
+    assert_eq!(a, collect(&range(0..1000).shuffle(100, 7)), "same seed, same order");
+    assert_ne!(a, collect(&range(0..1000).shuffle(100, 8)), "another seed");
+    assert_ne!(a, (0..1000).collect::<Vec<_>>());
+    assert_eq!(a.iter().copied().collect::<BTreeSet<_>>(), (0..1000).collect());
+    // A buffer of 100 moves an element at most ~100 places earlier.
+    assert!(a.iter().enumerate().all(|(i, x)| *x as usize <= i + 100));
+
+    // Each epoch of a repeat reshuffles, unless told not to.
+    let e = collect(&range(0..50).shuffle(50, 1).repeat(Some(2)));
+    assert_ne!(e[..50], e[50..]);
+    assert_eq!(e[..50].iter().collect::<BTreeSet<_>>(), e[50..].iter().collect::<BTreeSet<_>>());
+    let same = collect(&range(0..50).shuffle(50, 1).reshuffle_each_epoch(false).repeat(Some(2)));
+    assert_eq!(same[..50], same[50..]);
+    assert_eq!(same[..50], e[..50], "epoch 0 is the same either way");
+}
+
+#[test]
+fn repeat_counts_and_stops_on_empty() {
+    assert_eq!(collect(&range(0..3).repeat(Some(3))), [0, 1, 2, 0, 1, 2, 0, 1, 2]);
+    assert_eq!(collect(&range(0..3).repeat(Some(0))), Vec::<u64>::new());
+    assert_eq!(collect(&range(0..3).repeat(None).take(7)), [0, 1, 2, 0, 1, 2, 0]);
+    // Forever over nothing ends instead of spinning.
+    assert_eq!(collect(&range(0..0).repeat(None)), Vec::<u64>::new());
+}
+
+#[test]
+fn sample_from_mixes_by_weight_and_drains_every_input() {
+    let mix = || sample_from(vec![range(0..300), range(1000..1100)], vec![3.0, 1.0], 5).unwrap();
+    let a = collect(&mix());
+    assert_eq!(a, collect(&mix()), "seeded");
+    assert_eq!(a.len(), 400);
+    let first = a.iter().filter(|x| **x < 1000).count();
+    assert_eq!(first, 300);
+    // Each input keeps its own order.
+    assert!(a.iter().filter(|x| **x < 1000).is_sorted() && a.iter().filter(|x| **x >= 1000).is_sorted());
+    // Early on, the 3:1 weights show: ~75 of the first 100 come from the first input.
+    let early = a[..100].iter().filter(|x| **x < 1000).count();
+    assert!((60..=90).contains(&early), "{early}");
+    let stop = sample_from(vec![range(0..10), range(100..1000)], vec![1.0, 1.0], 2)
+        .unwrap()
+        .stop_on_empty_dataset(true);
+    assert!(collect(&stop).len() < 100);
+    assert!(sample_from(vec![range(0..1)], vec![], 0).is_err());
+    assert!(sample_from(vec![range(0..1)], vec![f64::NAN], 0).is_err());
+}
+
+fn write_shards(dir: &std::path::Path, shards: usize, per: usize) -> Vec<std::path::PathBuf> {
+    (0..shards)
+        .map(|s| {
+            let p = dir.join(format!("part-{s}.tfrecord"));
+            let mut w = tfrecord::create(&p, Compression::None).unwrap();
+            for i in 0..per {
+                w.write_record(format!("{s}:{i}").as_bytes()).unwrap();
+            }
+            w.finish().unwrap();
+            p
+        })
+        .collect()
+}
+
+#[test]
+fn files_are_sorted_or_shuffled_per_epoch() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut paths = write_shards(dir.path(), 6, 1);
+    paths.sort();
+    let pattern = format!("{}/*.tfrecord", dir.path().display());
+    let files = sluice_runtime::stage::files(&pattern).unwrap();
+    assert_eq!(collect(&files), paths);
+    let shuffled = collect(&files.clone().shuffled(3).repeat(Some(2)));
+    assert_ne!(shuffled[..6], shuffled[6..], "a new order each epoch");
+    assert_eq!(shuffled[..6].iter().collect::<BTreeSet<_>>(), paths.iter().collect::<BTreeSet<_>>());
+    let err = sluice_runtime::stage::files(&format!("{}/*.nothing", dir.path().display())).unwrap_err();
+    assert!(err.to_string().contains("no files match"), "{err}");
+    assert!(sluice_runtime::stage::files("[").is_err());
+    assert_eq!(Files::from_paths(paths.clone()).paths(), &paths[..]);
+}
+
+#[test]
+fn tfrecord_source_counts_skipped_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_shards(dir.path(), 1, 5).remove(0);
+    let mut bytes = std::fs::read(&path).unwrap();
+    let second = 16 + 3; // after the first record ("0:0")
+    bytes[second + 12] ^= 1; // payload of record 1
+    std::fs::write(&path, bytes).unwrap();
+
+    let d = tfrecord_file(&path, ReaderOptions::default());
+    let (got, err) = until_error(&d);
+    assert_eq!(got, [b"0:0".to_vec()]);
+    assert!(matches!(err, Some(Error::Corrupt { record: 1, .. })));
+
+    let d =
+        tfrecord_file(&path, ReaderOptions { on_corrupt: CorruptPolicy::Skip, ..ReaderOptions::default() });
+    let mut s = d.stream().unwrap();
+    let got: Vec<Vec<u8>> = s.by_ref().map(|r| r.unwrap()).collect();
+    assert_eq!(got.len(), 4);
+    let stats = s.reader_stats();
+    assert_eq!((stats.records, stats.skipped_records), (4, 1));
+
+    let missing = tfrecord_file(dir.path().join("nope.tfrecord"), ReaderOptions::default());
+    assert!(matches!(missing.stream(), Err(Error::Io { .. })));
+}
+
+#[test]
+fn stats_name_every_registered_stage() {
+    let d = range(0..10_000).map(|x| x * 2).filter(|x| x % 3 == 0).shuffle(64, 1);
+    let mut s = d.stream().unwrap();
+    assert_eq!(s.by_ref().count(), 3334);
+    let report = s.report();
+    let names: Vec<&str> = report.stages.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["map", "filter", "shuffle"]);
+    assert_eq!(report.stages[0].elements, 10_000);
+    assert_eq!(report.stages[1].elements, 3334);
+    assert!(report.stages[2].mean_queue_fill.is_some());
+    assert!(report.to_string().contains("bottleneck: map"), "{report}");
+}

@@ -185,3 +185,57 @@ fn stats_name_every_registered_stage() {
     assert!(report.stages[2].mean_queue_fill.is_some());
     assert!(report.to_string().contains("bottleneck: map"), "{report}");
 }
+
+#[test]
+fn memory_cache_replays_the_first_complete_pass() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let calls = Arc::new(AtomicUsize::new(0));
+    let c = calls.clone();
+    let d = range(0..5)
+        .map(move |x| {
+            c.fetch_add(1, Ordering::Relaxed);
+            x * 3
+        })
+        .cache()
+        .repeat(Some(3));
+    assert_eq!(collect(&d), [0, 3, 6, 9, 12, 0, 3, 6, 9, 12, 0, 3, 6, 9, 12]);
+    assert_eq!(calls.load(Ordering::Relaxed), 5, "the map ran once");
+}
+
+#[test]
+fn file_cache_is_written_on_completion_and_reused() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cache.bin");
+    let calls = Arc::new(AtomicUsize::new(0));
+    let make = |calls: Arc<AtomicUsize>| {
+        range(0..4).map(move |x| {
+            calls.fetch_add(1, Ordering::Relaxed);
+            (x, format!("item {x}"), vec![x as f32; x as usize])
+        })
+    };
+    // An interrupted pass leaves nothing behind.
+    let mut s = make(calls.clone()).cache_file(&path).stream().unwrap();
+    s.next().unwrap().unwrap();
+    drop(s);
+    assert!(!path.exists());
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "no partial file left");
+    // A complete pass writes it; a new pipeline replays it without running the map.
+    let first = collect(&make(calls.clone()).cache_file(&path));
+    assert!(path.is_file());
+    let before = calls.load(Ordering::Relaxed);
+    let second = collect(&make(calls.clone()).cache_file(&path));
+    assert_eq!(first, second);
+    assert_eq!(calls.load(Ordering::Relaxed), before, "replayed from the file");
+    assert_eq!(second[3], (3, "item 3".to_string(), vec![3.0; 3]));
+    // A damaged cache file is a corrupt-record error naming it, not garbage.
+    let mut bytes = std::fs::read(&path).unwrap();
+    let n = bytes.len();
+    bytes[n - 6] ^= 0xff;
+    std::fs::write(&path, bytes).unwrap();
+    let (_, err) = until_error(&make(calls).cache_file(&path));
+    let err = err.unwrap();
+    assert!(err.is_corrupt() && err.to_string().contains("cache.bin"), "{err}");
+}

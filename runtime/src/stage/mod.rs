@@ -24,6 +24,7 @@
 //! never from thread-local state. Every stage keeps its state as positions and seeds
 //! (plus the buffers it must hold), so a later issue can save and restore it.
 
+mod cache;
 mod element;
 mod filter;
 mod map;
@@ -39,6 +40,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+pub use cache::{CacheCodec, CacheFile, CacheMemory};
 pub use element::Element;
 pub use filter::{Fallible, Filter, FilterFn, Infallible};
 pub use map::{Map, MapFn};
@@ -333,6 +335,26 @@ pub trait Dataset: Send + Sync + 'static {
         Self: Sized,
     {
         Skip::new(self, n)
+    }
+
+    /// Keeps the first complete pass in memory; later passes (epochs) replay it.
+    fn cache(self) -> CacheMemory<Self>
+    where
+        Self: Sized,
+        Self::Item: Clone + Sync,
+    {
+        CacheMemory::new(self)
+    }
+
+    /// Keeps the first complete pass in the file `path` (for data that does not fit in
+    /// memory); later passes, and later runs, replay it. The file appears only once a pass
+    /// completes.
+    fn cache_file(self, path: impl AsRef<std::path::Path>) -> CacheFile<Self>
+    where
+        Self: Sized,
+        Self::Item: CacheCodec,
+    {
+        CacheFile::new(self, path.as_ref())
     }
 
     /// Every `num_shards`-th element, starting at `index`.

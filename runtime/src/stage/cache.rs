@@ -1,0 +1,285 @@
+//! `cache`: the first complete pass is kept, in memory or in a file, and later passes
+//! replay it instead of recomputing the input.
+//!
+//! The file cache is a TFRecord file (so it is CRC-checked) of elements encoded with
+//! [`CacheCodec`]. It is written beside its final name and renamed into place only when a
+//! pass completes, so an interrupted pass never leaves a truncated cache that a later run
+//! would trust; a complete cache file from an earlier run is reused.
+
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use super::{Ctx, DataIter, Dataset};
+use crate::error::{CorruptKind, Error, Result};
+use crate::tfrecord::{self, Compression, FileReader, ReaderOptions, RecordWriter};
+
+/// Encoding of elements for the file cache.
+pub trait CacheCodec: Sized {
+    /// Appends the encoding of `self`.
+    fn encode(&self, out: &mut Vec<u8>);
+    /// Decodes a value from the front of `bytes`, advancing it.
+    fn decode(bytes: &mut &[u8]) -> std::result::Result<Self, String>;
+}
+
+fn take<'a>(bytes: &mut &'a [u8], n: usize) -> std::result::Result<&'a [u8], String> {
+    if bytes.len() < n {
+        return Err(format!("cache entry ends early: needed {n} more bytes, {} left", bytes.len()));
+    }
+    let (head, rest) = bytes.split_at(n);
+    *bytes = rest;
+    Ok(head)
+}
+
+macro_rules! codec_num {
+    ($($t:ty),*) => {$(
+        impl CacheCodec for $t {
+            fn encode(&self, out: &mut Vec<u8>) {
+                out.extend_from_slice(&self.to_le_bytes());
+            }
+            fn decode(bytes: &mut &[u8]) -> std::result::Result<Self, String> {
+                let b = take(bytes, size_of::<$t>())?;
+                Ok(<$t>::from_le_bytes(b.try_into().expect("exact length")))
+            }
+        }
+    )*};
+}
+codec_num!(u8, u16, u32, u64, i8, i16, i32, i64, f32, f64);
+
+impl CacheCodec for bool {
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.push(u8::from(*self));
+    }
+    fn decode(bytes: &mut &[u8]) -> std::result::Result<Self, String> {
+        Ok(take(bytes, 1)?[0] != 0)
+    }
+}
+
+impl<T: CacheCodec> CacheCodec for Vec<T> {
+    fn encode(&self, out: &mut Vec<u8>) {
+        (self.len() as u64).encode(out);
+        for x in self {
+            x.encode(out);
+        }
+    }
+    fn decode(bytes: &mut &[u8]) -> std::result::Result<Self, String> {
+        let n = u64::decode(bytes)?;
+        // Every element takes at least one byte: a corrupt length cannot allocate more
+        // than the entry holds.
+        let mut v = Vec::with_capacity((n as usize).min(bytes.len()));
+        for _ in 0..n {
+            v.push(T::decode(bytes)?);
+        }
+        Ok(v)
+    }
+}
+
+impl CacheCodec for String {
+    fn encode(&self, out: &mut Vec<u8>) {
+        (self.len() as u64).encode(out);
+        out.extend_from_slice(self.as_bytes());
+    }
+    fn decode(bytes: &mut &[u8]) -> std::result::Result<Self, String> {
+        let n = u64::decode(bytes)?;
+        let b = take(bytes, usize::try_from(n).map_err(|_| "string length overflows".to_string())?)?;
+        String::from_utf8(b.to_vec()).map_err(|e| e.to_string())
+    }
+}
+
+macro_rules! codec_tuple {
+    ($($n:ident),+) => {
+        impl<$($n: CacheCodec),+> CacheCodec for ($($n,)+) {
+            #[allow(non_snake_case)]
+            fn encode(&self, out: &mut Vec<u8>) {
+                let ($($n,)+) = self;
+                $($n.encode(out);)+
+            }
+            fn decode(bytes: &mut &[u8]) -> std::result::Result<Self, String> {
+                Ok(($($n::decode(bytes)?,)+))
+            }
+        }
+    };
+}
+codec_tuple!(A);
+codec_tuple!(A, B);
+codec_tuple!(A, B, C);
+codec_tuple!(A, B, C, D);
+
+/// `cache()`: the first complete pass kept in memory.
+#[must_use = "datasets are lazy: iterate them"]
+#[derive(Debug)]
+pub struct CacheMemory<D: Dataset> {
+    input: D,
+    slot: Arc<Mutex<Option<Arc<[D::Item]>>>>,
+}
+
+impl<D: Dataset> CacheMemory<D> {
+    pub(crate) fn new(input: D) -> Self {
+        CacheMemory { input, slot: Arc::new(Mutex::new(None)) }
+    }
+}
+
+impl<D: Dataset> Dataset for CacheMemory<D>
+where
+    D::Item: Clone + Sync,
+{
+    type Item = D::Item;
+    type Iter = CacheMemoryIter<D::Iter>;
+
+    fn iter(&self, ctx: &Ctx) -> Result<Self::Iter> {
+        let cached = self.slot.lock().expect("cache lock").clone();
+        let mode = match cached {
+            Some(items) => MemoryMode::Replay { items, pos: 0 },
+            None => MemoryMode::Record { input: self.input.iter(ctx)?, kept: Vec::new() },
+        };
+        Ok(CacheMemoryIter { mode, slot: self.slot.clone() })
+    }
+}
+
+#[derive(Debug)]
+enum MemoryMode<I: DataIter> {
+    Record { input: I, kept: Vec<I::Item> },
+    Replay { items: Arc<[I::Item]>, pos: usize },
+    Done,
+}
+
+/// One pass of [`CacheMemory`].
+#[derive(Debug)]
+pub struct CacheMemoryIter<I: DataIter> {
+    mode: MemoryMode<I>,
+    slot: Arc<Mutex<Option<Arc<[I::Item]>>>>,
+}
+
+impl<I: DataIter> DataIter for CacheMemoryIter<I>
+where
+    I::Item: Clone + Sync,
+{
+    type Item = I::Item;
+
+    fn next(&mut self) -> Result<Option<I::Item>> {
+        match &mut self.mode {
+            MemoryMode::Done => Ok(None),
+            MemoryMode::Replay { items, pos } => {
+                let x = items.get(*pos).cloned();
+                *pos += 1;
+                Ok(x)
+            }
+            MemoryMode::Record { input, kept } => match input.next()? {
+                Some(x) => {
+                    kept.push(x.clone());
+                    Ok(Some(x))
+                }
+                None => {
+                    if let MemoryMode::Record { kept, .. } =
+                        std::mem::replace(&mut self.mode, MemoryMode::Done)
+                    {
+                        *self.slot.lock().expect("cache lock") = Some(kept.into());
+                    }
+                    Ok(None)
+                }
+            },
+        }
+    }
+}
+
+/// `cache_file(path)`: the first complete pass kept in a file.
+#[must_use = "datasets are lazy: iterate them"]
+#[derive(Debug)]
+pub struct CacheFile<D> {
+    input: D,
+    path: PathBuf,
+}
+
+impl<D: Dataset> CacheFile<D> {
+    pub(crate) fn new(input: D, path: &Path) -> Self {
+        CacheFile { input, path: path.to_path_buf() }
+    }
+}
+
+impl<D: Dataset> Dataset for CacheFile<D>
+where
+    D::Item: CacheCodec,
+{
+    type Item = D::Item;
+    type Iter = CacheFileIter<D::Iter>;
+
+    fn iter(&self, ctx: &Ctx) -> Result<Self::Iter> {
+        let mode = if self.path.is_file() {
+            let opts = ReaderOptions { compression: Compression::None, ..ReaderOptions::default() };
+            FileMode::Replay { reader: tfrecord::open(&self.path, &opts)? }
+        } else {
+            let tmp = temp_path(&self.path);
+            let writer = tfrecord::create(&tmp, Compression::None)?;
+            FileMode::Record { input: self.input.iter(ctx)?, writer, tmp, path: self.path.clone() }
+        };
+        Ok(CacheFileIter { mode, scratch: Vec::new() })
+    }
+}
+
+fn temp_path(path: &Path) -> PathBuf {
+    let mut name = path.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+    name.push(format!(".partial-{}", std::process::id()));
+    path.with_file_name(name)
+}
+
+#[derive(Debug)]
+enum FileMode<I> {
+    Record { input: I, writer: RecordWriter<BufWriter<File>>, tmp: PathBuf, path: PathBuf },
+    Replay { reader: FileReader },
+    Done,
+}
+
+/// One pass of [`CacheFile`].
+#[derive(Debug)]
+pub struct CacheFileIter<I> {
+    mode: FileMode<I>,
+    scratch: Vec<u8>,
+}
+
+impl<I: DataIter> DataIter for CacheFileIter<I>
+where
+    I::Item: CacheCodec,
+{
+    type Item = I::Item;
+
+    fn next(&mut self) -> Result<Option<I::Item>> {
+        match &mut self.mode {
+            FileMode::Done => Ok(None),
+            FileMode::Replay { reader } => {
+                let Some(mut bytes) = reader.next_record()? else { return Ok(None) };
+                let len = bytes.len();
+                let decoded = I::Item::decode(&mut bytes);
+                decoded.map(Some).map_err(|reason| {
+                    reader.corrupt_previous(CorruptKind::Decode { message: "cache entry", reason }, len)
+                })
+            }
+            FileMode::Record { input, writer, .. } => match input.next()? {
+                Some(x) => {
+                    self.scratch.clear();
+                    x.encode(&mut self.scratch);
+                    writer.write_record(&self.scratch)?;
+                    Ok(Some(x))
+                }
+                None => {
+                    if let FileMode::Record { writer, tmp, path, .. } =
+                        std::mem::replace(&mut self.mode, FileMode::Done)
+                    {
+                        writer.finish()?;
+                        std::fs::rename(&tmp, &path).map_err(|e| Error::io(&path, e))?;
+                    }
+                    Ok(None)
+                }
+            },
+        }
+    }
+}
+
+impl<I> Drop for CacheFileIter<I> {
+    fn drop(&mut self) {
+        // An interrupted first pass leaves no cache behind.
+        if let FileMode::Record { tmp, .. } = &self.mode {
+            let _ = std::fs::remove_file(tmp);
+        }
+    }
+}

@@ -106,12 +106,15 @@ codec_tuple!(A, B);
 codec_tuple!(A, B, C);
 codec_tuple!(A, B, C, D);
 
+/// The shared slot holding a completed pass.
+type Slot<T> = Arc<Mutex<Option<Arc<[T]>>>>;
+
 /// `cache()`: the first complete pass kept in memory.
 #[must_use = "datasets are lazy: iterate them"]
 #[derive(Debug)]
 pub struct CacheMemory<D: Dataset> {
     input: D,
-    slot: Arc<Mutex<Option<Arc<[D::Item]>>>>,
+    slot: Slot<D::Item>,
 }
 
 impl<D: Dataset> CacheMemory<D> {
@@ -148,7 +151,7 @@ enum MemoryMode<I: DataIter> {
 #[derive(Debug)]
 pub struct CacheMemoryIter<I: DataIter> {
     mode: MemoryMode<I>,
-    slot: Arc<Mutex<Option<Arc<[I::Item]>>>>,
+    slot: Slot<I::Item>,
 }
 
 impl<I: DataIter> DataIter for CacheMemoryIter<I>

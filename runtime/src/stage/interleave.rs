@@ -3,34 +3,7 @@
 //! — tf.data's `interleave` — on the consumer's thread, or with worker threads that read
 //! the open datasets ahead into bounded per-slot buffers.
 //!
-//! # Order
-//!
-//! The order is tf.data's, step for step. A cursor walks `cycle_length` slots. At a slot
-//! holding an open dataset it takes that dataset's next element; after `block_length`
-//! elements it moves on to the next slot. When the dataset in a slot is exhausted, the slot
-//! is emptied and the cursor moves on; when the cursor reaches an empty slot and the input
-//! has elements left, the next input element is opened there and read at once. The stream
-//! ends when the input and every slot are exhausted.
-//!
-//! # Threads
-//!
-//! With one thread (`num_parallel(1)`, the default) the stage runs that loop directly on
-//! the consumer's thread. With more, the consumer still runs the same loop, so the order
-//! is the same for any thread count when `deterministic` is true, but it takes each
-//! element from a bounded buffer per open dataset. Worker threads fill those buffers: the
-//! datasets in the slots nearest the cursor first, then they pull upcoming input elements
-//! and open them early (at most `min(threads, cycle_length)` ahead), so opening and reading
-//! many files overlaps. A worker blocks on a condition variable when every buffer it could
-//! fill is full (backpressure); memory is bounded by `(cycle_length + prefetched inputs) ×
-//! buffer_per_slot` elements. With `deterministic(false)` the consumer, instead of waiting
-//! for the slot under the cursor, takes an element from any other slot that has one ready
-//! (tf.data's "sloppy" interleave): the same elements, in an order that depends on timing.
-//!
-//! Errors from the input, from opening a dataset or from reading one reach the consumer at
-//! the point of the sequential order where they occurred, and end the stream. A panic in
-//! the user's `open` function (on any thread), or in an inner iterator on a worker thread,
-//! becomes [`Error::Panic`] naming the stage. Dropping the iterator stops and joins its
-//! workers; a worker finishes at most the one element it is reading.
+//! See [`Interleave`] for the order, the threading model and errors.
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -113,10 +86,51 @@ pub fn tfrecords(
     files.interleave(OpenTfRecord::new(options), cycle_length, 1)
 }
 
-/// The `interleave` stage (see the [module docs](self)).
+/// The `interleave` stage: made by [`Dataset::interleave`] or [`tfrecords`].
 ///
 /// `cycle_length` must be in `1..=MAX_CYCLE_LENGTH` and `block_length` at least 1;
-/// otherwise [`iter`](Dataset::iter) returns [`Error::Invalid`].
+/// otherwise [`iter`](Dataset::iter) returns [`Error::Invalid`] (so does
+/// `num_parallel(0)` or `buffer_per_slot(0)`).
+///
+/// # Order
+///
+/// The order is tf.data's, step for step. A cursor walks `cycle_length` slots. At a slot
+/// holding an open dataset it takes that dataset's next element; after `block_length`
+/// elements it moves on to the next slot. When the dataset in a slot is exhausted, the slot
+/// is emptied and the cursor moves on; when the cursor reaches an empty slot and the input
+/// has elements left, the next input element is opened there and read at once. The stream
+/// ends when the input and every slot are exhausted.
+///
+/// # Threads
+///
+/// With one thread (`num_parallel(1)`, the default) the stage runs that loop directly on
+/// the consumer's thread. With more, the consumer still runs the same loop, so the order
+/// is the same for any thread count when `deterministic` is true, but it takes each
+/// element from a bounded buffer per open dataset. Worker threads fill those buffers: the
+/// datasets in the slots nearest the cursor first, then they pull upcoming input elements
+/// and open them early (at most `min(threads, cycle_length)` ahead), so opening and reading
+/// many files overlaps. A worker blocks on a condition variable when every buffer it could
+/// fill is full (backpressure); memory is bounded by `(cycle_length + prefetched inputs) ×
+/// buffer_per_slot` elements. With `deterministic(false)` the consumer, instead of waiting
+/// for the slot under the cursor, takes an element from any other slot that has one ready
+/// (tf.data's "sloppy" interleave): the same elements, in an order that depends on timing.
+///
+/// Errors from the input, from opening a dataset or from reading one reach the consumer at
+/// the point of the sequential order where they occurred, and end the stream. A panic in
+/// the user's `open` function (on any thread), or in an inner iterator on a worker thread,
+/// becomes [`Error::Panic`] naming the stage. Dropping the iterator stops and joins its
+/// workers; a worker finishes at most the one element it is reading. (On the consumer's
+/// thread an inner iterator that panics unwinds into the consumer, as in every sequential
+/// stage; the stages inside it catch their own user functions.)
+///
+/// # Statistics
+///
+/// The stage registers one [`StageStats`]: elements and bytes delivered, its thread count,
+/// busy time (opening and reading the inner datasets), input wait (pulling the input
+/// elements), output wait (idle workers: every buffer they could fill is full or taken,
+/// or the input is done), and
+/// the fill of all per-slot buffers, sampled at each delivered element. Inner datasets run
+/// in a nested context and register nothing.
 #[must_use = "datasets are lazy: iterate them"]
 #[derive(Debug)]
 pub struct Interleave<D, G> {

@@ -295,6 +295,46 @@ fn dropping_mid_stream_joins_the_workers() {
     assert_eq!(Arc::strong_count(&probe), baseline);
 }
 
+#[test]
+fn every_epoch_is_a_fresh_pass_and_nesting_works() {
+    let lens = [3usize, 0, 5, 2, 4];
+    let data = inners(&lens);
+    let expected = reference(&data, 2, 2);
+    for threads in [1, 3] {
+        let shared = Arc::new(data.clone());
+        let got: Vec<u64> = range(0..lens.len() as u64)
+            .interleave(move |i: u64| from_vec(shared[i as usize].clone()), 2, 2)
+            .num_parallel(threads)
+            .repeat(Some(3))
+            .stream()
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(got, expected.repeat(3), "threads {threads}");
+    }
+    // An interleave of parallel interleaves, itself parallel: each inner element i*10+j
+    // comes from a dataset opened per (i, j).
+    let nested: Vec<u64> = range(0..4)
+        .interleave(
+            |i: u64| {
+                range(0..3)
+                    .interleave(move |j: u64| range(0..2).map(move |k| i * 100 + j * 10 + k), 2, 1)
+                    .num_parallel(2)
+            },
+            3,
+            1,
+        )
+        .num_parallel(3)
+        .stream()
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let inner = |i: u64| {
+        reference(&(0..3).map(|j| vec![i * 100 + j * 10, i * 100 + j * 10 + 1]).collect::<Vec<_>>(), 2, 1)
+    };
+    assert_eq!(nested, reference(&(0..4).map(inner).collect::<Vec<_>>(), 3, 1));
+}
+
 // ---- TFRecord files ----
 
 fn record(file: usize, i: usize) -> Vec<u8> {

@@ -27,6 +27,7 @@
 mod cache;
 mod element;
 mod filter;
+mod interleave;
 mod map;
 mod repeat;
 mod sample;
@@ -43,6 +44,10 @@ use std::time::{Duration, Instant};
 pub use cache::{CacheCodec, CacheFile, CacheMemory};
 pub use element::Element;
 pub use filter::{Fallible, Filter, FilterFn, Infallible};
+pub use interleave::{
+    DEFAULT_BUFFER_PER_SLOT, Interleave, InterleaveFn, InterleaveIter, MAX_CYCLE_LENGTH, OpenTfRecord,
+    tfrecords,
+};
 pub use map::{Map, MapFn};
 pub use repeat::Repeat;
 pub use sample::{SampleFrom, sample_from};
@@ -301,6 +306,17 @@ pub trait Dataset: Send + Sync + 'static {
         E: Into<BoxError>,
     {
         Filter::new(self, Fallible(p))
+    }
+
+    /// Opens a dataset per element with `f` and draws from `cycle_length` of them in
+    /// turn, `block_length` elements at a time (tf.data's `interleave`). Sequential until
+    /// [`num_parallel`](Interleave::num_parallel) says otherwise.
+    fn interleave<G>(self, f: G, cycle_length: usize, block_length: usize) -> Interleave<Self, G>
+    where
+        Self: Sized,
+        G: InterleaveFn<Self::Item>,
+    {
+        Interleave::new(self, f, cycle_length, block_length)
     }
 
     /// Randomly shuffles with a buffer of `buffer_size` elements, drawing from

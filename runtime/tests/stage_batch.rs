@@ -243,6 +243,20 @@ fn an_element_longer_than_the_declared_length_is_an_error_naming_it() {
 }
 
 #[test]
+fn a_declared_padded_shape_too_large_for_memory_is_an_error() {
+    let (_, e) =
+        collect_until_err(&from_vec(vec![vec![1u8]]).padded_batch(2, false, PadLen::to(usize::MAX / 2, 0)));
+    let ce = column_error(&e, "padded_batch");
+    assert_eq!((ce.index, ce.kind), (0, ColumnErrorKind::TooLarge { shape: vec![1, usize::MAX / 2] }));
+
+    let huge = PadShape::to([Some(usize::MAX / 4), Some(8)], 0i32);
+    let (_, e) = collect_until_err(&from_vec(vec![tensor(&[1, 1], vec![1i32])]).padded_batch(2, false, huge));
+    let ce = column_error(&e, "padded_batch");
+    assert_eq!((ce.index, ce.kind), (0, ColumnErrorKind::TooLarge { shape: vec![1, usize::MAX / 4, 8] }));
+    assert!(e.to_string().ends_with("would not fit in memory"), "{e}");
+}
+
+#[test]
 fn padded_tensors_are_padded_in_every_dimension() {
     let data = vec![tensor(&[1, 2], vec![1i64, 2]), tensor(&[2, 1], vec![3, 4]), tensor(&[0, 3], vec![])];
     let batches = collect(&from_vec(data.clone()).padded_batch(3, false, PadShape::longest(0))).unwrap();
@@ -486,6 +500,55 @@ proptest! {
         let kept = xs.len() / n * n;
         let dropped = collect(&from_vec(xs.clone()).batch(n, true).unbatch()).unwrap();
         prop_assert_eq!(dropped, xs[..kept].to_vec());
+    }
+
+    #[test]
+    fn padded_vectors_match_a_naive_padding(
+        xs in prop::collection::vec(prop::collection::vec(any::<i16>(), 0..7), 0..30),
+        n in 1usize..6,
+    ) {
+        let batches = collect(&from_vec(xs.clone()).padded_batch(n, false, PadLen::longest(-7))).unwrap();
+        prop_assert_eq!(batches.len(), xs.len().div_ceil(n));
+        for (b, chunk) in batches.iter().zip(xs.chunks(n)) {
+            let longest = chunk.iter().map(Vec::len).max().unwrap_or(0);
+            let mut want = Vec::new();
+            for x in chunk {
+                want.extend_from_slice(x);
+                want.resize(want.len() + longest - x.len(), -7);
+            }
+            prop_assert_eq!(b.shape(), [chunk.len(), longest]);
+            prop_assert_eq!(b.as_slice(), &want[..]);
+        }
+    }
+
+    #[test]
+    fn padded_tensors_match_a_naive_padding(
+        shapes in prop::collection::vec((0usize..4, 0usize..4, 0usize..3), 1..10),
+        n in 1usize..4,
+    ) {
+        let xs: Vec<Tensor<i32>> = shapes
+            .iter()
+            .enumerate()
+            .map(|(k, &(a, b, c))| tensor(&[a, b, c], (0..a * b * c).map(|j| (k * 100 + j) as i32).collect()))
+            .collect();
+        let batches = collect(&from_vec(xs.clone()).padded_batch(n, false, PadShape::longest(-1))).unwrap();
+        for (batch, chunk) in batches.iter().zip(xs.chunks(n)) {
+            let top: Vec<usize> = (0..3).map(|d| chunk.iter().map(|t| t.shape()[d]).max().unwrap()).collect();
+            let mut want = vec![-1; chunk.len() * top[0] * top[1] * top[2]];
+            for (r, t) in chunk.iter().enumerate() {
+                let s = t.shape();
+                for i in 0..s[0] {
+                    for j in 0..s[1] {
+                        for k in 0..s[2] {
+                            let at = ((r * top[0] + i) * top[1] + j) * top[2] + k;
+                            want[at] = t.as_slice()[(i * s[1] + j) * s[2] + k];
+                        }
+                    }
+                }
+            }
+            prop_assert_eq!(batch.shape(), [&[chunk.len()][..], &top[..]].concat());
+            prop_assert_eq!(batch.as_slice(), &want[..]);
+        }
     }
 
     #[test]

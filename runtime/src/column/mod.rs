@@ -217,6 +217,13 @@ pub enum ColumnErrorKind {
         /// The declared padded shape (`None`: the largest in the batch).
         declared: Vec<Option<usize>>,
     },
+    /// The padded batch would not fit in memory (a declared padded shape far too large:
+    /// more bytes than a buffer can address, or than the allocator grants for a padded
+    /// `Vec` field).
+    TooLarge {
+        /// The padded batch's shape, up to and including this element.
+        shape: Vec<usize>,
+    },
     /// Two fields of one batch have different numbers of rows.
     RowCount {
         /// The first field's number of rows.
@@ -273,6 +280,9 @@ impl fmt::Display for ColumnError {
                             }
                         }
                         write!(f, "]")
+                    }
+                    ColumnErrorKind::TooLarge { shape } => {
+                        write!(f, "the padded batch of shape {shape:?} would not fit in memory")
                     }
                     ColumnErrorKind::RowCount { .. } => Ok(()),
                 }

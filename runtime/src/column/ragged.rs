@@ -8,6 +8,9 @@ use super::{Batchable, ColumnBuilder, ColumnError, ColumnErrorKind, Columns, DTy
 use crate::error::{Error, Result};
 use crate::stage::Element;
 
+/// The most values a padded builder reserves up front (it grows past this as needed).
+const MAX_RESERVE: usize = 1 << 24;
+
 /// A ragged column: the values of `n` variable-length rows end to end, and `n + 1`
 /// offsets into them (`offsets[0] == 0`, row `i` is `values[offsets[i]..offsets[i + 1]]`).
 /// Offsets are `i64`, the index type tensor libraries take.
@@ -63,7 +66,7 @@ impl<T: Scalar> Ragged<T> {
         self.len() == 0
     }
 
-    /// Row `i`'s values.
+    /// Row `i`'s values (`i < len()`, or this panics like slice indexing).
     pub fn row_values(&self, i: usize) -> &[T] {
         &self.values[self.offsets[i] as usize..self.offsets[i + 1] as usize]
     }
@@ -150,6 +153,11 @@ impl<T: Scalar> ColumnBuilder for PaddedVecBuilder<T> {
                         ColumnErrorKind::TooLong { found: vec![x.len()], declared: vec![Some(len)] },
                     ));
                 }
+                // A declared length far too large for memory is an error, not an abort.
+                if self.data.try_reserve(len).is_err() {
+                    let shape = vec![self.rows + 1, len];
+                    return Err(ColumnError::new(self.rows, ColumnErrorKind::TooLarge { shape }));
+                }
                 self.data.extend_from_slice(&x);
                 self.data.resize(self.data.len() + (len - x.len()), self.pad.value);
             }
@@ -202,7 +210,9 @@ impl<T: Scalar> Batchable for Vec<T> {
 
     fn padded_builder(capacity: usize, padding: &PadLen<T>) -> PaddedVecBuilder<T> {
         let (data, ends) = match padding.len {
-            Some(len) => (Vec::with_capacity(capacity.saturating_mul(len)), Vec::new()),
+            // Reserve for the whole batch only when it is a sane size: a declared length too large
+            // for memory is reported by `push`.
+            Some(len) => (Vec::with_capacity(capacity.saturating_mul(len).min(MAX_RESERVE)), Vec::new()),
             None => (Vec::new(), Vec::with_capacity(capacity)),
         };
         PaddedVecBuilder { pad: *padding, data, ends, rows: 0, longest: 0, capacity }

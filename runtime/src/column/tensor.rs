@@ -146,6 +146,17 @@ impl<T: Scalar> ColumnBuilder for PaddedTensorBuilder<T> {
         }
         if self.rows == 0 {
             self.largest = vec![0; rank];
+        }
+        // The padded batch's size with this element must be addressable before anything
+        // grows (a declared shape may be absurdly large).
+        let declared = self.pad.shape.as_deref();
+        let padded_dim = |d: usize| declared.and_then(|s| s[d]).unwrap_or(self.largest[d].max(x.shape[d]));
+        let values = (0..rank).try_fold(self.rows + 1, |n, d| n.checked_mul(padded_dim(d)));
+        if values.and_then(|n| n.checked_mul(size_of::<T>())).is_none_or(|b| b > isize::MAX as usize) {
+            let shape = std::iter::once(self.rows + 1).chain((0..rank).map(padded_dim)).collect();
+            return Err(ColumnError::new(self.rows, ColumnErrorKind::TooLarge { shape }));
+        }
+        if self.rows == 0 {
             self.shapes.reserve(rank.saturating_mul(self.capacity));
             self.values.reserve(x.data.len().saturating_mul(self.capacity));
         }
@@ -169,7 +180,7 @@ impl<T: Scalar> ColumnBuilder for PaddedTensorBuilder<T> {
         // Strides of the padded row (row-major).
         let mut strides = vec![1usize; rank];
         for d in (0..rank.saturating_sub(1)).rev() {
-            strides[d] = strides[d + 1] * target[d + 1];
+            strides[d] = strides[d + 1].saturating_mul(target[d + 1]);
         }
         let mut index = Vec::with_capacity(rank);
         let mut at = 0;

@@ -12,6 +12,7 @@
 //! - [`stage`]: the streaming stages (sources, map, filter, shuffle, batch, …), their
 //!   threads, bounded queues and statistics.
 
+pub mod column;
 pub mod error;
 pub mod example;
 pub mod rng;

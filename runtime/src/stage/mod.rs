@@ -24,6 +24,7 @@
 //! never from thread-local state. Every stage keeps its state as positions and seeds
 //! (plus the buffers it must hold), so a later issue can save and restore it.
 
+mod batch;
 mod cache;
 mod element;
 mod filter;
@@ -41,6 +42,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+pub use batch::{Batch, BatchIter, MakeBuilder, Padded, PaddedBatch, Plain, Unbatch, UnbatchIter};
 pub use cache::{CacheCodec, CacheFile, CacheMemory};
 pub use element::Element;
 pub use filter::{Fallible, Filter, FilterFn, Infallible};
@@ -56,6 +58,7 @@ pub use slice::{Shard, Skip, Take};
 pub use source::{Files, FromVec, Range, TfRecordFile, files, from_vec, range, tfrecord_file};
 pub use stats::{StageReport, StageStats, StatsReport};
 
+use crate::column::{Batchable, Columns};
 use crate::error::{BoxError, Error, Result};
 use crate::tfrecord::ReaderStats;
 
@@ -379,6 +382,43 @@ pub trait Dataset: Send + Sync + 'static {
         Self: Sized,
     {
         Shard::new(self, num_shards, index)
+    }
+
+    /// Groups `n` consecutive elements into one columnar batch
+    /// ([`Batchable::Columns`]); the last, partial batch is delivered unless
+    /// `drop_remainder`. `n == 0` is an [`Error::Invalid`] when a pass starts. Elements
+    /// whose fixed shapes differ end the pass with an error naming them.
+    fn batch(self, n: usize, drop_remainder: bool) -> Batch<Self>
+    where
+        Self: Sized,
+        Self::Item: Batchable,
+    {
+        Batch::new(self, n, drop_remainder)
+    }
+
+    /// Like [`batch`](Dataset::batch), with every variable-length field (`Vec<T>`,
+    /// [`Tensor`](crate::column::Tensor)) padded into a dense column, to the longest in
+    /// the batch or to a declared shape, as `padding` says ([`Batchable::Padding`]).
+    fn padded_batch(
+        self,
+        n: usize,
+        drop_remainder: bool,
+        padding: <Self::Item as Batchable>::Padding,
+    ) -> PaddedBatch<Self>
+    where
+        Self: Sized,
+        Self::Item: Batchable,
+    {
+        PaddedBatch::new(self, n, drop_remainder, padding)
+    }
+
+    /// The rows of every batch, in order: the inverse of [`batch`](Dataset::batch).
+    fn unbatch(self) -> Unbatch<Self>
+    where
+        Self: Sized,
+        Self::Item: Columns,
+    {
+        Unbatch::new(self)
     }
 }
 

@@ -26,6 +26,10 @@ use super::resize::{ResizeScratch, resize_raw};
 pub struct Scratch {
     pixels: Vec<u8>,
     resize: ResizeScratch,
+    /// Each channel's mean and reciprocal deviation repeated along an output row, so the
+    /// normalization is one flat (vectorizable) loop per row.
+    row_mean: Vec<f32>,
+    row_inv_std: Vec<f32>,
 }
 
 impl Scratch {
@@ -75,11 +79,19 @@ pub fn decode_resize_normalize_with(
         return Err(ImageError::BufferSize { op: OP, expected: out_h * out_w * 3, got: out.len() });
     }
     let (mean, inv_std) = normalizer(OP, 3, &mean, &std)?;
-    let (m, s) = ([mean[0], mean[1], mean[2]], [inv_std[0], inv_std[1], inv_std[2]]);
     let (h, w, c) = decode_jpeg_into(jpeg, 3, &mut scratch.pixels)?;
+    let Scratch { pixels, resize, row_mean, row_inv_std } = scratch;
+    row_mean.clear();
+    row_inv_std.clear();
+    for _ in 0..out_w {
+        row_mean.extend_from_slice(&mean);
+        row_inv_std.extend_from_slice(&inv_std);
+    }
     // The same operations, in the same order, as `scale(1/255)` then `normalize`.
     let to_unit = 1.0f32 / 255.0;
-    resize_raw(&scratch.pixels, h, w, c, out_h, out_w, out, &mut scratch.resize, |v, ch| {
-        (v * to_unit - m[ch]) * s[ch]
+    resize_raw(pixels, h, w, c, out_h, out_w, out, resize, |row| {
+        for ((v, m), s) in row.iter_mut().zip(&*row_mean).zip(&*row_inv_std) {
+            *v = (*v * to_unit - m) * s;
+        }
     })
 }

@@ -8,6 +8,8 @@
 //! - [`example`]: `tf.train.Example` / `SequenceExample` as prost messages, and their
 //!   canonical proto3 JSON form;
 //! - [`synth`]: deterministic synthetic datasets (`sluice gen`);
+//! - [`image`]: JPEG/PNG decoding, TensorFlow-exact bilinear resize, crops, flips,
+//!   normalization, and a fused decode → resize → normalize path;
 //! - [`rng`]: the counter-based random generator every random stage draws from;
 //! - [`stage`]: the streaming stages (sources, map, filter, shuffle, batch, …), their
 //!   threads, bounded queues and statistics.
@@ -15,6 +17,7 @@
 pub mod column;
 pub mod error;
 pub mod example;
+pub mod image;
 pub mod rng;
 pub mod stage;
 pub mod synth;

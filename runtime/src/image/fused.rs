@@ -1,0 +1,97 @@
+//! The benchmark's JPEG pipeline in one pass: `decode_jpeg(channels=3)` → bilinear
+//! resize to `out_h × out_w` → `(x / 255 - mean[c]) / std[c]`, written straight into a
+//! caller's buffer (a slot of a batch column).
+//!
+//! The only full-size intermediate is the decoded 8-bit image, in a buffer reused from
+//! call to call; the resizer reads it directly and keeps two rows of floats, and the
+//! normalization is applied as each output value is stored. The result is bit-identical
+//! to the unfused composition [`decode_jpeg`] → [`resize_bilinear`] →
+//! [`scale`]`(1/255)` → [`normalize`].
+//!
+//! [`decode_jpeg`]: super::decode_jpeg
+//! [`resize_bilinear`]: super::resize_bilinear
+//! [`scale`]: super::scale
+//! [`normalize`]: super::normalize
+
+use std::cell::RefCell;
+
+use super::ImageError;
+use super::decode::decode_jpeg_into;
+use super::ops::normalizer;
+use super::resize::{ResizeScratch, resize_raw};
+
+/// Buffers [`decode_resize_normalize_with`] reuses between calls: keep one per worker
+/// thread to decode without allocating once it has seen the largest image.
+#[derive(Debug, Default, Clone)]
+pub struct Scratch {
+    pixels: Vec<u8>,
+    resize: ResizeScratch,
+    /// Each channel's mean and reciprocal deviation repeated along an output row, so the
+    /// normalization is one flat (vectorizable) loop per row.
+    row_mean: Vec<f32>,
+    row_inv_std: Vec<f32>,
+}
+
+impl Scratch {
+    /// Empty buffers; they grow on first use.
+    pub fn new() -> Self {
+        Scratch::default()
+    }
+}
+
+thread_local! {
+    /// The buffers of [`decode_resize_normalize`]: per thread, so a worker pool reuses
+    /// them without locking. They hold no state that affects results.
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::new());
+}
+
+/// Decodes `jpeg` as RGB, resizes it bilinearly to `out_h × out_w` (as
+/// `tf.image.resize`), and writes `(x / 255 - mean[c]) / std[c]` into `out`, which must
+/// hold exactly `out_h * out_w * 3` floats (HWC). Uses per-thread reusable buffers.
+pub fn decode_resize_normalize(
+    jpeg: &[u8],
+    out_h: usize,
+    out_w: usize,
+    mean: [f32; 3],
+    std: [f32; 3],
+    out: &mut [f32],
+) -> Result<(), ImageError> {
+    SCRATCH.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut scratch) => decode_resize_normalize_with(&mut scratch, jpeg, out_h, out_w, mean, std, out),
+        // Unreachable today (nothing re-enters), but a fresh buffer is always correct.
+        Err(_) => decode_resize_normalize_with(&mut Scratch::new(), jpeg, out_h, out_w, mean, std, out),
+    })
+}
+
+/// [`decode_resize_normalize`] with explicit reusable buffers.
+pub fn decode_resize_normalize_with(
+    scratch: &mut Scratch,
+    jpeg: &[u8],
+    out_h: usize,
+    out_w: usize,
+    mean: [f32; 3],
+    std: [f32; 3],
+    out: &mut [f32],
+) -> Result<(), ImageError> {
+    const OP: &str = "decode_resize_normalize";
+    super::check_dims(OP, out_h, out_w, 3)?;
+    if out.len() != out_h * out_w * 3 {
+        return Err(ImageError::BufferSize { op: OP, expected: out_h * out_w * 3, got: out.len() });
+    }
+    let (mean, inv_std) = normalizer(OP, 3, &mean, &std)?;
+    let (h, w, c) = decode_jpeg_into(jpeg, 3, &mut scratch.pixels)?;
+    let Scratch { pixels, resize, row_mean, row_inv_std } = scratch;
+    row_mean.clear();
+    row_inv_std.clear();
+    for _ in 0..out_w {
+        row_mean.extend_from_slice(&mean);
+        row_inv_std.extend_from_slice(&inv_std);
+    }
+    // The same operations, in the same order, as `scale(1/255)` then `normalize`.
+    let to_unit = 1.0f32 / 255.0;
+    resize_raw(pixels, h, w, c, out_h, out_w, out, resize, |row| {
+        for ((v, m), s) in row.iter_mut().zip(&*row_mean).zip(&*row_inv_std) {
+            *v = (*v * to_unit - m) * s;
+        }
+    })
+}

@@ -1,0 +1,228 @@
+//! Bilinear resizing with TensorFlow's arithmetic: `tf.image.resize(images, [h, w],
+//! method='bilinear', antialias=False)`, i.e. `ResizeBilinear` with
+//! `half_pixel_centers=True` and `align_corners=False`, output `float32`.
+//!
+//! For each output index `i` along an axis of `n_in → n_out`, with
+//! `scale = n_in / n_out` in `f32`: `s = (i + 0.5) * scale - 0.5`, `lo = max(floor(s), 0)`,
+//! `hi = min(ceil(s), n_in - 1)`, `t = s - floor(s)`. A pixel is
+//! `top + (bottom - top) * ty` where `top = tl + (tr - tl) * tx` (and `bottom` alike),
+//! the same operations in the same order as TensorFlow's CPU kernel, so results agree
+//! to the last bit or so.
+//!
+//! The work is separable: each input row that an output row needs is interpolated
+//! horizontally once (into one of two cached rows), then each output row is one
+//! vertical lerp of two cached rows. Indices and weights are computed once per call.
+
+use super::{Image, ImageError, Pixel, check_dims};
+
+/// Interpolation taps along one axis: for output index `i`, the offsets (already
+/// multiplied by the stride) of the two input samples and the weight of the second.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Taps {
+    lo: Vec<usize>,
+    hi: Vec<usize>,
+    t: Vec<f32>,
+}
+
+impl Taps {
+    fn compute(&mut self, n_in: usize, n_out: usize, stride: usize) {
+        self.lo.clear();
+        self.hi.clear();
+        self.t.clear();
+        let scale = n_in as f32 / n_out as f32;
+        let last = n_in as i64 - 1;
+        for i in 0..n_out {
+            let s = (i as f32 + 0.5) * scale - 0.5;
+            let f = s.floor();
+            let lo = (f as i64).max(0);
+            let hi = (s.ceil() as i64).min(last);
+            self.lo.push(lo as usize * stride);
+            self.hi.push(hi as usize * stride);
+            self.t.push(s - f);
+        }
+    }
+}
+
+/// Reusable buffers of the resizer: the taps and two horizontally resized rows.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct ResizeScratch {
+    x: Taps,
+    y: Taps,
+    rows: [Vec<f32>; 2],
+    row_of: [usize; 2],
+}
+
+/// Resizes `image` to `out_h × out_w` with bilinear interpolation, as
+/// `tf.image.resize(image, [out_h, out_w])` (bilinear, no antialiasing) does.
+pub fn resize_bilinear<T: Pixel>(
+    image: &Image<T>,
+    out_h: usize,
+    out_w: usize,
+) -> Result<Image<f32>, ImageError> {
+    check_dims("resize_bilinear", out_h, out_w, image.channels)?;
+    let mut data = vec![0.0; out_h * out_w * image.channels];
+    resize_bilinear_into(image, out_h, out_w, &mut data)?;
+    Ok(Image { height: out_h, width: out_w, channels: image.channels, data })
+}
+
+/// [`resize_bilinear`] into a caller's buffer of `out_h * out_w * channels` floats
+/// (HWC), e.g. a slot of a batch column.
+pub fn resize_bilinear_into<T: Pixel>(
+    image: &Image<T>,
+    out_h: usize,
+    out_w: usize,
+    out: &mut [f32],
+) -> Result<(), ImageError> {
+    image.validate("resize_bilinear")?;
+    let mut scratch = ResizeScratch::default();
+    resize_raw(
+        &image.data,
+        image.height,
+        image.width,
+        image.channels,
+        out_h,
+        out_w,
+        out,
+        &mut scratch,
+        |_| {},
+    )
+}
+
+/// The resizer on raw HWC components, calling `finish(row)` on each output row once it
+/// is written (while it is in cache): a no-op for a plain resize, the normalization for
+/// the fused path.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn resize_raw<T: Pixel, F: FnMut(&mut [f32])>(
+    src: &[T],
+    h: usize,
+    w: usize,
+    c: usize,
+    out_h: usize,
+    out_w: usize,
+    out: &mut [f32],
+    scratch: &mut ResizeScratch,
+    finish: F,
+) -> Result<(), ImageError> {
+    check_dims("resize_bilinear", h, w, c)?;
+    check_dims("resize_bilinear", out_h, out_w, c)?;
+    if src.len() != h * w * c {
+        return Err(ImageError::BufferSize { op: "resize_bilinear", expected: h * w * c, got: src.len() });
+    }
+    if out.len() != out_h * out_w * c {
+        return Err(ImageError::BufferSize {
+            op: "resize_bilinear",
+            expected: out_h * out_w * c,
+            got: out.len(),
+        });
+    }
+    // Constant channel counts let the compiler unroll the per-pixel loops.
+    match c {
+        1 => resize_core::<T, F, 1>(src, h, w, 1, out_h, out_w, out, scratch, finish),
+        3 => resize_core::<T, F, 3>(src, h, w, 3, out_h, out_w, out, scratch, finish),
+        4 => resize_core::<T, F, 4>(src, h, w, 4, out_h, out_w, out, scratch, finish),
+        _ => resize_core::<T, F, 0>(src, h, w, c, out_h, out_w, out, scratch, finish),
+    }
+    Ok(())
+}
+
+/// The separable kernel; `C` is the channel count, or 0 to use `c_dyn`.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn resize_core<T: Pixel, F: FnMut(&mut [f32]), const C: usize>(
+    src: &[T],
+    h: usize,
+    w: usize,
+    c_dyn: usize,
+    out_h: usize,
+    out_w: usize,
+    out: &mut [f32],
+    s: &mut ResizeScratch,
+    mut finish: F,
+) {
+    let c = if C == 0 { c_dyn } else { C };
+    let row_len = w * c;
+    s.x.compute(w, out_w, c);
+    s.y.compute(h, out_h, row_len);
+    for r in &mut s.rows {
+        r.clear();
+        r.resize(out_w * c, 0.0);
+    }
+    s.row_of = [usize::MAX; 2];
+    let hrow = |start: usize, x: &Taps, dst: &mut [f32]| {
+        let row = &src[start..start + row_len];
+        for (((px, &lo), &hi), &t) in dst.chunks_exact_mut(c).zip(&x.lo).zip(&x.hi).zip(&x.t) {
+            let (a, b) = (&row[lo..lo + c], &row[hi..hi + c]);
+            for ch in 0..c {
+                let (l, r) = (a[ch].to_f32(), b[ch].to_f32());
+                px[ch] = l + (r - l) * t;
+            }
+        }
+    };
+    for (y, dst) in out.chunks_exact_mut(out_w * c).enumerate() {
+        let (top, bot, ty) = (s.y.lo[y], s.y.hi[y], s.y.t[y]);
+        // Make both source rows resident, evicting neither of the two this row needs.
+        for (want, keep) in [(top, bot), (bot, top)] {
+            if s.row_of[0] != want && s.row_of[1] != want {
+                let slot = usize::from(s.row_of[0] == keep);
+                hrow(want, &s.x, &mut s.rows[slot]);
+                s.row_of[slot] = want;
+            }
+        }
+        let a = &s.rows[usize::from(s.row_of[0] != top)];
+        let b = &s.rows[usize::from(s.row_of[0] != bot)];
+        // A flat loop over the row: contiguous, so the compiler vectorizes it.
+        for ((o, &t), &b) in dst.iter_mut().zip(a).zip(b) {
+            *o = t + (b - t) * ty;
+        }
+        finish(dst);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn taps_follow_half_pixel_centers() {
+        let mut t = Taps::default();
+        t.compute(4, 2, 1);
+        // scale 2: s = 0.5 and 2.5.
+        assert_eq!((t.lo.clone(), t.hi.clone(), t.t.clone()), (vec![0, 2], vec![1, 3], vec![0.5, 0.5]));
+        t.compute(2, 4, 3);
+        // scale 0.5: s = -0.25, 0.25, 0.75, 1.25 (the first clamps to sample 0).
+        assert_eq!(t.lo, vec![0, 0, 0, 3]);
+        assert_eq!(t.hi, vec![0, 3, 3, 3]);
+        assert_eq!(t.t, vec![0.75, 0.25, 0.75, 0.25]);
+    }
+
+    #[test]
+    fn same_size_is_identity_and_constant_stays_constant() {
+        let data: Vec<u8> = (0..5 * 7 * 3).map(|i| (i * 37 % 251) as u8).collect();
+        let img = Image::new(5, 7, 3, data.clone()).unwrap();
+        let same = resize_bilinear(&img, 5, 7).unwrap();
+        assert_eq!(same.data, data.iter().map(|&v| f32::from(v)).collect::<Vec<_>>());
+        let flat = Image::new(3, 3, 2, vec![9.5f32; 18]).unwrap();
+        let up = resize_bilinear(&flat, 11, 4).unwrap();
+        assert!(up.data.iter().all(|&v| v == 9.5));
+        assert_eq!(up.shape(), [11, 4, 2]);
+    }
+
+    #[test]
+    fn odd_channel_counts_use_the_generic_path() {
+        let img = Image::new(2, 2, 5, (0..20).map(|i| i as f32).collect()).unwrap();
+        let one = resize_bilinear(&img, 1, 1).unwrap();
+        // The single output sample sits at (0.5, 0.5): the mean of the four pixels.
+        let want: Vec<f32> = (0..5).map(|c| (c + (5 + c) + (10 + c) + (15 + c)) as f32 / 4.0).collect();
+        assert_eq!(one.data, want);
+    }
+
+    #[test]
+    fn bad_sizes_are_errors() {
+        let img = Image::new(2, 2, 1, vec![0u8; 4]).unwrap();
+        assert!(matches!(resize_bilinear(&img, 0, 3), Err(ImageError::Dimensions { .. })));
+        let mut small = [0.0f32; 3];
+        assert!(matches!(resize_bilinear_into(&img, 2, 2, &mut small), Err(ImageError::BufferSize { .. })));
+        let broken = Image { height: 3, width: 2, channels: 1, data: vec![0u8; 4] };
+        assert!(resize_bilinear(&broken, 2, 2).is_err());
+    }
+}

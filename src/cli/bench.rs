@@ -23,6 +23,8 @@ use super::files::expand_dirs;
 pub enum BenchCommand {
     /// TFRecord reader throughput against read(2) and CRC32C alone.
     Read(ReadArgs),
+    /// One of the tf.data peer pipelines, built with the runtime API, for one epoch.
+    Pipeline(super::pipelines::PipelineArgs),
 }
 
 #[derive(Debug, Args)]
@@ -44,6 +46,7 @@ pub struct ReadArgs {
 pub fn run(cmd: BenchCommand) -> Result<ExitCode, Failure> {
     match cmd {
         BenchCommand::Read(args) => read(args),
+        BenchCommand::Pipeline(args) => super::pipelines::run(args),
     }
 }
 

@@ -4,6 +4,7 @@ mod bench;
 mod cat;
 mod files;
 mod generate;
+mod pipelines;
 
 use std::process::ExitCode;
 

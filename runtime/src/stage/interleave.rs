@@ -23,7 +23,10 @@ pub const MAX_CYCLE_LENGTH: usize = 1 << 16;
 
 /// Elements each open dataset may have read ahead, by default, when the stage runs on
 /// worker threads.
-pub const DEFAULT_BUFFER_PER_SLOT: usize = 8;
+pub const DEFAULT_BUFFER_PER_SLOT: usize = 64;
+
+/// Elements a worker reads outside the lock before handing them over.
+const FILL_CHUNK: usize = 32;
 
 /// The function of `interleave`: makes the dataset of one input element.
 ///
@@ -554,11 +557,13 @@ where
     /// Pops the next buffered result of job `j`, counting it.
     fn pop(&self, st: &mut SharedState<I, G>, j: usize) -> Option<Result<InnerItem<G, I::Item>>> {
         let job = &mut st.pool[j];
-        let was_full = job.buf.len() >= self.slot_capacity;
         let r = job.buf.pop_front()?;
+        // Wake a worker once the buffer has drained to half, not on every pop: workers
+        // then refill in chunks.
+        let refill = job.buf.len() == self.slot_capacity / 2;
         st.buffered -= 1;
         self.stats.sample_queue(st.buffered, st.pool.len() * self.slot_capacity);
-        if was_full {
+        if refill {
             self.wake_worker(st);
         }
         if let Ok(y) = &r {
@@ -612,33 +617,50 @@ where
                 }
             },
         };
+        // Read a chunk outside the lock, then hand it over under one lock: one lock and
+        // at most one wake-up per chunk, not per element.
+        let mut chunk = Vec::with_capacity(self.slot_capacity.min(FILL_CHUNK));
+        let mut room = self.slot_capacity.min(FILL_CHUNK);
         loop {
-            let r = self.stats.time_busy(|| call_user(self.stats.name(), || it.next()));
+            let mut end = None;
+            self.stats.time_busy(|| {
+                while chunk.len() < room {
+                    match call_user(self.stats.name(), || it.next()) {
+                        Ok(Some(y)) => chunk.push(y),
+                        Ok(None) => {
+                            end = Some(None);
+                            break;
+                        }
+                        Err(e) => {
+                            end = Some(Some(e));
+                            break;
+                        }
+                    }
+                }
+            });
             let mut st = lock(&self.state);
-            match r {
-                Ok(Some(y)) => {
-                    st.pool[j].buf.push_back(Ok(y));
-                    st.buffered += 1;
-                    self.wake_consumer(&st);
-                    if st.stop {
-                        drop(st);
-                        drop(it);
-                        return lock(&self.state);
-                    }
-                    if st.pool[j].buf.len() >= self.slot_capacity {
-                        st.pool[j].src = Src::Open(it);
-                        return st;
-                    }
-                }
-                Ok(None) | Err(_) => {
-                    st.finish_job(j, r.err());
-                    self.wake_consumer(&st);
-                    // The pass is dropped outside the lock: it may hold threads to join.
-                    drop(st);
-                    drop(it);
-                    return lock(&self.state);
-                }
+            st.buffered += chunk.len();
+            st.pool[j].buf.extend(chunk.drain(..).map(Ok));
+            if let Some(err) = end {
+                st.finish_job(j, err);
+                self.wake_consumer(&st);
+                // The pass is dropped outside the lock: it may hold threads to join.
+                drop(st);
+                drop(it);
+                return lock(&self.state);
             }
+            self.wake_consumer(&st);
+            if st.stop {
+                drop(st);
+                drop(it);
+                return lock(&self.state);
+            }
+            let len = st.pool[j].buf.len();
+            if len >= self.slot_capacity {
+                st.pool[j].src = Src::Open(it);
+                return st;
+            }
+            room = (self.slot_capacity - len).min(FILL_CHUNK);
         }
     }
 

@@ -21,9 +21,8 @@
 
 use std::fmt;
 use std::mem::size_of;
-use std::ops::Range;
 
-use super::view::{self, ExampleView, FeatureView, WireError};
+use super::view::{self, EntryLoc, ExampleView, FeatureView, WireError};
 use crate::stage::Element;
 
 /// The value type of a feature.
@@ -380,7 +379,7 @@ pub struct Columns {
     columns: Vec<Column>,
     rows: usize,
     layout: Vec<Layout>,
-    found: Vec<Option<Range<usize>>>,
+    found: Vec<Option<EntryLoc>>,
 }
 
 impl PartialEq for Columns {
@@ -553,12 +552,12 @@ impl ExampleParser {
         for entry in ExampleView::new(record).entries() {
             let entry = entry.map_err(|error| ParseError::Malformed { feature: None, error })?;
             if let Some(slot) = self.find(entry.name()).and_then(|i| out.found.get_mut(i)) {
-                *slot = Some(entry.byte_range());
+                *slot = Some(entry.loc());
             }
         }
         let mut result = Ok(());
         for ((spec, found), col) in self.spec.features.iter().zip(&out.found).zip(&mut out.columns) {
-            result = write_feature(spec, record, found.clone(), col);
+            result = write_feature(spec, record, *found, col);
             if result.is_err() {
                 break;
             }
@@ -592,7 +591,7 @@ impl ExampleParser {
 fn write_feature(
     spec: &FeatureSpec,
     record: &[u8],
-    found: Option<Range<usize>>,
+    found: Option<EntryLoc>,
     col: &mut Column,
 ) -> Result<(), ParseError> {
     let Some(range) = found else {

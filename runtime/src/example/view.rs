@@ -102,23 +102,46 @@ impl fmt::Display for WireError {
 
 impl std::error::Error for WireError {}
 
-/// A bounded cursor over `buf[pos..end]`. Invariant: `pos <= end <= buf.len()`; every
-/// constructor keeps it, and every read checks against `end`.
+/// A bounded cursor over `buf[pos..]`, where `buf` is the record up to the end of the
+/// message being read (so offsets stay those of the record). Every read checks against
+/// `buf.len()`.
 #[derive(Clone, Copy)]
 struct Reader<'a> {
     buf: &'a [u8],
     pos: usize,
-    end: usize,
+}
+
+impl fmt::Debug for Reader<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "bytes {}..{}", self.pos, self.end())
+    }
 }
 
 impl<'a> Reader<'a> {
     fn new(buf: &'a [u8]) -> Self {
-        Reader { buf, pos: 0, end: buf.len() }
+        Reader { buf, pos: 0 }
+    }
+
+    /// A reader over `record[pos..end]`, if that is a range of `record`.
+    fn range(record: &'a [u8], pos: usize, end: usize) -> Option<Self> {
+        record.get(..end).filter(|_| pos <= end).map(|buf| Reader { buf, pos })
+    }
+
+    /// Offset of the end of the message.
+    #[inline]
+    fn end(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Bytes left.
+    #[inline]
+    fn left(&self) -> usize {
+        self.buf.len().saturating_sub(self.pos)
     }
 
     #[inline]
     fn at_end(&self) -> bool {
-        self.pos >= self.end
+        self.pos >= self.buf.len()
     }
 
     #[inline]
@@ -129,7 +152,7 @@ impl<'a> Reader<'a> {
     /// The unread bytes.
     #[inline]
     fn rest(&self) -> &'a [u8] {
-        self.buf.get(self.pos..self.end).unwrap_or_default()
+        self.buf.get(self.pos..).unwrap_or_default()
     }
 
     #[inline]
@@ -176,12 +199,15 @@ impl<'a> Reader<'a> {
     #[inline]
     fn sub(&mut self) -> Result<Reader<'a>, WireError> {
         let len = self.varint()?;
-        if len > (self.end - self.pos) as u64 {
+        if len > self.left() as u64 {
             return Err(self.err(WireErrorKind::Truncated));
         }
         let start = self.pos;
         self.pos += len as usize;
-        Ok(Reader { buf: self.buf, pos: start, end: self.pos })
+        match self.buf.get(..self.pos) {
+            Some(buf) => Ok(Reader { buf, pos: start }),
+            None => Err(self.err(WireErrorKind::Truncated)),
+        }
     }
 
     #[inline]
@@ -197,7 +223,7 @@ impl<'a> Reader<'a> {
 
     #[inline]
     fn advance(&mut self, n: usize) -> Result<(), WireError> {
-        if n > self.end - self.pos {
+        if n > self.left() {
             return Err(self.err(WireErrorKind::Truncated));
         }
         self.pos += n;
@@ -285,13 +311,15 @@ impl<'a> ExampleView<'a> {
 pub struct Entry<'a> {
     name: &'a str,
     body: Reader<'a>,
+    /// The `value` field's body when the entry has exactly one (the usual case).
+    value: Option<Reader<'a>>,
 }
 
 impl fmt::Debug for Entry<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Entry")
             .field("name", &self.name)
-            .field("bytes", &(self.body.pos..self.body.end))
+            .field("bytes", &(self.body.pos..self.body.end()))
             .finish()
     }
 }
@@ -302,6 +330,8 @@ impl<'a> Entry<'a> {
     fn scan(body: Reader<'a>) -> Result<Self, WireError> {
         let mut r = body;
         let mut name = "";
+        let mut value = None;
+        let mut values = 0;
         while !r.at_end() {
             let (field, wire_type) = r.key()?;
             match field {
@@ -309,11 +339,14 @@ impl<'a> Entry<'a> {
                     let key = r.expect_sub(field, wire_type)?;
                     name = std::str::from_utf8(key.rest()).map_err(|_| key.err(WireErrorKind::BadUtf8))?;
                 }
-                2 => drop(r.expect_sub(field, wire_type)?),
+                2 => {
+                    value = Some(r.expect_sub(field, wire_type)?);
+                    values += 1;
+                }
                 _ => r.skip(field, wire_type, ENTRY_DEPTH)?,
             }
         }
-        Ok(Entry { name, body })
+        Ok(Entry { name, body, value: if values == 1 { value } else { None } })
     }
 
     /// The feature's name (empty if the entry has no key, as protobuf defaults it).
@@ -323,23 +356,36 @@ impl<'a> Entry<'a> {
 
     /// The byte range of the entry's body in the record.
     pub fn byte_range(&self) -> std::ops::Range<usize> {
-        self.body.pos..self.body.end
+        self.body.pos..self.body.end()
     }
 
     /// Examines the feature's value: finds its kind and checks and counts its values.
     pub fn feature(&self) -> Result<FeatureView<'a>, WireError> {
-        FeatureView::from_entry(self.body)
+        FeatureView::from_entry(self.body, self.value)
+    }
+
+    /// Where the entry lies in its record, to come back to it with [`feature_at`].
+    pub(crate) fn loc(&self) -> EntryLoc {
+        EntryLoc { body: (self.body.pos, self.body.end()), value: self.value.map(|v| (v.pos, v.end())) }
     }
 }
 
-/// Re-creates the entry whose body is `range` of `record`, as [`Entry::byte_range`]
-/// gave it, and examines its feature. Used by the parser to come back to an entry
-/// after a walk without keeping borrows across records.
-pub(crate) fn feature_at(record: &[u8], range: std::ops::Range<usize>) -> Result<FeatureView<'_>, WireError> {
-    if range.start > range.end || range.end > record.len() {
-        return Err(WireError { offset: range.start, kind: WireErrorKind::Truncated });
-    }
-    FeatureView::from_entry(Reader { buf: record, pos: range.start, end: range.end })
+/// Where an [`Entry`] lies in its record: byte ranges of its body and of its single
+/// `value` field, if it has exactly one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct EntryLoc {
+    body: (usize, usize),
+    value: Option<(usize, usize)>,
+}
+
+/// Examines the feature of the entry at `loc` of `record`, as [`Entry::loc`] gave it.
+/// Used by the parser to come back to an entry after a walk without keeping borrows
+/// across records.
+pub(crate) fn feature_at(record: &[u8], loc: EntryLoc) -> Result<FeatureView<'_>, WireError> {
+    let reader = |(pos, end): (usize, usize)| {
+        Reader::range(record, pos, end).ok_or(WireError { offset: pos, kind: WireErrorKind::Truncated })
+    };
+    FeatureView::from_entry(reader(loc.body)?, loc.value.map(reader).transpose()?)
 }
 
 /// Iterator over the map entries of an example, see [`ExampleView::entries`].
@@ -430,59 +476,39 @@ pub enum FeatureView<'a> {
 }
 
 impl<'a> FeatureView<'a> {
-    /// Walks an entry body: finds the winning kind and the run of its lists, checking
-    /// every list on the way (prost rejects a malformed list even if a later kind
-    /// replaces it).
-    fn from_entry(entry: Reader<'a>) -> Result<Self, WireError> {
-        let mut r = entry;
-        // The winning kind so far, its value count, and where its run starts.
-        let mut kind = 0u32;
-        let mut count = 0usize;
-        let mut start: Option<Lists<'a>> = None;
-        while !r.at_end() {
-            let (field, wire_type) = r.key()?;
-            if field != 2 {
-                if field == 1 {
-                    r.expect_sub(field, wire_type)?;
-                } else {
-                    r.skip(field, wire_type, ENTRY_DEPTH)?;
-                }
-                continue;
-            }
-            let mut value = r.expect_sub(field, wire_type)?;
-            while !value.at_end() {
-                let at = value.pos;
-                let (field, wire_type) = value.key()?;
-                if !(BYTES_LIST..=INT64_LIST).contains(&field) {
-                    value.skip(field, wire_type, FEATURE_DEPTH)?;
-                    continue;
-                }
-                let list = value.expect_sub(field, wire_type)?;
-                let n = match field {
-                    FLOAT_LIST => count_values::<F32Wire>(list)?,
-                    INT64_LIST => count_values::<I64Wire>(list)?,
-                    _ => count_bytes(list)?,
-                };
-                if field == kind {
-                    count += n;
-                } else {
-                    kind = field;
-                    count = n;
-                    start = Some(Lists {
-                        kind: field,
-                        chunk: Reader { buf: value.buf, pos: at, end: value.end },
-                        entry: r,
-                    });
+    /// Walks an entry body (or just its single `value` field, when the entry scan found
+    /// exactly one): finds the winning kind and the run of its lists, checking every
+    /// list on the way (prost rejects a malformed list even if a later kind replaces
+    /// it).
+    fn from_entry(entry: Reader<'a>, single_value: Option<Reader<'a>>) -> Result<Self, WireError> {
+        let mut scan = KindScan { kind: 0, count: 0, lists: 0, fast: None, start: None };
+        if let Some(value) = single_value {
+            scan.value_chunk(value, Reader { buf: entry.buf, pos: entry.end() })?;
+        } else {
+            let mut r = entry;
+            while !r.at_end() {
+                let (field, wire_type) = r.key()?;
+                match field {
+                    1 => drop(r.expect_sub(field, wire_type)?),
+                    2 => {
+                        let value = r.expect_sub(field, wire_type)?;
+                        scan.value_chunk(value, r)?;
+                    }
+                    _ => r.skip(field, wire_type, ENTRY_DEPTH)?,
                 }
             }
         }
-        Ok(match start {
+        let fast = if scan.lists == 1 { scan.fast } else { None };
+        Ok(match scan.start {
             None => FeatureView::None,
-            Some(lists) => match kind {
-                FLOAT_LIST => FeatureView::Floats(Floats { lists, len: count }),
-                INT64_LIST => FeatureView::Int64s(Int64s { lists, len: count }),
-                _ => FeatureView::Bytes(BytesValues { lists, len: count }),
-            },
+            Some(lists) => {
+                let values = Values { lists, len: scan.count, fast };
+                match scan.kind {
+                    FLOAT_LIST => FeatureView::Floats(Floats(values)),
+                    INT64_LIST => FeatureView::Int64s(Int64s(values)),
+                    _ => FeatureView::Bytes(BytesValues(values)),
+                }
+            }
         })
     }
 
@@ -490,15 +516,61 @@ impl<'a> FeatureView<'a> {
     pub fn len(&self) -> usize {
         match self {
             FeatureView::None => 0,
-            FeatureView::Floats(v) => v.len,
-            FeatureView::Int64s(v) => v.len,
-            FeatureView::Bytes(v) => v.len,
+            FeatureView::Floats(v) => v.len(),
+            FeatureView::Int64s(v) => v.len(),
+            FeatureView::Bytes(v) => v.len(),
         }
     }
 
     /// True when there are no values.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+/// The state of [`FeatureView::from_entry`]'s walk over the kind fields of a feature.
+struct KindScan<'a> {
+    /// The winning kind so far (a field number of the oneof; 0 for none).
+    kind: u32,
+    /// Its values so far.
+    count: usize,
+    /// Its list messages so far.
+    lists: usize,
+    /// The fast path of the last list (see [`Values::fast`]).
+    fast: Option<Reader<'a>>,
+    /// Where its run starts.
+    start: Option<Lists<'a>>,
+}
+
+impl<'a> KindScan<'a> {
+    /// Walks one `value` chunk; `after` is the rest of the entry after it.
+    fn value_chunk(&mut self, mut value: Reader<'a>, after: Reader<'a>) -> Result<(), WireError> {
+        while !value.at_end() {
+            let at = value.pos;
+            let (field, wire_type) = value.key()?;
+            if !(BYTES_LIST..=INT64_LIST).contains(&field) {
+                value.skip(field, wire_type, FEATURE_DEPTH)?;
+                continue;
+            }
+            let list = value.expect_sub(field, wire_type)?;
+            let (n, fast) = match field {
+                FLOAT_LIST => count_values::<F32Wire>(list)?,
+                INT64_LIST => count_values::<I64Wire>(list)?,
+                _ => (count_bytes(list)?, Some(list)),
+            };
+            if field == self.kind {
+                self.count += n;
+                self.lists += 1;
+            } else {
+                self.kind = field;
+                self.count = n;
+                self.lists = 1;
+                self.start =
+                    Some(Lists { kind: field, chunk: Reader { buf: value.buf, pos: at }, entry: after });
+            }
+            self.fast = fast;
+        }
+        Ok(())
     }
 }
 
@@ -516,6 +588,17 @@ struct Lists<'a> {
 impl fmt::Debug for Lists<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Lists").field("kind", &self.kind).field("at", &self.chunk.pos).finish()
+    }
+}
+
+impl<'a> Lists<'a> {
+    /// The same lists, all read.
+    fn exhausted(self) -> Self {
+        Lists {
+            kind: self.kind,
+            chunk: Reader { pos: self.chunk.end(), ..self.chunk },
+            entry: Reader { pos: self.entry.end(), ..self.entry },
+        }
     }
 }
 
@@ -578,15 +661,20 @@ impl Wire for I64Wire {
     }
 }
 
-/// Checks a numeric list message and counts its values.
-fn count_values<W: Wire>(mut list: Reader<'_>) -> Result<usize, WireError> {
+/// Checks a numeric list message and counts its values; also returns its packed chunk
+/// when that is all the list holds.
+fn count_values<'a, W: Wire>(mut list: Reader<'a>) -> Result<(usize, Option<Reader<'a>>), WireError> {
     let mut n = 0;
+    let mut fields = 0;
+    let mut last_packed = None;
     while !list.at_end() {
+        fields += 1;
         let (field, wire_type) = list.key()?;
         if field != 1 {
             list.skip(field, wire_type, LIST_DEPTH)?;
         } else if wire_type == LEN {
             let mut packed = list.sub()?;
+            last_packed = Some(packed);
             if W::WIRE_TYPE == I32 {
                 if packed.rest().len() % 4 != 0 {
                     return Err(packed.err(WireErrorKind::PackedLength));
@@ -605,7 +693,7 @@ fn count_values<W: Wire>(mut list: Reader<'_>) -> Result<usize, WireError> {
             return Err(list.err(WireErrorKind::BadWireType { field, wire_type }));
         }
     }
-    Ok(n)
+    Ok((n, if fields == 1 { last_packed } else { None }))
 }
 
 /// Checks a `BytesList` message and counts its values.
@@ -623,54 +711,68 @@ fn count_bytes(mut list: Reader<'_>) -> Result<usize, WireError> {
     Ok(n)
 }
 
-/// The values of a `float_list`.
+/// The values of one list kind of a feature.
 #[derive(Debug, Clone, Copy)]
-pub struct Floats<'a> {
+struct Values<'a> {
     lists: Lists<'a>,
     len: usize,
+    /// When the winning run is a single list message: for numbers, its packed chunk if
+    /// that is all it holds; for bytes, the list message itself. Reading then skips
+    /// the walk down from the entry.
+    fast: Option<Reader<'a>>,
 }
+
+impl<'a> Values<'a> {
+    /// The list messages to read.
+    fn lists(&self) -> Lists<'a> {
+        self.lists
+    }
+}
+
+/// The values of a `float_list`.
+#[derive(Debug, Clone, Copy)]
+pub struct Floats<'a>(Values<'a>);
 
 /// The values of an `int64_list`.
 #[derive(Debug, Clone, Copy)]
-pub struct Int64s<'a> {
-    lists: Lists<'a>,
-    len: usize,
-}
+pub struct Int64s<'a>(Values<'a>);
 
 /// The values of a `bytes_list`.
 #[derive(Debug, Clone, Copy)]
-pub struct BytesValues<'a> {
-    lists: Lists<'a>,
-    len: usize,
-}
+pub struct BytesValues<'a>(Values<'a>);
 
 impl<'a> Floats<'a> {
     /// Number of values.
     pub fn len(&self) -> usize {
-        self.len
+        self.0.len
     }
 
     /// True when there are no values.
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.0.len == 0
     }
 
     /// The values in order.
     pub fn iter(&self) -> FloatIter<'a> {
-        FloatIter(NumIter::new(self.lists))
+        FloatIter(NumIter::new(self.0))
     }
 
     /// Appends the values to `out` (packed chunks are copied in bulk).
+    #[inline]
     pub fn extend_into(&self, out: &mut Vec<f32>) {
-        out.reserve(self.len);
-        for mut list in self.lists {
+        fn packed(out: &mut Vec<f32>, bytes: &[u8]) {
+            let (words, _) = bytes.as_chunks::<4>();
+            out.extend(words.iter().map(|w| f32::from_le_bytes(*w)));
+        }
+        if let Some(fast) = self.0.fast {
+            return packed(out, fast.rest());
+        }
+        out.reserve(self.0.len);
+        for mut list in self.0.lists() {
             while !list.at_end() {
                 let Ok((field, wire_type)) = list.key() else { return };
                 let ok = match (field, wire_type) {
-                    (1, LEN) => list.sub().map(|packed| {
-                        let (words, _) = packed.rest().as_chunks::<4>();
-                        out.extend(words.iter().map(|w| f32::from_le_bytes(*w)));
-                    }),
+                    (1, LEN) => list.sub().map(|p| packed(out, p.rest())),
                     (1, I32) => list.fixed32().map(|w| out.push(f32::from_le_bytes(w))),
                     _ => list.skip(field, wire_type, LIST_DEPTH),
                 };
@@ -691,32 +793,39 @@ impl<'a> Floats<'a> {
 impl<'a> Int64s<'a> {
     /// Number of values.
     pub fn len(&self) -> usize {
-        self.len
+        self.0.len
     }
 
     /// True when there are no values.
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.0.len == 0
     }
 
     /// The values in order.
     pub fn iter(&self) -> Int64Iter<'a> {
-        Int64Iter(NumIter::new(self.lists))
+        Int64Iter(NumIter::new(self.0))
     }
 
     /// Appends the values to `out`.
+    #[inline]
     pub fn extend_into(&self, out: &mut Vec<i64>) {
-        out.reserve(self.len);
-        for mut list in self.lists {
+        fn packed(out: &mut Vec<i64>, mut p: Reader<'_>) -> Result<(), WireError> {
+            while !p.at_end() {
+                out.push(p.varint()? as i64);
+            }
+            Ok(())
+        }
+        out.reserve(self.0.len);
+        if let Some(fast) = self.0.fast {
+            // Checked when the view was made, so this cannot fail.
+            let _ = packed(out, fast);
+            return;
+        }
+        for mut list in self.0.lists() {
             while !list.at_end() {
                 let Ok((field, wire_type)) = list.key() else { return };
                 let ok = match (field, wire_type) {
-                    (1, LEN) => list.sub().and_then(|mut packed| {
-                        while !packed.at_end() {
-                            out.push(packed.varint()? as i64);
-                        }
-                        Ok(())
-                    }),
+                    (1, LEN) => list.sub().and_then(|p| packed(out, p)),
                     (1, VARINT) => list.varint().map(|v| out.push(v as i64)),
                     _ => list.skip(field, wire_type, LIST_DEPTH),
                 };
@@ -737,17 +846,20 @@ impl<'a> Int64s<'a> {
 impl<'a> BytesValues<'a> {
     /// Number of byte strings.
     pub fn len(&self) -> usize {
-        self.len
+        self.0.len
     }
 
     /// True when there are no byte strings.
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.0.len == 0
     }
 
     /// The byte strings in order, borrowed from the record.
     pub fn iter(&self) -> BytesIter<'a> {
-        BytesIter { lists: self.lists, list: None }
+        match self.0.fast {
+            Some(list) => BytesIter { lists: self.0.lists.exhausted(), list: Some(list) },
+            None => BytesIter { lists: self.0.lists, list: None },
+        }
     }
 }
 
@@ -783,8 +895,17 @@ struct NumIter<'a, W> {
 }
 
 impl<'a, W: Wire> NumIter<'a, W> {
-    fn new(lists: Lists<'a>) -> Self {
-        NumIter { lists, list: None, packed: None, _wire: std::marker::PhantomData }
+    fn new(values: Values<'a>) -> Self {
+        let lists = values.lists;
+        match values.fast {
+            Some(packed) => NumIter {
+                lists: lists.exhausted(),
+                list: Some(lists.exhausted().chunk),
+                packed: Some(packed),
+                _wire: std::marker::PhantomData,
+            },
+            None => NumIter { lists, list: None, packed: None, _wire: std::marker::PhantomData },
+        }
     }
 
     #[inline]

@@ -381,6 +381,7 @@ pub(crate) struct EntryLoc {
 /// Examines the feature of the entry at `loc` of `record`, as [`Entry::loc`] gave it.
 /// Used by the parser to come back to an entry after a walk without keeping borrows
 /// across records.
+#[inline]
 pub(crate) fn feature_at(record: &[u8], loc: EntryLoc) -> Result<FeatureView<'_>, WireError> {
     let reader = |(pos, end): (usize, usize)| {
         Reader::range(record, pos, end).ok_or(WireError { offset: pos, kind: WireErrorKind::Truncated })
@@ -403,6 +404,7 @@ impl fmt::Debug for Entries<'_> {
 }
 
 impl<'a> Entries<'a> {
+    #[inline]
     fn step(&mut self) -> Result<Option<Entry<'a>>, WireError> {
         loop {
             if let Some(inner) = &mut self.inner {
@@ -480,6 +482,7 @@ impl<'a> FeatureView<'a> {
     /// exactly one): finds the winning kind and the run of its lists, checking every
     /// list on the way (prost rejects a malformed list even if a later kind replaces
     /// it).
+    #[inline]
     fn from_entry(entry: Reader<'a>, single_value: Option<Reader<'a>>) -> Result<Self, WireError> {
         let mut scan = KindScan { kind: 0, count: 0, lists: 0, fast: None, start: None };
         if let Some(value) = single_value {
@@ -544,6 +547,7 @@ struct KindScan<'a> {
 
 impl<'a> KindScan<'a> {
     /// Walks one `value` chunk; `after` is the rest of the entry after it.
+    #[inline]
     fn value_chunk(&mut self, mut value: Reader<'a>, after: Reader<'a>) -> Result<(), WireError> {
         while !value.at_end() {
             let at = value.pos;

@@ -9,7 +9,9 @@
 //! [`json`] renders messages in protobuf's canonical proto3 JSON mapping (`sluice cat`).
 
 pub mod json;
+pub mod parse;
 mod proto;
+pub mod view;
 
 pub use proto::{
     BytesList, Example, Feature, FeatureList, FeatureLists, Features, FloatList, Int64List, SequenceExample,

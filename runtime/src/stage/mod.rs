@@ -24,10 +24,12 @@
 //! never from thread-local state. Every stage keeps its state as positions and seeds
 //! (plus the buffers it must hold), so a later issue can save and restore it.
 
+mod autotune;
 mod cache;
 mod element;
 mod filter;
 mod map;
+mod prefetch;
 mod repeat;
 mod sample;
 mod shuffle;
@@ -44,6 +46,7 @@ pub use cache::{CacheCodec, CacheFile, CacheMemory};
 pub use element::Element;
 pub use filter::{Fallible, Filter, FilterFn, Infallible};
 pub use map::{Map, MapFn};
+pub use prefetch::{Buffer, Prefetch, PrefetchIter};
 pub use repeat::Repeat;
 pub use sample::{SampleFrom, sample_from};
 pub use shuffle::Shuffle;
@@ -355,6 +358,15 @@ pub trait Dataset: Send + Sync + 'static {
         Self::Item: CacheCodec,
     {
         CacheFile::new(self, path.as_ref())
+    }
+
+    /// Pulls the input ahead on a producer thread into a bounded queue of `buffer`
+    /// elements (`Buffer::Auto`: tuned within the memory budget).
+    fn prefetch(self, buffer: impl Into<Buffer>) -> Prefetch<Self>
+    where
+        Self: Sized,
+    {
+        Prefetch::new(self, buffer.into())
     }
 
     /// Every `num_shards`-th element, starting at `index`.

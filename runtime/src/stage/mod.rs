@@ -24,12 +24,14 @@
 //! never from thread-local state. Every stage keeps its state as positions and seeds
 //! (plus the buffers it must hold), so a later issue can save and restore it.
 
+mod autotune;
 mod batch;
 mod cache;
 mod element;
 mod filter;
 mod interleave;
 mod map;
+mod prefetch;
 mod repeat;
 mod sample;
 mod shuffle;
@@ -51,6 +53,7 @@ pub use interleave::{
     tfrecords,
 };
 pub use map::{Map, MapFn};
+pub use prefetch::{Buffer, Prefetch, PrefetchIter};
 pub use repeat::Repeat;
 pub use sample::{SampleFrom, sample_from};
 pub use shuffle::Shuffle;
@@ -374,6 +377,15 @@ pub trait Dataset: Send + Sync + 'static {
         Self::Item: CacheCodec,
     {
         CacheFile::new(self, path.as_ref())
+    }
+
+    /// Pulls the input ahead on a producer thread into a bounded queue of `buffer`
+    /// elements (`Buffer::Auto`: tuned within the memory budget).
+    fn prefetch(self, buffer: impl Into<Buffer>) -> Prefetch<Self>
+    where
+        Self: Sized,
+    {
+        Prefetch::new(self, buffer.into())
     }
 
     /// Every `num_shards`-th element, starting at `index`.

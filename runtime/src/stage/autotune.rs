@@ -1,0 +1,273 @@
+//! AUTOTUNE: the run-time policies that pick a parallel `map`'s worker count and a
+//! `prefetch` buffer's depth.
+//!
+//! Both policies are small state machines driven by events the stages observe under
+//! their own locks; they change timing only, never which elements flow or (with
+//! `deterministic = true`) their order.
+//!
+//! # Map workers ([`WorkerTuner`])
+//!
+//! - `Fixed(n)`: `n` workers, an in-flight window of `2n` elements (at least 2); nothing
+//!   is tuned.
+//! - `Auto`: up to `ctx.cores()` workers, started lazily. The active-worker limit starts
+//!   at 1 and the in-flight window is `2 × active` (at least 2), so memory follows the
+//!   limit.
+//!   - **Raise** by one (up to the cores) when the consumer finds no ready result while
+//!     every active worker is busy (holds an element it is pulling or computing; a
+//!     worker queued behind another for the shared input does not count): more workers
+//!     would have had one ready. Workers starved by a slow input stop the growth.
+//!   - **Lower** by one (down to 1) after [`LOWER_AFTER`] waits of workers for window
+//!     room with no consumer starvation in between: the consumer is the slow side and
+//!     the extra workers only hold finished results. Starvation resets the count.
+//!
+//! # Prefetch depth ([`BufferTuner`])
+//!
+//! - `Fixed(n)`: a queue of `n` elements (at least 1).
+//! - `Auto`: the depth starts at 2 and **doubles** (up to [`MAX_AUTO_DEPTH`]) when the
+//!   consumer finds the queue empty *and* the producer has had to wait for room since
+//!   the last change: a bursty producer, which a deeper queue smooths out. A producer
+//!   that is simply slower never fills the queue, so a deeper queue would not help and
+//!   the depth stays. Each growth first reserves the new slots (slots × mean element
+//!   bytes seen so far) from the pipeline's [`MemoryBudget`](super::MemoryBudget): when
+//!   the reservation fails the depth stays, so `RuntimeOptions::memory_budget` bounds
+//!   every autotuned buffer. The first two slots are not reserved (a fixed buffer of 2
+//!   is always allowed). The depth never shrinks; the reservation is released when the
+//!   pass ends (the tuner is dropped).
+
+use super::{Ctx, Parallelism};
+use crate::stage::prefetch::Buffer;
+
+/// Window waits (without starvation in between) after which `Auto` map lowers its limit.
+pub(crate) const LOWER_AFTER: u32 = 32;
+
+/// The largest depth `Buffer::Auto` grows to.
+pub(crate) const MAX_AUTO_DEPTH: usize = 1024;
+
+/// The worker policy of a parallel `map`: how many workers may work and how many
+/// elements may be in flight.
+#[derive(Debug)]
+pub(crate) struct WorkerTuner {
+    active: usize,
+    max: usize,
+    auto: bool,
+    output_waits: u32,
+}
+
+impl WorkerTuner {
+    /// The policy for `p` with `cores` available (used by `Auto` only).
+    pub(crate) fn new(p: Parallelism, cores: usize) -> Self {
+        match p {
+            Parallelism::Fixed(n) => {
+                let n = n.max(1);
+                WorkerTuner { active: n, max: n, auto: false, output_waits: 0 }
+            }
+            Parallelism::Auto => WorkerTuner { active: 1, max: cores.max(1), auto: true, output_waits: 0 },
+        }
+    }
+
+    /// Workers allowed to work now.
+    pub(crate) fn active(&self) -> usize {
+        self.active
+    }
+
+    /// The most workers this stage will ever run.
+    pub(crate) fn max(&self) -> usize {
+        self.max
+    }
+
+    /// Elements allowed in flight now (being computed or finished but not delivered).
+    pub(crate) fn window(&self) -> usize {
+        (2 * self.active).max(2)
+    }
+
+    /// The largest window ever allowed: the size of the result buffer.
+    pub(crate) fn capacity(&self) -> usize {
+        (2 * self.max).max(2)
+    }
+
+    /// The consumer found no ready result while `busy` workers were busy. Returns true
+    /// when the limit was raised.
+    pub(crate) fn starved(&mut self, busy: usize) -> bool {
+        self.output_waits = 0;
+        if self.auto && busy >= self.active && self.active < self.max {
+            self.active += 1;
+            return true;
+        }
+        false
+    }
+
+    /// A worker had to wait for window room. Returns true when the limit was lowered.
+    pub(crate) fn output_blocked(&mut self) -> bool {
+        if !self.auto || self.active <= 1 {
+            return false;
+        }
+        self.output_waits += 1;
+        if self.output_waits >= LOWER_AFTER {
+            self.output_waits = 0;
+            self.active -= 1;
+            return true;
+        }
+        false
+    }
+}
+
+/// The depth policy of a `prefetch` queue, holding the budget it reserved.
+#[derive(Debug)]
+pub(crate) struct BufferTuner {
+    depth: usize,
+    auto: bool,
+    ctx: Ctx,
+    reserved: usize,
+    producer_waited: bool,
+    bytes_seen: u64,
+    elements_seen: u64,
+}
+
+impl BufferTuner {
+    /// The policy for `buffer`, reserving from `ctx`'s memory budget.
+    pub(crate) fn new(buffer: Buffer, ctx: &Ctx) -> Self {
+        let (depth, auto) = match buffer {
+            Buffer::Fixed(n) => (n.max(1), false),
+            Buffer::Auto => (2, true),
+        };
+        BufferTuner {
+            depth,
+            auto,
+            ctx: ctx.clone(),
+            reserved: 0,
+            producer_waited: false,
+            bytes_seen: 0,
+            elements_seen: 0,
+        }
+    }
+
+    /// The queue's depth now.
+    pub(crate) fn depth(&self) -> usize {
+        self.depth
+    }
+
+    /// Bytes reserved from the budget now.
+    #[cfg(test)]
+    pub(crate) fn reserved(&self) -> usize {
+        self.reserved
+    }
+
+    /// The producer made an element of `bytes` bytes.
+    pub(crate) fn observe(&mut self, bytes: usize) {
+        self.bytes_seen += bytes as u64;
+        self.elements_seen += 1;
+    }
+
+    /// The producer had to wait for room in the queue.
+    pub(crate) fn producer_blocked(&mut self) {
+        self.producer_waited = true;
+    }
+
+    /// The consumer found the queue empty. Returns true when the depth grew.
+    pub(crate) fn starved(&mut self) -> bool {
+        if !self.auto || !self.producer_waited || self.depth >= MAX_AUTO_DEPTH {
+            return false;
+        }
+        let new_depth = (self.depth * 2).min(MAX_AUTO_DEPTH);
+        let mean = self.bytes_seen.div_ceil(self.elements_seen.max(1)).max(1);
+        let Ok(bytes) = usize::try_from(mean.saturating_mul((new_depth - self.depth) as u64)) else {
+            return false;
+        };
+        if !self.ctx.budget().try_reserve(bytes) {
+            return false;
+        }
+        self.reserved += bytes;
+        self.depth = new_depth;
+        self.producer_waited = false;
+        true
+    }
+}
+
+impl Drop for BufferTuner {
+    fn drop(&mut self) {
+        self.ctx.budget().release(self.reserved);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stage::RuntimeOptions;
+
+    #[test]
+    fn fixed_workers_are_not_tuned() {
+        let mut t = WorkerTuner::new(Parallelism::Fixed(3), 8);
+        assert_eq!((t.active(), t.max(), t.window(), t.capacity()), (3, 3, 6, 6));
+        assert!(!t.starved(3));
+        for _ in 0..100 {
+            assert!(!t.output_blocked());
+        }
+        assert_eq!(t.active(), 3);
+    }
+
+    #[test]
+    fn auto_workers_rise_when_starved_and_fall_when_blocked() {
+        let mut t = WorkerTuner::new(Parallelism::Auto, 3);
+        assert_eq!((t.active(), t.window(), t.capacity()), (1, 2, 6));
+        // Starved while a worker idles: no raise.
+        assert!(!t.starved(0));
+        assert!(t.starved(1));
+        assert!(t.starved(2));
+        assert_eq!((t.active(), t.window()), (3, 6));
+        // At the cores: no further raise.
+        assert!(!t.starved(3));
+        // Lowering needs LOWER_AFTER waits without starvation.
+        for _ in 0..LOWER_AFTER - 1 {
+            assert!(!t.output_blocked());
+        }
+        t.starved(0);
+        for _ in 0..LOWER_AFTER - 1 {
+            assert!(!t.output_blocked());
+        }
+        assert!(t.output_blocked());
+        assert_eq!(t.active(), 2);
+        for _ in 0..2 * LOWER_AFTER {
+            t.output_blocked();
+        }
+        assert_eq!(t.active(), 1);
+    }
+
+    fn ctx(budget: usize) -> Ctx {
+        Ctx::new(&RuntimeOptions { memory_budget: Some(budget), cores: Some(2) })
+    }
+
+    #[test]
+    fn auto_buffer_doubles_within_the_budget_and_releases_it() {
+        let ctx = ctx(1000);
+        let mut t = BufferTuner::new(Buffer::Auto, &ctx);
+        assert_eq!(t.depth(), 2);
+        t.observe(100);
+        // Starved without the producer having waited: a deeper queue would not help.
+        assert!(!t.starved());
+        t.producer_blocked();
+        assert!(t.starved());
+        assert_eq!((t.depth(), t.reserved(), ctx.budget().used()), (4, 200, 200));
+        // The producer must wait again before the next growth.
+        assert!(!t.starved());
+        t.producer_blocked();
+        assert!(t.starved());
+        assert_eq!((t.depth(), ctx.budget().used()), (8, 600));
+        // 8 more slots (800 bytes) do not fit in the 400 left.
+        t.producer_blocked();
+        assert!(!t.starved());
+        assert_eq!((t.depth(), ctx.budget().used()), (8, 600));
+        drop(t);
+        assert_eq!(ctx.budget().used(), 0);
+    }
+
+    #[test]
+    fn fixed_buffer_never_grows() {
+        let ctx = ctx(usize::MAX);
+        let mut t = BufferTuner::new(Buffer::Fixed(0), &ctx);
+        assert_eq!(t.depth(), 1);
+        t.observe(8);
+        t.producer_blocked();
+        assert!(!t.starved());
+        assert_eq!((t.depth(), ctx.budget().used()), (1, 0));
+    }
+}

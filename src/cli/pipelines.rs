@@ -10,19 +10,23 @@ use std::time::Instant;
 
 use clap::Args;
 use sluice_runtime::Result;
-use sluice_runtime::stage::{Dataset, StatsReport, files};
+use sluice_runtime::stage::{Dataset, RuntimeOptions, StatsReport, files};
 
 use super::Failure;
 
 #[derive(Debug, Args)]
 pub struct PipelineArgs {
-    /// read, parse_tabular, shuffle_tabular, image_raw or jpeg.
+    /// read, parse_tabular, shuffle_tabular, image_raw, jpeg; or memory (the bounded-memory
+    /// check: interleave → parse → shuffle(10000) → batch(64) over image records).
     name: String,
     /// Directory of `*.tfrecord` shards (made by `sluice gen`).
     data: PathBuf,
     /// Batches (or records, for `read`) pulled before timing.
     #[arg(long, default_value_t = 5)]
     warmup: usize,
+    /// RAM (MiB) that AUTOTUNE may spend on buffers (`RuntimeOptions::memory_budget`).
+    #[arg(long, default_value_t = 32)]
+    memory_budget_mb: usize,
     /// Print one JSON object.
     #[arg(long)]
     json: bool,
@@ -36,11 +40,16 @@ struct Epoch {
 }
 
 /// Pulls every element of a pass, counting records with `count`.
-fn run_epoch<D: Dataset>(ds: &D, warmup: usize, count: impl Fn(&D::Item) -> u64) -> Result<Epoch> {
-    for x in ds.stream()?.take(warmup) {
+fn run_epoch<D: Dataset>(
+    ds: &D,
+    options: &RuntimeOptions,
+    warmup: usize,
+    count: impl Fn(&D::Item) -> u64,
+) -> Result<Epoch> {
+    for x in ds.stream_with(options)?.take(warmup) {
         x?;
     }
-    let mut stream = ds.stream()?;
+    let mut stream = ds.stream_with(options)?;
     let start = Instant::now();
     let mut records = 0;
     for x in stream.by_ref() {
@@ -57,9 +66,19 @@ pub fn run(args: PipelineArgs) -> Result<ExitCode, Failure> {
     for f in file_list.paths() {
         file_bytes += warm(f).map_err(|e| Failure::Data(e.into()))?;
     }
+    let options = RuntimeOptions { memory_budget: Some(args.memory_budget_mb << 20), cores: None };
     let cpu0 = cpu_seconds();
     let epoch = match args.name.as_str() {
-        "read" => run_epoch(&build::read(file_list), args.warmup * 1024, |_| 1)?,
+        "read" => run_epoch(&build::read(file_list), &options, args.warmup * 1024, |_| 1)?,
+        "parse_tabular" => {
+            run_epoch(&build::parse_tabular(file_list, false)?, &options, args.warmup, |b| b.rows() as u64)?
+        }
+        "shuffle_tabular" => {
+            run_epoch(&build::parse_tabular(file_list, true)?, &options, args.warmup, |b| b.rows() as u64)?
+        }
+        "image_raw" => run_epoch(&build::image_raw(file_list), &options, args.warmup, |b| b.shape[0] as u64)?,
+        "jpeg" => run_epoch(&build::jpeg(file_list), &options, args.warmup, |b| b.shape[0] as u64)?,
+        "memory" => run_epoch(&build::memory(file_list), &options, args.warmup, |b| b.0.len() as u64)?,
         other => {
             return Err(Failure::Usage(format!(
                 "unknown pipeline `{other}` (expected read, parse_tabular, shuffle_tabular, image_raw or jpeg)"
@@ -67,7 +86,7 @@ pub fn run(args: PipelineArgs) -> Result<ExitCode, Failure> {
         }
     };
     let cpu = cpu_seconds() - cpu0;
-    let peak_rss_mb = peak_rss_bytes() as f64 / (1 << 20) as f64;
+    let peak_rss_mb = peak_rss_bytes() as f64 / f64::from(1u32 << 20);
     let rps = epoch.records as f64 / epoch.seconds;
     if args.json {
         let stages: Vec<_> = epoch
@@ -142,12 +161,172 @@ fn cpu_seconds() -> f64 {
 
 /// The pipelines.
 mod build {
-    use sluice_runtime::stage::{Dataset, Files, Parallelism, tfrecords};
+    use std::sync::Arc;
+
+    use sluice_runtime::column::{Dense, Ragged};
+    use sluice_runtime::example::parse::{Columns, DType, ExampleParser, FeatureSpec, ParseSpec};
+    use sluice_runtime::example::view::{ExampleView, FeatureView};
+    use sluice_runtime::image::decode_resize_normalize;
+    use sluice_runtime::stage::{Buffer, Dataset, Element, Files, Parallelism, tfrecords};
     use sluice_runtime::tfrecord::ReaderOptions;
+    use sluice_runtime::{BoxError, Result};
 
     /// `read`: `interleave(TFRecordDataset, cycle_length=4, num_parallel_calls=AUTOTUNE,
     /// deterministic=False)`: every record, checksums verified.
     pub fn read(files: Files) -> impl Dataset<Item = Vec<u8>> {
         tfrecords(files, ReaderOptions::default(), 4).num_parallel(Parallelism::Auto).deterministic(false)
+    }
+
+    /// `parse_tabular`: `read.batch(1024).map(parse_example({x: [16] f32, label: [] i64}),
+    /// AUTOTUNE).prefetch(AUTOTUNE)`; with `shuffle`, `shuffle_tabular`:
+    /// `read.shuffle(100000, seed=1)` before the batch.
+    pub fn parse_tabular(files: Files, shuffle: bool) -> Result<impl Dataset<Item = Columns>> {
+        let spec = ParseSpec::new([
+            FeatureSpec::fixed("x", DType::F32, [16]),
+            FeatureSpec::fixed("label", DType::I64, []),
+        ]);
+        let parser =
+            Arc::new(ExampleParser::new(spec).map_err(|e| sluice_runtime::Error::Invalid(e.to_string()))?);
+        let parse = move |records: Ragged<u8>| -> std::result::Result<Columns, BoxError> {
+            let mut cols = parser.columns();
+            for i in 0..records.len() {
+                parser
+                    .parse_into(records.row_values(i), &mut cols)
+                    .map_err(|e| format!("record {i} of the batch: {e}"))?;
+            }
+            Ok(cols)
+        };
+        // Both variants must have one type: a shuffle buffer of 1 is the identity.
+        let buffer = if shuffle { 100_000 } else { 1 };
+        Ok(read(files)
+            .shuffle(buffer, 1)
+            .batch(1024, false)
+            .try_map(parse)
+            .num_parallel(Parallelism::Auto)
+            .named("parse")
+            .prefetch(Buffer::Auto))
+    }
+
+    /// A batch of images: one contiguous `[n, h, w, c]` float buffer and the labels.
+    #[derive(Debug)]
+    pub struct ImageBatch {
+        /// `[n, h, w, c]`.
+        pub shape: [usize; 4],
+        /// The pixels, HWC per image.
+        pub image: Vec<f32>,
+        /// The labels.
+        pub label: Vec<i64>,
+    }
+
+    impl Element for ImageBatch {
+        fn byte_size(&self) -> usize {
+            size_of::<Self>() + self.image.len() * 4 + self.label.len() * 8
+        }
+    }
+
+    /// The single `image` bytes value and `label` of a record.
+    fn image_and_label(record: &[u8]) -> std::result::Result<(&[u8], i64), BoxError> {
+        let view = ExampleView::new(record);
+        let image = match view.get("image")? {
+            Some(FeatureView::Bytes(b)) if b.len() == 1 => {
+                b.iter().next().ok_or("feature `image`: no value")?
+            }
+            _ => return Err("feature `image`: expected one bytes value".into()),
+        };
+        let label = match view.get("label")? {
+            Some(FeatureView::Int64s(v)) if v.len() == 1 => {
+                v.iter().next().ok_or("feature `label`: no value")?
+            }
+            _ => return Err("feature `label`: expected one int64 value".into()),
+        };
+        Ok((image, label))
+    }
+
+    /// Turns a batch of records into an [`ImageBatch`] of `h × w × 3` images, writing
+    /// each with `fill(record image bytes, output slot)`. (The buffer is zeroed once by
+    /// the allocator; `image_raw` uses [`image_batch_extend`], which writes it only once.)
+    fn image_batch(
+        records: &Ragged<u8>,
+        (h, w): (usize, usize),
+        fill: impl Fn(&[u8], &mut [f32]) -> std::result::Result<(), BoxError>,
+    ) -> std::result::Result<ImageBatch, BoxError> {
+        let n = records.len();
+        let per = h * w * 3;
+        let mut image = vec![0f32; n * per];
+        let mut label = Vec::with_capacity(n);
+        for (i, slot) in image.chunks_exact_mut(per).enumerate() {
+            let (bytes, l) = image_and_label(records.row_values(i))
+                .map_err(|e| format!("record {i} of the batch: {e}"))?;
+            fill(bytes, slot).map_err(|e| format!("record {i} of the batch: {e}"))?;
+            label.push(l);
+        }
+        Ok(ImageBatch { shape: [n, h, w, 3], image, label })
+    }
+
+    /// Like [`image_batch`] for a per-pixel conversion of raw bytes: appends each image's
+    /// pixels, so the batch buffer is written once, never zero-filled first.
+    fn image_batch_extend(
+        records: &Ragged<u8>,
+        (h, w): (usize, usize),
+    ) -> std::result::Result<ImageBatch, BoxError> {
+        let n = records.len();
+        let per = h * w * 3;
+        let mut image = Vec::with_capacity(n * per);
+        let mut label = Vec::with_capacity(n);
+        for i in 0..n {
+            let (bytes, l) = image_and_label(records.row_values(i))
+                .map_err(|e| format!("record {i} of the batch: {e}"))?;
+            if bytes.len() != per {
+                return Err(format!(
+                    "record {i} of the batch: feature `image` has {} bytes, expected {per}",
+                    bytes.len()
+                )
+                .into());
+            }
+            image.extend(bytes.iter().map(|b| f32::from(*b) * (1.0 / 255.0)));
+            label.push(l);
+        }
+        Ok(ImageBatch { shape: [n, h, w, 3], image, label })
+    }
+
+    /// `image_raw`: `read.map(parse_single_example → decode_raw uint8 → reshape
+    /// [64,64,3] → cast float32 / 255).batch(256).prefetch`, with the per-record work done
+    /// straight into the batch buffer (map+batch fusion).
+    pub fn image_raw(files: Files) -> impl Dataset<Item = ImageBatch> {
+        read(files)
+            .batch(256, false)
+            .try_map(|records: Ragged<u8>| image_batch_extend(&records, (64, 64)))
+            .num_parallel(Parallelism::Auto)
+            .named("decode")
+            .prefetch(Buffer::Auto)
+    }
+
+    /// `memory`: the bounded-memory check of the test suite: interleave → parse (label and
+    /// image bytes of each record) → shuffle(10 000) → batch(64). Its peak RSS is bounded by
+    /// the shuffle buffer and the stages' queues, whatever the size of the data.
+    pub fn memory(files: Files) -> impl Dataset<Item = (Dense<i64>, Ragged<u8>)> {
+        read(files)
+            .try_map(|record: Vec<u8>| image_and_label(&record).map(|(image, label)| (label, image.to_vec())))
+            .num_parallel(Parallelism::Auto)
+            .named("parse")
+            .shuffle(10_000, 7)
+            .batch(64, false)
+    }
+
+    /// `jpeg`: `read.map(parse_single_example → decode_jpeg(channels=3) →
+    /// resize [112,112] bilinear → (x/255 - mean) / std, AUTOTUNE).batch(128).prefetch`.
+    pub fn jpeg(files: Files) -> impl Dataset<Item = ImageBatch> {
+        const MEAN: [f32; 3] = [0.485, 0.456, 0.406];
+        const STD: [f32; 3] = [0.229, 0.224, 0.225];
+        read(files)
+            .batch(128, false)
+            .try_map(|records: Ragged<u8>| {
+                image_batch(&records, (112, 112), |bytes, out| {
+                    decode_resize_normalize(bytes, 112, 112, MEAN, STD, out).map_err(Into::into)
+                })
+            })
+            .num_parallel(Parallelism::Auto)
+            .named("decode")
+            .prefetch(Buffer::Auto)
     }
 }

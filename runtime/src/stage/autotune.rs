@@ -10,8 +10,9 @@
 //! - `Fixed(n)`: `n` workers, an in-flight window of `2n` elements (at least 2); nothing
 //!   is tuned.
 //! - `Auto`: up to `ctx.cores()` workers, started lazily. The active-worker limit starts
-//!   at 1 and the in-flight window is `2 × active` (at least 2), so memory follows the
-//!   limit.
+//!   at 1 and the in-flight window is `active + 1` (at least 2): one element per worker
+//!   and one finished result of slack, so memory follows the limit and stays small when
+//!   elements are large (a batch-level map holds whole batches).
 //!   - **Raise** by one (up to the cores) when the consumer finds no ready result while
 //!     every active worker is busy (holds an element it is pulling or computing; a
 //!     worker queued behind another for the shared input does not count): more workers
@@ -77,12 +78,12 @@ impl WorkerTuner {
 
     /// Elements allowed in flight now (being computed or finished but not delivered).
     pub(crate) fn window(&self) -> usize {
-        (2 * self.active).max(2)
+        if self.auto { self.active + 1 } else { (2 * self.active).max(2) }
     }
 
     /// The largest window ever allowed: the size of the result buffer.
     pub(crate) fn capacity(&self) -> usize {
-        (2 * self.max).max(2)
+        if self.auto { self.max + 1 } else { (2 * self.max).max(2) }
     }
 
     /// The consumer found no ready result while `busy` workers were busy. Returns true
@@ -208,12 +209,12 @@ mod tests {
     #[test]
     fn auto_workers_rise_when_starved_and_fall_when_blocked() {
         let mut t = WorkerTuner::new(Parallelism::Auto, 3);
-        assert_eq!((t.active(), t.window(), t.capacity()), (1, 2, 6));
+        assert_eq!((t.active(), t.window(), t.capacity()), (1, 2, 4));
         // Starved while a worker idles: no raise.
         assert!(!t.starved(0));
         assert!(t.starved(1));
         assert!(t.starved(2));
-        assert_eq!((t.active(), t.window()), (3, 6));
+        assert_eq!((t.active(), t.window()), (3, 4));
         // At the cores: no further raise.
         assert!(!t.starved(3));
         // Lowering needs LOWER_AFTER waits without starvation.

@@ -277,3 +277,43 @@ fn every_id_appears_once_across_shards() {
     let ids: BTreeSet<i64> = lines(&cat(&files, &[])).iter().map(|r| int_feature(r, "id")).collect();
     assert_eq!(ids, (0..101).collect());
 }
+
+#[test]
+fn bench_pipelines_see_every_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let tab = dir.path().join("tabular");
+    let img = dir.path().join("image");
+    let jpg = dir.path().join("jpeg");
+    generate("tabular", 3000, 4, &tab, &[]);
+    generate("image", 600, 3, &img, &[]);
+    generate("jpeg", 300, 2, &jpg, &[]);
+    for (name, data, records) in [
+        ("read", &tab, 3000),
+        ("parse_tabular", &tab, 3000),
+        ("shuffle_tabular", &tab, 3000),
+        ("image_raw", &img, 600),
+        ("jpeg", &jpg, 300),
+        ("memory", &img, 600),
+    ] {
+        let o = sluice(&["bench", "pipeline", name, "--json", "--warmup", "1", data.to_str().unwrap()]);
+        assert!(o.status.success(), "{name}: {}", stderr(&o));
+        let v: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+        assert_eq!(v["records"], records, "{name}");
+        assert!(v["peak_rss_mb"].as_f64().unwrap() > 0.0);
+        assert!(!v["stages"].as_array().unwrap().is_empty(), "{name}: stage statistics");
+    }
+    let o = sluice(&["bench", "pipeline", "nope", tab.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    // A corrupt record fails the pipeline with the file, record and offset.
+    let (bad, offset) = corrupt_copy(dir.path(), 4, 3);
+    let only = dir.path().join("bad-only");
+    std::fs::create_dir(&only).unwrap();
+    std::fs::rename(&bad, only.join("bad.tfrecord")).unwrap();
+    let o = sluice(&["bench", "pipeline", "parse_tabular", only.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("bad.tfrecord") && err.contains("record 4") && err.contains(&format!("offset {offset}")),
+        "{err}"
+    );
+}

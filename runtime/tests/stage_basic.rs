@@ -239,3 +239,15 @@ fn file_cache_is_written_on_completion_and_reused() {
     let err = err.unwrap();
     assert!(err.is_corrupt() && err.to_string().contains("cache.bin"), "{err}");
 }
+
+#[test]
+fn chunks_group_whole_elements() {
+    assert_eq!(collect(&range(0..7).chunks(3, false)), [vec![0, 1, 2], vec![3, 4, 5], vec![6]]);
+    assert_eq!(collect(&range(0..7).chunks(3, true)), [vec![0, 1, 2], vec![3, 4, 5]]);
+    assert_eq!(collect(&range(0..0).chunks(3, false)), Vec::<Vec<u64>>::new());
+    assert!(matches!(range(0..3).chunks(0, false).stream(), Err(Error::Invalid(_))));
+    let (got, err) =
+        until_error(&range(0..10).try_map(|x| if x == 5 { Err("five") } else { Ok(x) }).chunks(4, false));
+    assert_eq!(got, [vec![0, 1, 2, 3]]);
+    assert!(err.is_some());
+}

@@ -187,12 +187,10 @@ mod build {
         ]);
         let parser =
             Arc::new(ExampleParser::new(spec).map_err(|e| sluice_runtime::Error::Invalid(e.to_string()))?);
-        let parse = move |records: Ragged<u8>| -> std::result::Result<Columns, BoxError> {
+        let parse = move |records: Vec<Vec<u8>>| -> std::result::Result<Columns, BoxError> {
             let mut cols = parser.columns();
-            for i in 0..records.len() {
-                parser
-                    .parse_into(records.row_values(i), &mut cols)
-                    .map_err(|e| format!("record {i} of the batch: {e}"))?;
+            for (i, record) in records.iter().enumerate() {
+                parser.parse_into(record, &mut cols).map_err(|e| format!("record {i} of the batch: {e}"))?;
             }
             Ok(cols)
         };
@@ -200,7 +198,7 @@ mod build {
         let buffer = if shuffle { 100_000 } else { 1 };
         Ok(read(files)
             .shuffle(buffer, 1)
-            .batch(1024, false)
+            .chunks(1024, false)
             .try_map(parse)
             .num_parallel(Parallelism::Auto)
             .named("parse")
@@ -246,7 +244,7 @@ mod build {
     /// each with `fill(record image bytes, output slot)`. (The buffer is zeroed once by
     /// the allocator; `image_raw` uses [`image_batch_extend`], which writes it only once.)
     fn image_batch(
-        records: &Ragged<u8>,
+        records: &[Vec<u8>],
         (h, w): (usize, usize),
         fill: impl Fn(&[u8], &mut [f32]) -> std::result::Result<(), BoxError>,
     ) -> std::result::Result<ImageBatch, BoxError> {
@@ -255,8 +253,8 @@ mod build {
         let mut image = vec![0f32; n * per];
         let mut label = Vec::with_capacity(n);
         for (i, slot) in image.chunks_exact_mut(per).enumerate() {
-            let (bytes, l) = image_and_label(records.row_values(i))
-                .map_err(|e| format!("record {i} of the batch: {e}"))?;
+            let (bytes, l) =
+                image_and_label(&records[i]).map_err(|e| format!("record {i} of the batch: {e}"))?;
             fill(bytes, slot).map_err(|e| format!("record {i} of the batch: {e}"))?;
             label.push(l);
         }
@@ -266,16 +264,15 @@ mod build {
     /// Like [`image_batch`] for a per-pixel conversion of raw bytes: appends each image's
     /// pixels, so the batch buffer is written once, never zero-filled first.
     fn image_batch_extend(
-        records: &Ragged<u8>,
+        records: &[Vec<u8>],
         (h, w): (usize, usize),
     ) -> std::result::Result<ImageBatch, BoxError> {
         let n = records.len();
         let per = h * w * 3;
         let mut image = Vec::with_capacity(n * per);
         let mut label = Vec::with_capacity(n);
-        for i in 0..n {
-            let (bytes, l) = image_and_label(records.row_values(i))
-                .map_err(|e| format!("record {i} of the batch: {e}"))?;
+        for (i, record) in records.iter().enumerate() {
+            let (bytes, l) = image_and_label(record).map_err(|e| format!("record {i} of the batch: {e}"))?;
             if bytes.len() != per {
                 return Err(format!(
                     "record {i} of the batch: feature `image` has {} bytes, expected {per}",
@@ -283,7 +280,13 @@ mod build {
                 )
                 .into());
             }
-            image.extend(bytes.iter().map(|b| f32::from(*b) * (1.0 / 255.0)));
+            let slot = &mut image.spare_capacity_mut()[..per];
+            for (o, b) in slot.iter_mut().zip(bytes) {
+                o.write(f32::from(*b) * (1.0 / 255.0));
+            }
+            // SAFETY: the `per` floats after the current length were just written, and
+            // the capacity holds all `n * per` of the batch.
+            unsafe { image.set_len(image.len() + per) };
             label.push(l);
         }
         Ok(ImageBatch { shape: [n, h, w, 3], image, label })
@@ -294,8 +297,8 @@ mod build {
     /// straight into the batch buffer (map+batch fusion).
     pub fn image_raw(files: Files) -> impl Dataset<Item = ImageBatch> {
         read(files)
-            .batch(256, false)
-            .try_map(|records: Ragged<u8>| image_batch_extend(&records, (64, 64)))
+            .chunks(256, false)
+            .try_map(|records: Vec<Vec<u8>>| image_batch_extend(&records, (64, 64)))
             .num_parallel(Parallelism::Auto)
             .named("decode")
             .prefetch(Buffer::Auto)
@@ -319,8 +322,8 @@ mod build {
         const MEAN: [f32; 3] = [0.485, 0.456, 0.406];
         const STD: [f32; 3] = [0.229, 0.224, 0.225];
         read(files)
-            .batch(128, false)
-            .try_map(|records: Ragged<u8>| {
+            .chunks(128, false)
+            .try_map(|records: Vec<Vec<u8>>| {
                 image_batch(&records, (112, 112), |bytes, out| {
                     decode_resize_normalize(bytes, 112, 112, MEAN, STD, out).map_err(Into::into)
                 })

@@ -27,6 +27,7 @@
 mod autotune;
 mod batch;
 mod cache;
+mod chunks;
 mod element;
 mod filter;
 mod interleave;
@@ -46,6 +47,7 @@ use std::time::{Duration, Instant};
 
 pub use batch::{Batch, BatchIter, MakeBuilder, Padded, PaddedBatch, Plain, Unbatch, UnbatchIter};
 pub use cache::{CacheCodec, CacheFile, CacheMemory};
+pub use chunks::{Chunks, ChunksIter};
 pub use element::Element;
 pub use filter::{Fallible, Filter, FilterFn, Infallible};
 pub use interleave::{
@@ -357,6 +359,16 @@ pub trait Dataset: Send + Sync + 'static {
         Self: Sized,
     {
         Skip::new(self, n)
+    }
+
+    /// Groups `n` consecutive elements into a `Vec`, moving them, not copying them into
+    /// columns (the last chunk may be shorter unless `drop_remainder`): for batch-level
+    /// work on elements that are not columns yet, such as serialized records.
+    fn chunks(self, n: usize, drop_remainder: bool) -> Chunks<Self>
+    where
+        Self: Sized,
+    {
+        Chunks::new(self, n, drop_remainder)
     }
 
     /// Keeps the first complete pass in memory; later passes (epochs) replay it.

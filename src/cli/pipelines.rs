@@ -301,7 +301,8 @@ mod build {
             .try_map(|records: Vec<Vec<u8>>| image_batch_extend(&records, (64, 64)))
             .num_parallel(Parallelism::Auto)
             .named("decode")
-            .prefetch(Buffer::Auto)
+            // A batch is 12.5 MB, and the parallel map already keeps a finished one ahead.
+            .prefetch(1)
     }
 
     /// `memory`: the bounded-memory check of the test suite: interleave → parse (label and
@@ -330,6 +331,8 @@ mod build {
             })
             .num_parallel(Parallelism::Auto)
             .named("decode")
-            .prefetch(Buffer::Auto)
+            // A batch is 19 MB, and the parallel map already keeps a finished one ahead:
+            // a deeper queue would only hold memory.
+            .prefetch(1)
     }
 }

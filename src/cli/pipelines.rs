@@ -163,7 +163,11 @@ fn cpu_seconds() -> f64 {
 mod build {
     use std::sync::Arc;
 
-    use sluice_runtime::column::{Dense, Ragged};
+    use sluice_runtime::column::{BufferPool, Dense, PooledVec, Ragged};
+
+    /// Idle batch buffers an image pipeline keeps for reuse: what is in flight at once
+    /// (the map's window, the prefetch queue, the consumer's batch).
+    const POOLED_BATCHES: usize = 6;
     use sluice_runtime::example::parse::{Columns, DType, ExampleParser, FeatureSpec, ParseSpec};
     use sluice_runtime::example::view::{ExampleView, FeatureView};
     use sluice_runtime::image::decode_resize_normalize;
@@ -205,20 +209,21 @@ mod build {
             .prefetch(Buffer::Auto))
     }
 
-    /// A batch of images: one contiguous `[n, h, w, c]` float buffer and the labels.
+    /// A batch of images: one contiguous `[n, h, w, c]` float buffer (from a pool, so
+    /// batch memory is reused rather than reallocated) and the labels.
     #[derive(Debug)]
     pub struct ImageBatch {
         /// `[n, h, w, c]`.
         pub shape: [usize; 4],
         /// The pixels, HWC per image.
-        pub image: Vec<f32>,
+        pub image: PooledVec<f32>,
         /// The labels.
         pub label: Vec<i64>,
     }
 
     impl Element for ImageBatch {
         fn byte_size(&self) -> usize {
-            size_of::<Self>() + self.image.len() * 4 + self.label.len() * 8
+            size_of::<Self>() + self.image.byte_size() + self.label.len() * 8
         }
     }
 
@@ -244,13 +249,15 @@ mod build {
     /// each with `fill(record image bytes, output slot)`. (The buffer is zeroed once by
     /// the allocator; `image_raw` uses [`image_batch_extend`], which writes it only once.)
     fn image_batch(
+        pool: &BufferPool<f32>,
         records: &[Vec<u8>],
         (h, w): (usize, usize),
         fill: impl Fn(&[u8], &mut [f32]) -> std::result::Result<(), BoxError>,
     ) -> std::result::Result<ImageBatch, BoxError> {
         let n = records.len();
         let per = h * w * 3;
-        let mut image = vec![0f32; n * per];
+        let mut image = pool.take(n * per);
+        image.resize(n * per, 0.0);
         let mut label = Vec::with_capacity(n);
         for (i, slot) in image.chunks_exact_mut(per).enumerate() {
             let (bytes, l) =
@@ -264,12 +271,13 @@ mod build {
     /// Like [`image_batch`] for a per-pixel conversion of raw bytes: appends each image's
     /// pixels, so the batch buffer is written once, never zero-filled first.
     fn image_batch_extend(
+        pool: &BufferPool<f32>,
         records: &[Vec<u8>],
         (h, w): (usize, usize),
     ) -> std::result::Result<ImageBatch, BoxError> {
         let n = records.len();
         let per = h * w * 3;
-        let mut image = Vec::with_capacity(n * per);
+        let mut image = pool.take(n * per);
         let mut label = Vec::with_capacity(n);
         for (i, record) in records.iter().enumerate() {
             let (bytes, l) = image_and_label(record).map_err(|e| format!("record {i} of the batch: {e}"))?;
@@ -284,9 +292,10 @@ mod build {
             for (o, b) in slot.iter_mut().zip(bytes) {
                 o.write(f32::from(*b) * (1.0 / 255.0));
             }
-            // SAFETY: the `per` floats after the current length were just written, and
-            // the capacity holds all `n * per` of the batch.
-            unsafe { image.set_len(image.len() + per) };
+            let len = image.len();
+            // SAFETY: `bytes.len() == per` (checked above), so the loop initialised all
+            // `per` floats after `len`, within the capacity reserved for the batch.
+            unsafe { image.set_len(len + per) };
             label.push(l);
         }
         Ok(ImageBatch { shape: [n, h, w, 3], image, label })
@@ -296,9 +305,10 @@ mod build {
     /// [64,64,3] → cast float32 / 255).batch(256).prefetch`, with the per-record work done
     /// straight into the batch buffer (map+batch fusion).
     pub fn image_raw(files: Files) -> impl Dataset<Item = ImageBatch> {
+        let pool = BufferPool::new(POOLED_BATCHES);
         read(files)
             .chunks(256, false)
-            .try_map(|records: Vec<Vec<u8>>| image_batch_extend(&records, (64, 64)))
+            .try_map(move |records: Vec<Vec<u8>>| image_batch_extend(&pool, &records, (64, 64)))
             .num_parallel(Parallelism::Auto)
             .named("decode")
             // A batch is 12.5 MB, and the parallel map already keeps a finished one ahead.
@@ -322,10 +332,11 @@ mod build {
     pub fn jpeg(files: Files) -> impl Dataset<Item = ImageBatch> {
         const MEAN: [f32; 3] = [0.485, 0.456, 0.406];
         const STD: [f32; 3] = [0.229, 0.224, 0.225];
+        let pool = BufferPool::new(POOLED_BATCHES);
         read(files)
             .chunks(128, false)
-            .try_map(|records: Vec<Vec<u8>>| {
-                image_batch(&records, (112, 112), |bytes, out| {
+            .try_map(move |records: Vec<Vec<u8>>| {
+                image_batch(&pool, &records, (112, 112), |bytes, out| {
                     decode_resize_normalize(bytes, 112, 112, MEAN, STD, out).map_err(Into::into)
                 })
             })

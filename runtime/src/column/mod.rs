@@ -30,11 +30,13 @@ use std::fmt;
 use crate::stage::Element;
 
 mod dense;
+mod pool;
 mod ragged;
 mod tensor;
 mod tuple;
 
 pub use dense::{Dense, DenseBuilder, DenseRow};
+pub use pool::{BufferPool, PooledVec};
 pub use ragged::{PaddedVecBuilder, Ragged, RaggedBuilder};
 pub use tensor::{PaddedTensorBuilder, Tensor, TensorBuilder};
 

@@ -227,6 +227,29 @@ EOF
     fi
 fi
 
+# ---------------------------------------------------------------- 3. pipelines
+# Sluice's benchmark pipelines (`sluice bench pipeline`) compute what tf.data's peer
+# pipelines (shared/bench/tfdata_bench.py's build()) compute: first batch, one shard.
+PEER="$(cd "$ROOT/.." && pwd -P)/shared/bench/tfdata_bench.py"
+echo "== sluice bench pipelines vs tf.data's peer pipelines (first batch, one shard)"
+if [[ ! -f "$PEER" ]]; then
+    echo "skipped: $PEER not found (the tf.data peer benchmark lives in shared/bench)"
+else
+    pipeline_check() {
+        local name="$1" dir="$2"
+        "$SLUICE" bench pipeline "$name" "$dir" --warmup 0 --dump "$TMP/$name.bin" >/dev/null || return 1
+        "$PY" "$HERE/pipeline_check.py" --peer "$PEER" --pipeline "$name" --data "$dir" --dump "$TMP/$name.bin"
+    }
+    for spec in "parse_tabular tabular 1024" "image_raw image 256" "jpeg jpeg 128"; do
+        read -r name kind n <<<"$spec"
+        dir="$TMP/pipe-$kind"
+        "$SLUICE" gen "$kind" --records "$n" --shards 1 --out "$dir" >/dev/null 2>&1
+        if check "pipeline $name" pipeline_check "$name" "$dir"; then
+            grep "^$name:" "$TMP/log.$LOGN" || true
+        fi
+    done
+fi
+
 # ---------------------------------------------------------------- summary
 if [[ $FAIL -gt 0 ]]; then
     echo "failed checks:"

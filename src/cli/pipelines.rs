@@ -30,6 +30,50 @@ pub struct PipelineArgs {
     /// Print one JSON object.
     #[arg(long)]
     json: bool,
+    /// Also write the first batch's features (`PATH`, f32 little-endian: `x` or `image`)
+    /// and labels (`PATH.labels`, i64 little-endian), to compare with tf.data's output.
+    #[arg(long)]
+    dump: Option<PathBuf>,
+}
+
+/// A batch whose features and labels can be dumped for comparison with tf.data.
+trait Dump {
+    fn features(&self) -> &[f32];
+    fn labels(&self) -> &[i64];
+}
+
+impl Dump for sluice_runtime::example::parse::Columns {
+    fn features(&self) -> &[f32] {
+        self.column(0).and_then(|c| c.as_f32()).unwrap_or_default()
+    }
+    fn labels(&self) -> &[i64] {
+        self.column(1).and_then(|c| c.as_i64()).unwrap_or_default()
+    }
+}
+
+impl Dump for build::ImageBatch {
+    fn features(&self) -> &[f32] {
+        &self.image
+    }
+    fn labels(&self) -> &[i64] {
+        &self.label
+    }
+}
+
+/// Writes the first batch of a fresh pass to `path` and `path.labels`.
+fn dump<D: Dataset>(ds: &D, options: &RuntimeOptions, path: &std::path::Path) -> Result<(), Failure>
+where
+    D::Item: Dump,
+{
+    let first = ds.stream_with(options)?.next().transpose()?;
+    let Some(batch) = first else { return Err(Failure::Usage("the pipeline produced no batch".into())) };
+    let features: Vec<u8> = batch.features().iter().flat_map(|v| v.to_le_bytes()).collect();
+    let labels: Vec<u8> = batch.labels().iter().flat_map(|v| v.to_le_bytes()).collect();
+    let mut labels_path = path.as_os_str().to_owned();
+    labels_path.push(".labels");
+    std::fs::write(path, features).map_err(|e| Failure::Data(sluice_runtime::Error::io(path, e).into()))?;
+    std::fs::write(&labels_path, labels)
+        .map_err(|e| Failure::Data(sluice_runtime::Error::io(&labels_path, e).into()))
 }
 
 /// What one timed epoch gave.
@@ -67,6 +111,18 @@ pub fn run(args: PipelineArgs) -> Result<ExitCode, Failure> {
         file_bytes += warm(f).map_err(|e| Failure::Data(e.into()))?;
     }
     let options = RuntimeOptions { memory_budget: Some(args.memory_budget_mb << 20), cores: None };
+    if let Some(path) = &args.dump {
+        match args.name.as_str() {
+            "parse_tabular" => dump(&build::parse_tabular(file_list.clone(), false)?, &options, path)?,
+            "image_raw" => dump(&build::image_raw(file_list.clone()), &options, path)?,
+            "jpeg" => dump(&build::jpeg(file_list.clone()), &options, path)?,
+            other => {
+                return Err(Failure::Usage(format!(
+                    "--dump works for parse_tabular, image_raw and jpeg, not `{other}`"
+                )));
+            }
+        }
+    }
     let cpu0 = cpu_seconds();
     let epoch = match args.name.as_str() {
         "read" => run_epoch(&build::read(file_list), &options, args.warmup * 1024, |_| 1)?,

@@ -346,6 +346,16 @@ impl<R: Read> RecordReader<R> {
         Ok(len)
     }
 
+    /// Checks the payload at `data` (in `buf`, followed by its footer) against the stored
+    /// checksum: `Err((stored, computed))` on a mismatch.
+    #[inline]
+    fn check_data(&self, data: &Range<usize>) -> Result<(), (u32, u32)> {
+        let stored =
+            u32::from_le_bytes(self.buf[data.end..data.end + FOOTER_LEN].try_into().expect("4 bytes"));
+        let computed = masked_crc(&self.buf[data.clone()]);
+        if stored == computed { Ok(()) } else { Err((stored, computed)) }
+    }
+
     #[inline]
     fn consume(&mut self, n: usize) {
         self.start += n;
@@ -365,35 +375,25 @@ impl<R: Read> RecordReader<R> {
             }
             None => self.resync(),
         };
+        // The corrupt region is counted whatever happens next.
+        let event = SkipEvent {
+            path: self.path.clone(),
+            record,
+            offset: from,
+            kind,
+            bytes: self.offset - from,
+            rest_of_file: false,
+        };
+        self.note_skip(event);
+        self.record += 1;
         match outcome {
-            Ok(()) => {
-                self.record += 1;
-                self.note_skip(SkipEvent {
-                    path: self.path.clone(),
-                    record,
-                    offset: from,
-                    kind,
-                    bytes: self.offset - from,
-                    rest_of_file: false,
-                });
-                Ok(())
-            }
+            Ok(()) => Ok(()),
             Err(Fault::Io(e)) => {
                 self.done = true;
                 Err(Error::io(&self.path, e))
             }
             Err(Fault::Corrupt(inner, _)) => {
-                // The compressed stream broke while scanning: count the first problem,
-                // then give up on the file.
-                self.note_skip(SkipEvent {
-                    path: self.path.clone(),
-                    record,
-                    offset: from,
-                    kind,
-                    bytes: self.offset - from,
-                    rest_of_file: false,
-                });
-                self.record += 1;
+                // The compressed stream broke while scanning: give up on the file.
                 self.skip_rest(inner);
                 Ok(())
             }
@@ -413,10 +413,7 @@ impl<R: Read> RecordReader<R> {
                 let fits = self.size.is_none_or(|size| self.offset + total <= size);
                 if fits && self.fill(total as usize)? {
                     let data = self.start + HEADER_LEN..self.start + HEADER_LEN + len as usize;
-                    let stored = u32::from_le_bytes(
-                        self.buf[data.end..data.end + FOOTER_LEN].try_into().expect("4 bytes"),
-                    );
-                    if !self.opts.verify_crc || stored == masked_crc(&self.buf[data]) {
+                    if !self.opts.verify_crc || self.check_data(&data).is_ok() {
                         return Ok(());
                     }
                 }

@@ -238,8 +238,9 @@ pub trait DataIter: Send + 'static {
     /// The elements.
     type Item: Element;
 
-    /// The next element, `Ok(None)` at the end of the pass. After an error the iterator
-    /// is finished (it returns `Ok(None)`).
+    /// The next element, `Ok(None)` at the end of the pass. An error ends the pass:
+    /// callers do not call `next` again after one ([`Stream`] stops there; a stage that
+    /// drives another stops too).
     fn next(&mut self) -> Result<Option<Self::Item>>;
 }
 

@@ -317,3 +317,29 @@ fn bench_pipelines_see_every_record() {
         "{err}"
     );
 }
+
+#[test]
+fn check_reports_diagnostics_with_exit_status() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    for good in std::fs::read_dir(root.join("tests/pipes")).unwrap() {
+        let path = good.unwrap().path();
+        let o = sluice(&["check", path.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(0), "{}: {}", path.display(), stderr(&o));
+    }
+    let bad = root.join("tests/errors/missing_semicolon.pipe");
+    let o = sluice(&["check", bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(
+        err.contains("error[E0001]: expected `;`") && err.contains("missing_semicolon.pipe:2:21"),
+        "{err}"
+    );
+    let o = sluice(&["check", "/no/such/file.pipe"]);
+    assert_eq!(o.status.code(), Some(2));
+    let dir = tempfile::tempdir().unwrap();
+    let binary = dir.path().join("bin.pipe");
+    std::fs::write(&binary, [b'p', 0xff, 0xfe, b'\n']).unwrap();
+    let o = sluice(&["check", binary.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("not valid UTF-8 (first bad byte at offset 1)"), "{}", stderr(&o));
+}

@@ -1,8 +1,24 @@
 //! Sluice's compiler: `.pipe` syntax → typed IR → checks → optimizer → physical plan →
 //! generated Rust (and CUDA C).
 //!
-//! The front end, IR, optimizer and code generator arrive with issues [3/9] and [4/9];
-//! today this crate holds the version both front ends and generated code agree on.
+//! Built so far: the language's AST ([`ast`]), its pest front end ([`syntax`]) and user
+//! diagnostics ([`diagnostic`]). Semantic analysis, the IR, the optimizer, the physical
+//! plan and code generation follow (issues [3/9] and [4/9]).
+
+pub mod ast;
+pub mod diagnostic;
+mod print;
+pub mod syntax;
+
+pub use diagnostic::{Diagnostic, Severity};
 
 /// The version of the language and of the codegen ABI this compiler speaks.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Checks a `.pipe` file: every diagnostic found, errors and warnings (empty when clean).
+pub fn check(source: &str) -> Vec<Diagnostic> {
+    match syntax::parse(source) {
+        Ok(_) => Vec::new(),
+        Err(diagnostics) => diagnostics,
+    }
+}

@@ -2,6 +2,7 @@
 
 mod bench;
 mod cat;
+mod check;
 mod files;
 mod generate;
 mod pipelines;
@@ -22,6 +23,8 @@ pub struct Cli {
 enum Command {
     /// Print TFRecord files of tf.train.Example (or SequenceExample) as JSON lines.
     Cat(cat::CatArgs),
+    /// Check a `.pipe` file and report every problem (exit 1 on errors).
+    Check(check::CheckArgs),
     /// Write a deterministic synthetic dataset of TFRecord files.
     Gen(generate::GenArgs),
     /// Measure throughput.
@@ -33,6 +36,7 @@ enum Command {
 pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
     match cli.command {
         Command::Cat(args) => cat::run(args),
+        Command::Check(args) => check::run(args),
         Command::Gen(args) => generate::run(args),
         Command::Bench(cmd) => bench::run(cmd),
     }

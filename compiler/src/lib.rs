@@ -1,13 +1,16 @@
 //! Sluice's compiler: `.pipe` syntax → typed IR → checks → optimizer → physical plan →
 //! generated Rust (and CUDA C).
 //!
-//! Built so far: the language's AST ([`ast`]), its pest front end ([`syntax`]) and user
-//! diagnostics ([`diagnostic`]). Semantic analysis, the IR, the optimizer, the physical
+//! Built so far: the language's AST ([`ast`]), its pest front end ([`syntax`]), user
+//! diagnostics ([`diagnostic`]), the IR's types ([`ir::types`]) and the semantic checks
+//! of declarations ([`sema`]). Semantic analysis, the IR, the optimizer, the physical
 //! plan and code generation follow (issues [3/9] and [4/9]).
 
 pub mod ast;
 pub mod diagnostic;
+pub mod ir;
 mod print;
+pub mod sema;
 pub mod syntax;
 
 pub use diagnostic::{Diagnostic, Severity};
@@ -18,7 +21,7 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 /// Checks a `.pipe` file: every diagnostic found, errors and warnings (empty when clean).
 pub fn check(source: &str) -> Vec<Diagnostic> {
     match syntax::parse(source) {
-        Ok(_) => Vec::new(),
+        Ok(file) => sema::check_declarations(&file).1,
         Err(diagnostics) => diagnostics,
     }
 }

@@ -375,26 +375,20 @@ impl Lower {
         let sp = span(&p);
         let mut it = p.into_inner();
         let name = ident(it.next().expect("type name"));
-        // `T[...]`: the brackets are not a pair, so look at the text.
-        let dims = if p_has_brackets(sp, &name) {
-            Some(
-                it.next()
-                    .map(|d| {
-                        d.into_inner()
-                            .map(|dim| {
-                                let inner = dim.into_inner().next().expect("dim");
-                                match inner.as_rule() {
-                                    Rule::int => Dim::Fixed(self.int(&inner), span(&inner)),
-                                    _ => Dim::Named(ident(inner)),
-                                }
-                            })
-                            .collect()
-                    })
-                    .unwrap_or_default(),
-            )
-        } else {
-            None
-        };
+        // `T[...]`: a shape, possibly empty (`T[]`, variable length).
+        let dims = it.next().map(|shape| {
+            shape
+                .into_inner()
+                .flat_map(|dims| dims.into_inner())
+                .map(|dim| {
+                    let inner = dim.into_inner().next().expect("dim");
+                    match inner.as_rule() {
+                        Rule::int => Dim::Fixed(self.int(&inner), span(&inner)),
+                        _ => Dim::Named(ident(inner)),
+                    }
+                })
+                .collect()
+        });
         TypeExpr { name, dims, span: sp }
     }
 
@@ -495,11 +489,6 @@ impl Lower {
             }
         }
     }
-}
-
-/// Whether a type written at `sp` continues past its name (with `[...]`).
-fn p_has_brackets(sp: Span, name: &Ident) -> bool {
-    sp.end > name.span.end
 }
 
 fn ident(p: Pair<'_, Rule>) -> Ident {

@@ -207,6 +207,8 @@ impl Cx {
                 )
                 .with_help(format!("write `{}: {ty}`", p.name)),
             );
+            // One mistake, one error: the default is not checked against a wrong type.
+            return None;
         }
         let default = p.default.as_ref().and_then(|e| {
             let v = self.eval(e)?;

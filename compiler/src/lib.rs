@@ -20,8 +20,11 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// Checks a `.pipe` file: every diagnostic found, errors and warnings (empty when clean).
 pub fn check(source: &str) -> Vec<Diagnostic> {
-    match syntax::parse(source) {
-        Ok(file) => sema::check_declarations(&file).1,
+    let mut diagnostics = match syntax::parse(source) {
+        Ok(file) => sema::check_file(&file).1,
         Err(diagnostics) => diagnostics,
-    }
+    };
+    // In reading order, whichever check found them.
+    diagnostics.sort_by_key(|d| d.primary.span.start);
+    diagnostics
 }

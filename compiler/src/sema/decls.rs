@@ -618,7 +618,7 @@ fn unknown(code: &'static str, what: &str, name: &ast::Ident, known: &[&str]) ->
 
 /// The closest known name within edit distance 2 of `name` (1 for names of 1 or 2
 /// characters).
-fn closest<'a>(name: &str, known: &[&'a str]) -> Option<&'a str> {
+pub(crate) fn closest<'a>(name: &str, known: &[&'a str]) -> Option<&'a str> {
     let limit = if name.chars().count() <= 2 { 1 } else { 2 };
     known.iter().map(|k| (edit_distance(name, k), *k)).filter(|(d, _)| *d <= limit).min().map(|(_, k)| k)
 }

@@ -1,0 +1,429 @@
+//! Checking stages against their signatures: each stage of the language, its arguments
+//! (positional in order, or by name), their kinds and defaults, and whether it takes a
+//! block. Arguments may be literals, `auto` where tf.data has AUTOTUNE, enum words
+//! (`gzip`, `skip`), or references to the pipeline's parameters, whose declared types
+//! are checked against what the argument needs.
+//!
+//! Codes: E0200 unknown stage, E0201 unknown argument name, E0202 too many arguments,
+//! E0203 missing argument, E0204 argument given twice, E0205 argument of the wrong kind,
+//! E0206 zero size, E0207 unknown enum word, E0208 block not allowed or required, E0209
+//! unknown name in an argument.
+//!
+//! The block of `map` (per-field statements) and the predicate of `filter` are typed
+//! against the element type by the plan lowering, not here.
+
+use crate::ast::{self, ExprKind};
+use crate::diagnostic::Diagnostic;
+use crate::ir::types::{ParamType, Value};
+
+use super::decls::{Declarations, closest};
+
+/// What an argument must be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArgKind {
+    /// A count of at least 1 (sizes, lengths).
+    Count,
+    /// Any unsigned integer (seeds, indices, limits).
+    UInt,
+    /// `true` or `false`.
+    Bool,
+    /// A count of at least 1, or `auto`.
+    CountOrAuto,
+    /// A file glob (a string, or a `glob`/`path`/`string` parameter).
+    Glob,
+    /// A file path.
+    Path,
+    /// `auto`, `none`, `gzip` or `zlib`.
+    Compression,
+    /// `fail`, `skip` or `skip_file`.
+    CorruptPolicy,
+    /// A boolean or numeric expression over the element's fields (checked later).
+    Expr,
+}
+
+impl ArgKind {
+    fn describe(self) -> &'static str {
+        match self {
+            ArgKind::Count => "a count of at least 1",
+            ArgKind::UInt => "an unsigned integer",
+            ArgKind::Bool => "`true` or `false`",
+            ArgKind::CountOrAuto => "a count of at least 1 or `auto`",
+            ArgKind::Glob => "a file glob",
+            ArgKind::Path => "a file path",
+            ArgKind::Compression => "`auto`, `none`, `gzip` or `zlib`",
+            ArgKind::CorruptPolicy => "`fail`, `skip` or `skip_file`",
+            ArgKind::Expr => "an expression",
+        }
+    }
+
+    fn words(self) -> &'static [&'static str] {
+        match self {
+            ArgKind::CountOrAuto => &["auto"],
+            ArgKind::Compression => &["auto", "none", "gzip", "zlib"],
+            ArgKind::CorruptPolicy => &["fail", "skip", "skip_file"],
+            _ => &[],
+        }
+    }
+}
+
+/// One parameter of a stage.
+#[derive(Debug, Clone, Copy)]
+pub struct ArgSig {
+    /// Its name (for `name: value`).
+    pub name: &'static str,
+    /// What it must be.
+    pub kind: ArgKind,
+    /// Whether it must be given.
+    pub required: bool,
+}
+
+/// What may follow a stage's arguments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlockKind {
+    /// Nothing: the stage ends with `;`.
+    None,
+    /// Per-field statements (`map`).
+    Statements,
+    /// The stages that read each input element (`interleave`).
+    Stages,
+}
+
+/// A stage of the language.
+#[derive(Debug, Clone, Copy)]
+pub struct StageSig {
+    /// Its name.
+    pub name: &'static str,
+    /// Its parameters, positional order first.
+    pub args: &'static [ArgSig],
+    /// Its block.
+    pub block: BlockKind,
+}
+
+const fn req(name: &'static str, kind: ArgKind) -> ArgSig {
+    ArgSig { name, kind, required: true }
+}
+
+const fn opt(name: &'static str, kind: ArgKind) -> ArgSig {
+    ArgSig { name, kind, required: false }
+}
+
+use ArgKind::*;
+
+/// Every stage, with the options of the runtime's stages ([2/9]).
+pub const STAGES: &[StageSig] = &[
+    StageSig {
+        name: "files",
+        args: &[req("pattern", Glob), opt("shuffle", Bool), opt("seed", UInt)],
+        block: BlockKind::None,
+    },
+    StageSig {
+        name: "tfrecord",
+        args: &[opt("compression", Compression), opt("on_corrupt", CorruptPolicy), opt("verify_crc", Bool)],
+        block: BlockKind::None,
+    },
+    StageSig {
+        name: "tfrecords",
+        args: &[
+            req("files", Glob),
+            opt("cycle", Count),
+            opt("block", Count),
+            opt("parallel", CountOrAuto),
+            opt("deterministic", Bool),
+            opt("compression", Compression),
+            opt("on_corrupt", CorruptPolicy),
+            opt("verify_crc", Bool),
+        ],
+        block: BlockKind::None,
+    },
+    StageSig {
+        name: "interleave",
+        args: &[
+            opt("cycle", Count),
+            opt("block", Count),
+            opt("parallel", CountOrAuto),
+            opt("deterministic", Bool),
+        ],
+        block: BlockKind::Stages,
+    },
+    StageSig {
+        name: "map",
+        args: &[opt("parallel", CountOrAuto), opt("deterministic", Bool)],
+        block: BlockKind::Statements,
+    },
+    StageSig { name: "filter", args: &[req("predicate", Expr)], block: BlockKind::None },
+    StageSig {
+        name: "shuffle",
+        args: &[req("buffer", Count), opt("seed", UInt), opt("reshuffle_each_epoch", Bool)],
+        block: BlockKind::None,
+    },
+    StageSig {
+        name: "batch",
+        args: &[req("size", Count), opt("drop_remainder", Bool)],
+        block: BlockKind::None,
+    },
+    StageSig {
+        name: "padded_batch",
+        args: &[req("size", Count), opt("drop_remainder", Bool), opt("pad_to", Count)],
+        block: BlockKind::None,
+    },
+    StageSig { name: "unbatch", args: &[], block: BlockKind::None },
+    StageSig { name: "repeat", args: &[opt("count", Count)], block: BlockKind::None },
+    StageSig { name: "take", args: &[req("count", UInt)], block: BlockKind::None },
+    StageSig { name: "skip", args: &[req("count", UInt)], block: BlockKind::None },
+    StageSig { name: "shard", args: &[req("num_shards", Count), req("index", UInt)], block: BlockKind::None },
+    StageSig { name: "cache", args: &[opt("file", Path)], block: BlockKind::None },
+    StageSig { name: "prefetch", args: &[opt("buffer", CountOrAuto)], block: BlockKind::None },
+];
+
+/// The signature of the stage called `name`.
+pub fn stage(name: &str) -> Option<&'static StageSig> {
+    STAGES.iter().find(|s| s.name == name)
+}
+
+/// Checks every stage of a pipeline (and the stages in `interleave` blocks).
+pub fn check_stages(p: &ast::Pipeline, decls: &Declarations, diags: &mut Vec<Diagnostic>) {
+    for item in &p.items {
+        if let ast::Item::Stage(s) = item {
+            check_stage(s, decls, diags);
+        }
+    }
+}
+
+fn check_stage(s: &ast::Stage, decls: &Declarations, diags: &mut Vec<Diagnostic>) {
+    let Some(sig) = stage(&s.name.name) else {
+        let names: Vec<&str> = STAGES.iter().map(|s| s.name).collect();
+        let d = Diagnostic::error("E0200", format!("unknown stage `{}`", s.name), s.name.span, "not a stage");
+        diags.push(match closest(&s.name.name, &names) {
+            Some(c) => d.with_help(format!("did you mean `{c}`?")),
+            None => d.with_note(format!("the stages are: {}", names.join(", "))),
+        });
+        return;
+    };
+    // Arguments: positional ones fill the signature in order, then named ones by name.
+    let mut given: Vec<Option<&ast::Arg>> = vec![None; sig.args.len()];
+    let mut next_positional = 0;
+    for arg in &s.args {
+        let slot = match &arg.name {
+            None => {
+                if next_positional >= sig.args.len() {
+                    diags.push(
+                        Diagnostic::error(
+                            "E0202",
+                            format!("`{}` takes at most {} argument(s)", sig.name, sig.args.len()),
+                            arg.span,
+                            "one too many",
+                        )
+                        .with_note(signature(sig)),
+                    );
+                    continue;
+                }
+                next_positional += 1;
+                next_positional - 1
+            }
+            Some(name) => match sig.args.iter().position(|a| a.name == name.name) {
+                Some(i) => i,
+                None => {
+                    let names: Vec<&str> = sig.args.iter().map(|a| a.name).collect();
+                    let d = Diagnostic::error(
+                        "E0201",
+                        format!("`{}` has no argument `{}`", sig.name, name),
+                        name.span,
+                        "unknown argument",
+                    );
+                    diags.push(match closest(&name.name, &names) {
+                        Some(c) => d.with_help(format!("did you mean `{c}`?")),
+                        None => d.with_note(signature(sig)),
+                    });
+                    continue;
+                }
+            },
+        };
+        if let Some(first) = given[slot] {
+            diags.push(
+                Diagnostic::error(
+                    "E0204",
+                    format!("argument `{}` of `{}` is given twice", sig.args[slot].name, sig.name),
+                    arg.span,
+                    "again here",
+                )
+                .with_label(first.span, "first here"),
+            );
+            continue;
+        }
+        given[slot] = Some(arg);
+        check_arg(sig, &sig.args[slot], &arg.value, decls, diags);
+    }
+    for (a, g) in sig.args.iter().zip(&given) {
+        if a.required && g.is_none() {
+            diags.push(
+                Diagnostic::error(
+                    "E0203",
+                    format!("`{}` needs its `{}` argument", sig.name, a.name),
+                    s.name.span,
+                    format!("missing: {}", a.kind.describe()),
+                )
+                .with_note(signature(sig)),
+            );
+        }
+    }
+    match (sig.block, &s.body) {
+        (BlockKind::None, Some(b)) => diags.push(Diagnostic::error(
+            "E0208",
+            format!("`{}` does not take a block", sig.name),
+            b.span,
+            "unexpected block",
+        )),
+        (BlockKind::Statements | BlockKind::Stages, None) => diags.push(
+            Diagnostic::error("E0208", format!("`{}` needs a block", sig.name), s.span, "no block")
+                .with_help(match sig.block {
+                    BlockKind::Statements => format!("write `{} {{ field = op(field); }}`", sig.name),
+                    _ => format!("write `{}(...) {{ tfrecord(); }}`", sig.name),
+                }),
+        ),
+        (BlockKind::Stages, Some(b)) => {
+            // The block of `interleave` holds stages, written as statements `name(args);`.
+            for st in &b.stmts {
+                match (&st.target, &st.value.kind) {
+                    (None, ExprKind::Call { callee, args, ret: None }) if callee.segments.len() == 1 => {
+                        let inner = ast::Stage {
+                            name: callee.segments[0].clone(),
+                            args: args.clone(),
+                            body: None,
+                            span: st.span,
+                        };
+                        check_stage(&inner, decls, diags);
+                    }
+                    _ => diags.push(
+                        Diagnostic::error(
+                            "E0208",
+                            "an `interleave` block holds stages",
+                            st.span,
+                            "not a stage",
+                        )
+                        .with_help(
+                            "write the stages that read each input, e.g. `tfrecord(compression: gzip);`",
+                        ),
+                    ),
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+fn signature(sig: &StageSig) -> String {
+    let args: Vec<String> = sig
+        .args
+        .iter()
+        .map(|a| format!("{}{}: {}", a.name, if a.required { "" } else { "?" }, a.kind.describe()))
+        .collect();
+    format!("signature: `{}({})`", sig.name, args.join(", "))
+}
+
+/// Checks one argument's value against what it must be.
+fn check_arg(sig: &StageSig, a: &ArgSig, e: &ast::Expr, decls: &Declarations, diags: &mut Vec<Diagnostic>) {
+    if a.kind == ArgKind::Expr {
+        return;
+    }
+    let wrong = |found: String| {
+        Diagnostic::error(
+            "E0205",
+            format!("argument `{}` of `{}` must be {}", a.name, sig.name, a.kind.describe()),
+            e.span,
+            found,
+        )
+    };
+    match &e.kind {
+        ExprKind::Path(p) if p.segments.len() == 1 => {
+            let name = &p.segments[0].name;
+            if a.kind.words().contains(&name.as_str()) {
+                return;
+            }
+            if let Some(param) = decls.params.iter().find(|q| &q.name == name) {
+                let ok = match a.kind {
+                    Count | UInt | CountOrAuto => matches!(param.ty, ParamType::U32 | ParamType::U64),
+                    Bool => param.ty == ParamType::Bool,
+                    Glob | Path => matches!(param.ty, ParamType::Glob | ParamType::Path | ParamType::Str),
+                    _ => false,
+                };
+                if !ok {
+                    diags.push(
+                        wrong(format!("parameter `{name}` is a `{}`", param.ty))
+                            .with_label(param.span, format!("`{name}` is declared here")),
+                    );
+                } else if matches!(a.kind, Count | CountOrAuto)
+                    && matches!(param.default, Some(Value::Int(0)))
+                {
+                    diags.push(
+                        Diagnostic::error(
+                            "E0206",
+                            format!("`{}` of `{}` is zero", a.name, sig.name),
+                            e.span,
+                            "zero",
+                        )
+                        .with_label(param.span, format!("`{name}` defaults to 0 here")),
+                    );
+                }
+                return;
+            }
+            if !a.kind.words().is_empty() {
+                let d = Diagnostic::error(
+                    "E0207",
+                    format!("`{name}` is not a value of `{}`", a.name),
+                    e.span,
+                    format!("expected {}", a.kind.describe()),
+                );
+                diags.push(match closest(name, a.kind.words()) {
+                    Some(c) => d.with_help(format!("did you mean `{c}`?")),
+                    None => d,
+                });
+                return;
+            }
+            let params: Vec<&str> = decls.params.iter().map(|p| p.name.as_str()).collect();
+            let d = Diagnostic::error(
+                "E0209",
+                format!("unknown name `{name}`"),
+                e.span,
+                "not a parameter of this pipeline",
+            );
+            diags.push(match closest(name, &params) {
+                Some(c) => d.with_help(format!("did you mean the parameter `{c}`?")),
+                None => d.with_help(format!("declare it: `pipeline {}(..., {name}: u64 = ...)`", decls.name)),
+            });
+        }
+        ExprKind::Int(n) => match a.kind {
+            Count | CountOrAuto if *n == 0 => diags.push(
+                Diagnostic::error("E0206", format!("`{}` of `{}` is zero", a.name, sig.name), e.span, "zero")
+                    .with_help("sizes and counts are at least 1"),
+            ),
+            Count | CountOrAuto | UInt => {}
+            _ => diags.push(wrong(format!("found the integer `{n}`"))),
+        },
+        ExprKind::Unary(ast::UnaryOp::Neg, _) if matches!(a.kind, Count | CountOrAuto | UInt) => diags.push(
+            Diagnostic::error(
+                "E0206",
+                format!("`{}` of `{}` is negative", a.name, sig.name),
+                e.span,
+                "negative",
+            )
+            .with_help("sizes, counts and seeds are unsigned"),
+        ),
+        ExprKind::Bool(_) if a.kind == Bool => {}
+        ExprKind::Str(_) if matches!(a.kind, Glob | Path) => {}
+        other => diags.push(wrong(format!("found {}", describe(other)))),
+    }
+}
+
+fn describe(e: &ExprKind) -> &'static str {
+    match e {
+        ExprKind::Int(_) => "an integer",
+        ExprKind::Float(_) => "a float",
+        ExprKind::Str(_) => "a string",
+        ExprKind::Bool(_) => "a bool",
+        ExprKind::Quantity(..) => "an amount of memory",
+        ExprKind::Path(_) => "a path",
+        ExprKind::List(_) => "a list",
+        ExprKind::Call { .. } => "a call",
+        ExprKind::Unary(..) | ExprKind::Binary(..) => "an expression",
+    }
+}

@@ -343,3 +343,16 @@ fn check_reports_diagnostics_with_exit_status() {
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("not valid UTF-8 (first bad byte at offset 1)"), "{}", stderr(&o));
 }
+
+#[test]
+fn explain_prints_the_logical_plan() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let o = sluice(&["explain", root.join("tests/pipes/tabular.pipe").to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.starts_with("== parse_tabular (logical) ==\nPrefetch: buffer=auto"), "{out}");
+    assert!(out.contains("\n        Files: pattern=$files"), "{out}");
+    let o = sluice(&["explain", root.join("tests/errors/second_source.pipe").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("error[E0302]"), "{}", stderr(&o));
+}

@@ -18,6 +18,18 @@ pub use diagnostic::{Diagnostic, Severity};
 /// The version of the language and of the codegen ABI this compiler speaks.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
+/// Parses and checks a `.pipe` file: the checked pipelines, or every diagnostic when
+/// there is an error (warnings alone do not prevent the result).
+pub fn compile(source: &str) -> Result<Vec<sema::Checked>, Vec<Diagnostic>> {
+    let file = syntax::parse(source)?;
+    let (checked, mut diagnostics) = sema::check_file(&file);
+    if diagnostics.iter().any(Diagnostic::is_error) {
+        diagnostics.sort_by_key(|d| d.primary.span.start);
+        return Err(diagnostics);
+    }
+    Ok(checked)
+}
+
 /// Checks a `.pipe` file: every diagnostic found, errors and warnings (empty when clean).
 pub fn check(source: &str) -> Vec<Diagnostic> {
     let mut diagnostics = match syntax::parse(source) {

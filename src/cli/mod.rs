@@ -3,6 +3,7 @@
 mod bench;
 mod cat;
 mod check;
+mod explain;
 mod files;
 mod generate;
 mod pipelines;
@@ -25,6 +26,8 @@ enum Command {
     Cat(cat::CatArgs),
     /// Check a `.pipe` file and report every problem (exit 1 on errors).
     Check(check::CheckArgs),
+    /// Print the plan of each pipeline of a `.pipe` file.
+    Explain(explain::ExplainArgs),
     /// Write a deterministic synthetic dataset of TFRecord files.
     Gen(generate::GenArgs),
     /// Measure throughput.
@@ -37,6 +40,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
     match cli.command {
         Command::Cat(args) => cat::run(args),
         Command::Check(args) => check::run(args),
+        Command::Explain(args) => explain::run(args),
         Command::Gen(args) => generate::run(args),
         Command::Bench(cmd) => bench::run(cmd),
     }

@@ -4,4 +4,5 @@
 //! So far: the types of values that flow through a pipeline ([`types`]). The logical and
 //! physical plans follow ([3/9]).
 
+pub mod plan;
 pub mod types;

@@ -8,6 +8,7 @@
 //! plan come next ([3/9]).
 
 pub mod decls;
+pub mod lower;
 pub mod stages;
 
 pub use decls::{Declarations, Device, ExternDecl, FieldDecl, ParamDecl, check_declarations};
@@ -15,12 +16,26 @@ pub use decls::{Declarations, Device, ExternDecl, FieldDecl, ParamDecl, check_de
 use crate::ast;
 use crate::diagnostic::Diagnostic;
 
-/// Runs every semantic check on a parsed file: all diagnostics, in source order of the
-/// pipelines.
-pub fn check_file(file: &ast::File) -> (Vec<Declarations>, Vec<Diagnostic>) {
+/// A checked pipeline: its declarations and, when its structure is sound, its logical
+/// plan.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Checked {
+    /// Parameters, schema, budget, device, user functions.
+    pub decls: Declarations,
+    /// The logical plan (`None` when the pipeline had errors that prevent lowering).
+    pub plan: Option<crate::ir::plan::Plan>,
+}
+
+/// Runs every semantic check on a parsed file and lowers each pipeline whose stages
+/// check cleanly: the pipelines and all diagnostics.
+pub fn check_file(file: &ast::File) -> (Vec<Checked>, Vec<Diagnostic>) {
     let (decls, mut diags) = check_declarations(file);
-    for (p, d) in file.pipelines.iter().zip(&decls) {
-        stages::check_stages(p, d, &mut diags);
+    let mut out = Vec::new();
+    for (p, d) in file.pipelines.iter().zip(decls) {
+        let before = diags.len();
+        stages::check_stages(p, &d, &mut diags);
+        let plan = if diags.len() == before { lower::lower(p, &d, &mut diags) } else { None };
+        out.push(Checked { decls: d, plan });
     }
-    (decls, diags)
+    (out, diags)
 }

@@ -1,0 +1,388 @@
+//! The logical plan: what a pipeline computes, as a chain of nodes (one per stage, the
+//! source innermost), each knowing the type of the elements it produces. A plain enum of
+//! struct variants; [`Plan::input`] and [`Plan::input_mut`] are the one traversal
+//! primitive that display, rewriting and verification are written on.
+//!
+//! `explain` text (the snapshot oracle): one node per line, `Name: key=value, …`, two-space
+//! indent per level, fixed key order, no spans, paths or addresses.
+
+use std::fmt::{self, Write};
+
+use super::types::{TensorType, Value};
+
+/// An argument of a node: a constant, a pipeline parameter (resolved at run time), or
+/// `auto` (AUTOTUNE).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ArgValue {
+    /// Known at compile time.
+    Const(Value),
+    /// The parameter of this name (its declared type was checked).
+    Param(String),
+    /// Chosen at run time.
+    Auto,
+    /// A word of an enumeration (`gzip`, `skip`).
+    Word(String),
+}
+
+impl fmt::Display for ArgValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ArgValue::Const(v) => write!(f, "{v}"),
+            ArgValue::Param(p) => write!(f, "${p}"),
+            ArgValue::Auto => f.write_str("auto"),
+            ArgValue::Word(w) => f.write_str(w),
+        }
+    }
+}
+
+/// A named field of an element, with its type when known.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FieldType {
+    /// The field's name.
+    pub name: String,
+    /// Its type; `None` until the per-field operations are typed.
+    pub ty: Option<TensorType>,
+}
+
+/// The type of the elements a node produces.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Element {
+    /// File paths.
+    Path,
+    /// Serialized records (bytes).
+    Record,
+    /// Records with named fields (after `parse_example`).
+    Fields(Vec<FieldType>),
+    /// Batches of the inner element, columnar.
+    Batch(Box<Element>),
+}
+
+impl fmt::Display for Element {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Element::Path => f.write_str("path"),
+            Element::Record => f.write_str("record"),
+            Element::Fields(fields) => {
+                f.write_char('{')?;
+                for (i, fl) in fields.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    match &fl.ty {
+                        Some(t) => write!(f, "{}: {t}", fl.name)?,
+                        None => write!(f, "{}: ?", fl.name)?,
+                    }
+                }
+                f.write_char('}')
+            }
+            Element::Batch(inner) => write!(f, "batch<{inner}>"),
+        }
+    }
+}
+
+/// One operation of a `map`, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum MapOp {
+    /// Decode the record as a `tf.train.Example` into the schema's fields.
+    ParseExample {
+        /// The fields parsed (all of the schema, until `prune_fields` narrows them).
+        fields: Vec<FieldType>,
+    },
+    /// `target = expression`, written as in the source (typed by the next step of [3/9]).
+    Assign {
+        /// The field written.
+        target: String,
+        /// The operation's name (the callee, or `expr` for arithmetic).
+        op: String,
+        /// The expression as written.
+        text: String,
+    },
+}
+
+impl MapOp {
+    /// Its name in `explain`.
+    pub fn name(&self) -> &str {
+        match self {
+            MapOp::ParseExample { .. } => "parse_example",
+            MapOp::Assign { op, .. } => op,
+        }
+    }
+}
+
+/// Where the data comes from: the files matching a glob.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Files {
+    /// The glob.
+    pub pattern: ArgValue,
+    /// Shuffle the file list each epoch with this seed.
+    pub shuffle_seed: Option<ArgValue>,
+}
+
+/// Reads the records of each input file (`interleave` with a `tfrecord` reader, or
+/// `tfrecords`; a `tfrecord` right after `files` reads them one after another).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Interleave {
+    /// The file paths.
+    pub input: Box<Plan>,
+    /// Files read at once.
+    pub cycle_length: ArgValue,
+    /// Records taken from a file before moving to the next.
+    pub block_length: ArgValue,
+    /// Worker threads.
+    pub parallel: ArgValue,
+    /// Keep the order.
+    pub deterministic: bool,
+    /// Whole-file compression.
+    pub compression: ArgValue,
+    /// What to do with a corrupt record.
+    pub on_corrupt: ArgValue,
+    /// Verify payload checksums.
+    pub verify_crc: bool,
+}
+
+/// Applies per-field operations.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Map {
+    /// Input.
+    pub input: Box<Plan>,
+    /// The operations, in order.
+    pub ops: Vec<MapOp>,
+    /// Worker threads.
+    pub parallel: ArgValue,
+    /// Keep the order.
+    pub deterministic: bool,
+    /// What comes out.
+    pub output: Element,
+}
+
+/// Keeps the elements for which the predicate holds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Filter {
+    /// Input.
+    pub input: Box<Plan>,
+    /// The predicate as written (typed by the next step of [3/9]).
+    pub predicate: String,
+}
+
+/// Shuffles with a buffer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Shuffle {
+    /// Input.
+    pub input: Box<Plan>,
+    /// Buffer size in elements.
+    pub buffer: ArgValue,
+    /// Seed.
+    pub seed: Option<ArgValue>,
+    /// New order each epoch.
+    pub reshuffle_each_epoch: bool,
+}
+
+/// Groups elements into columnar batches.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Batch {
+    /// Input.
+    pub input: Box<Plan>,
+    /// Elements per batch.
+    pub size: ArgValue,
+    /// Drop a last, partial batch.
+    pub drop_remainder: bool,
+    /// For `padded_batch`: pad variable-length fields (to this length, or to the longest).
+    pub padded: Option<Option<ArgValue>>,
+}
+
+/// A node that passes its input's elements through, selecting or buffering them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pass {
+    /// Input.
+    pub input: Box<Plan>,
+    /// Its arguments, in the fixed order of its kind.
+    pub args: Vec<(&'static str, ArgValue)>,
+}
+
+/// A node of the logical plan.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Plan {
+    /// `files(...)`.
+    Files(Files),
+    /// Reading records from the files.
+    Interleave(Interleave),
+    /// `map { ... }`.
+    Map(Map),
+    /// `filter(...)`.
+    Filter(Filter),
+    /// `shuffle(...)`.
+    Shuffle(Shuffle),
+    /// `batch(...)` / `padded_batch(...)`.
+    Batch(Batch),
+    /// `unbatch()`.
+    Unbatch(Box<Plan>),
+    /// `repeat(count)` (`count` absent: forever).
+    Repeat(Pass),
+    /// `take(n)`.
+    Take(Pass),
+    /// `skip(n)`.
+    Skip(Pass),
+    /// `shard(num_shards, index)`.
+    Shard(Pass),
+    /// `cache(file?)`.
+    Cache(Pass),
+    /// `prefetch(buffer)`.
+    Prefetch(Pass),
+}
+
+impl Plan {
+    /// The node's input, if it has one.
+    pub fn input(&self) -> Option<&Plan> {
+        match self {
+            Plan::Files(_) => None,
+            Plan::Interleave(n) => Some(&n.input),
+            Plan::Map(n) => Some(&n.input),
+            Plan::Filter(n) => Some(&n.input),
+            Plan::Shuffle(n) => Some(&n.input),
+            Plan::Batch(n) => Some(&n.input),
+            Plan::Unbatch(i) => Some(i),
+            Plan::Repeat(p)
+            | Plan::Take(p)
+            | Plan::Skip(p)
+            | Plan::Shard(p)
+            | Plan::Cache(p)
+            | Plan::Prefetch(p) => Some(&p.input),
+        }
+    }
+
+    /// The node's input, mutably.
+    pub fn input_mut(&mut self) -> Option<&mut Plan> {
+        match self {
+            Plan::Files(_) => None,
+            Plan::Interleave(n) => Some(&mut n.input),
+            Plan::Map(n) => Some(&mut n.input),
+            Plan::Filter(n) => Some(&mut n.input),
+            Plan::Shuffle(n) => Some(&mut n.input),
+            Plan::Batch(n) => Some(&mut n.input),
+            Plan::Unbatch(i) => Some(i),
+            Plan::Repeat(p)
+            | Plan::Take(p)
+            | Plan::Skip(p)
+            | Plan::Shard(p)
+            | Plan::Cache(p)
+            | Plan::Prefetch(p) => Some(&mut p.input),
+        }
+    }
+
+    /// The type of the elements this node produces.
+    pub fn output(&self) -> Element {
+        match self {
+            Plan::Files(_) => Element::Path,
+            Plan::Interleave(_) => Element::Record,
+            Plan::Map(m) => m.output.clone(),
+            Plan::Batch(b) => Element::Batch(Box::new(b.input.output())),
+            Plan::Unbatch(i) => match i.output() {
+                Element::Batch(inner) => *inner,
+                other => other,
+            },
+            other => other.input().map_or(Element::Path, Plan::output),
+        }
+    }
+
+    /// `Name: key=value, …` for this node alone.
+    pub fn line(&self) -> String {
+        let mut s = String::new();
+        let kv = |s: &mut String, pairs: &[(&str, String)]| {
+            for (i, (k, v)) in pairs.iter().enumerate() {
+                let _ = write!(s, "{}{k}={v}", if i == 0 { " " } else { ", " });
+            }
+        };
+        let opt = |v: &Option<ArgValue>| v.as_ref().map_or("none".to_string(), ToString::to_string);
+        match self {
+            Plan::Files(n) => {
+                s.push_str("Files:");
+                kv(&mut s, &[("pattern", n.pattern.to_string()), ("shuffle_seed", opt(&n.shuffle_seed))]);
+            }
+            Plan::Interleave(n) => {
+                s.push_str("Interleave:");
+                kv(
+                    &mut s,
+                    &[
+                        ("reader", "tfrecord".into()),
+                        ("cycle_length", n.cycle_length.to_string()),
+                        ("block_length", n.block_length.to_string()),
+                        ("parallel", n.parallel.to_string()),
+                        ("deterministic", n.deterministic.to_string()),
+                        ("compression", n.compression.to_string()),
+                        ("on_corrupt", n.on_corrupt.to_string()),
+                        ("verify_crc", n.verify_crc.to_string()),
+                    ],
+                );
+            }
+            Plan::Map(n) => {
+                let fns: Vec<&str> = n.ops.iter().map(MapOp::name).collect();
+                s.push_str("Map:");
+                kv(
+                    &mut s,
+                    &[
+                        ("fns", format!("[{}]", fns.join(", "))),
+                        ("parallel", n.parallel.to_string()),
+                        ("deterministic", n.deterministic.to_string()),
+                    ],
+                );
+            }
+            Plan::Filter(n) => {
+                s.push_str("Filter:");
+                kv(&mut s, &[("predicate", n.predicate.clone())]);
+            }
+            Plan::Shuffle(n) => {
+                s.push_str("Shuffle:");
+                kv(
+                    &mut s,
+                    &[
+                        ("buffer", n.buffer.to_string()),
+                        ("seed", opt(&n.seed)),
+                        ("reshuffle_each_epoch", n.reshuffle_each_epoch.to_string()),
+                    ],
+                );
+            }
+            Plan::Batch(n) => {
+                s.push_str(if n.padded.is_some() { "PaddedBatch:" } else { "Batch:" });
+                let mut pairs =
+                    vec![("size", n.size.to_string()), ("drop_remainder", n.drop_remainder.to_string())];
+                if let Some(pad) = &n.padded {
+                    pairs.push(("pad_to", pad.as_ref().map_or("longest".to_string(), ToString::to_string)));
+                }
+                kv(&mut s, &pairs);
+            }
+            Plan::Unbatch(_) => s.push_str("Unbatch:"),
+            Plan::Repeat(p)
+            | Plan::Take(p)
+            | Plan::Skip(p)
+            | Plan::Shard(p)
+            | Plan::Cache(p)
+            | Plan::Prefetch(p) => {
+                s.push_str(match self {
+                    Plan::Repeat(_) => "Repeat:",
+                    Plan::Take(_) => "Take:",
+                    Plan::Skip(_) => "Skip:",
+                    Plan::Shard(_) => "Shard:",
+                    Plan::Cache(_) => "Cache:",
+                    _ => "Prefetch:",
+                });
+                let pairs: Vec<(&str, String)> = p.args.iter().map(|(k, v)| (*k, v.to_string())).collect();
+                kv(&mut s, &pairs);
+            }
+        }
+        let _ = write!(s, " -> {}", self.output());
+        s
+    }
+
+    /// The plan as `explain` prints it: the last stage first, each input indented under it.
+    pub fn explain(&self) -> String {
+        let mut out = String::new();
+        let mut node = Some(self);
+        let mut depth = 0;
+        while let Some(n) = node {
+            let _ = writeln!(out, "{}{}", "  ".repeat(depth), n.line());
+            node = n.input();
+            depth += 1;
+        }
+        out
+    }
+}

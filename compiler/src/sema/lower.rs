@@ -1,0 +1,389 @@
+//! Lowering a checked pipeline to the logical plan ([`ir::plan`](crate::ir::plan)):
+//! stages in order become nodes, each on top of the previous one, with the element type
+//! tracked from the source (paths) through reading (records), `parse_example` (the
+//! schema's fields) and `batch`.
+//!
+//! Codes: E0300 a pipeline without stages, E0301 a stage before the source, E0302 a
+//! second source, E0303 `tfrecord` with no files to read, E0304 `interleave` not reading
+//! files, E0305 `parse_example` without records or without a schema, E0306 `unbatch` of
+//! unbatched elements, E0307 an `interleave` block without exactly one reader.
+//!
+//! Per-field operations other than `parse_example` are kept as written; typing them is
+//! the next step of [3/9].
+
+use crate::ast::{self, ExprKind, Span};
+use crate::diagnostic::Diagnostic;
+use crate::ir::plan::*;
+use crate::ir::types::Value;
+
+use super::decls::Declarations;
+use super::stages::{StageSig, stage};
+
+/// Lowers one pipeline; `None` (with diagnostics) when its structure is wrong.
+pub fn lower(p: &ast::Pipeline, decls: &Declarations, diags: &mut Vec<Diagnostic>) -> Option<Plan> {
+    let stages: Vec<&ast::Stage> = p
+        .items
+        .iter()
+        .filter_map(|i| match i {
+            ast::Item::Stage(s) => Some(s),
+            _ => None,
+        })
+        .collect();
+    if stages.is_empty() {
+        diags.push(
+            Diagnostic::error(
+                "E0300",
+                format!("pipeline `{}` has no stages", p.name),
+                p.name.span,
+                "reads nothing",
+            )
+            .with_help("start it with a source: `tfrecords(files);` or `files(pattern);`"),
+        );
+        return None;
+    }
+    let mut plan: Option<Plan> = None;
+    for s in stages {
+        // Unknown stages were reported by the stage checks.
+        let sig = stage(&s.name.name)?;
+        let args = bind(sig, &s.args);
+        let a = |name: &str| {
+            sig.args.iter().position(|x| x.name == name).and_then(|i| args[i]).map(|e| value(e, decls))
+        };
+        let flag = |name: &str, default: bool| match a(name) {
+            Some(ArgValue::Const(Value::Bool(b))) => b,
+            _ => default,
+        };
+        let is_source = matches!(sig.name, "files" | "tfrecords");
+        let Some(input) = plan.take() else {
+            if !is_source {
+                diags.push(
+                    Diagnostic::error(
+                        "E0301",
+                        format!("`{}` comes before the pipeline's source", sig.name),
+                        s.name.span,
+                        "nothing to read from yet",
+                    )
+                    .with_help("start the pipeline with `tfrecords(files);` or `files(pattern);`"),
+                );
+                return None;
+            }
+            let files = Plan::Files(Files {
+                pattern: a(if sig.name == "files" { "pattern" } else { "files" }).unwrap_or(ArgValue::Auto),
+                shuffle_seed: if flag("shuffle", false) {
+                    Some(a("seed").unwrap_or(ArgValue::Const(Value::Int(0))))
+                } else {
+                    None
+                },
+            });
+            plan = Some(if sig.name == "tfrecords" {
+                Plan::Interleave(Interleave {
+                    input: Box::new(files),
+                    cycle_length: a("cycle").unwrap_or(ArgValue::Const(Value::Int(1))),
+                    block_length: a("block").unwrap_or(ArgValue::Const(Value::Int(1))),
+                    parallel: a("parallel").unwrap_or(ArgValue::Const(Value::Int(1))),
+                    deterministic: flag("deterministic", true),
+                    compression: a("compression").unwrap_or(ArgValue::Auto),
+                    on_corrupt: a("on_corrupt").unwrap_or(ArgValue::Word("fail".into())),
+                    verify_crc: flag("verify_crc", true),
+                })
+            } else {
+                files
+            });
+            continue;
+        };
+        if is_source {
+            diags.push(
+                Diagnostic::error("E0302", "a pipeline has one source", s.name.span, "a second source")
+                    .with_help("to mix datasets, use several pipelines (sample_from arrives with the IR)"),
+            );
+            return None;
+        }
+        let input = Box::new(input);
+        let node = match sig.name {
+            "tfrecord" | "interleave" => {
+                if input.output() != Element::Path {
+                    let (code, what) = if sig.name == "tfrecord" {
+                        ("E0303", "files to read")
+                    } else {
+                        ("E0304", "file paths")
+                    };
+                    diags.push(
+                        Diagnostic::error(
+                            code,
+                            format!("`{}` needs {what}", sig.name),
+                            s.name.span,
+                            format!("its input is {}", input.output()),
+                        )
+                        .with_help("put it right after `files(pattern)`"),
+                    );
+                    return None;
+                }
+                // The reader: this `tfrecord`, or the one in the `interleave` block.
+                let reader =
+                    if sig.name == "tfrecord" { Some((sig, args.clone())) } else { reader_of(s, diags)? };
+                let (rsig, rargs) = reader.expect("a reader");
+                let r = |name: &str| {
+                    rsig.args
+                        .iter()
+                        .position(|x| x.name == name)
+                        .and_then(|i| rargs[i])
+                        .map(|e| value(e, decls))
+                };
+                let interleave = sig.name == "interleave";
+                Plan::Interleave(Interleave {
+                    input,
+                    cycle_length: if interleave { a("cycle") } else { None }
+                        .unwrap_or(ArgValue::Const(Value::Int(1))),
+                    block_length: if interleave { a("block") } else { None }
+                        .unwrap_or(ArgValue::Const(Value::Int(1))),
+                    parallel: if interleave { a("parallel") } else { None }
+                        .unwrap_or(ArgValue::Const(Value::Int(1))),
+                    deterministic: !interleave || flag("deterministic", true),
+                    compression: r("compression").unwrap_or(ArgValue::Auto),
+                    on_corrupt: r("on_corrupt").unwrap_or(ArgValue::Word("fail".into())),
+                    verify_crc: match r("verify_crc") {
+                        Some(ArgValue::Const(Value::Bool(b))) => b,
+                        _ => true,
+                    },
+                })
+            }
+            "map" => {
+                let mut element = input.output();
+                let mut ops = Vec::new();
+                for st in s.body.iter().flat_map(|b| &b.stmts) {
+                    let op = map_op(st, &element, decls, diags)?;
+                    element = apply(&element, &op);
+                    ops.push(op);
+                }
+                Plan::Map(Map {
+                    input,
+                    ops,
+                    parallel: a("parallel").unwrap_or(ArgValue::Const(Value::Int(1))),
+                    deterministic: flag("deterministic", true),
+                    output: element,
+                })
+            }
+            "filter" => Plan::Filter(Filter {
+                input,
+                predicate: args[0].map_or_else(String::new, ToString::to_string),
+            }),
+            "shuffle" => Plan::Shuffle(Shuffle {
+                input,
+                buffer: a("buffer").unwrap_or(ArgValue::Const(Value::Int(1))),
+                seed: a("seed"),
+                reshuffle_each_epoch: flag("reshuffle_each_epoch", true),
+            }),
+            "batch" | "padded_batch" => Plan::Batch(Batch {
+                input,
+                size: a("size").unwrap_or(ArgValue::Const(Value::Int(1))),
+                drop_remainder: flag("drop_remainder", false),
+                padded: (sig.name == "padded_batch").then(|| a("pad_to")),
+            }),
+            "unbatch" => {
+                if !matches!(input.output(), Element::Batch(_)) {
+                    diags.push(Diagnostic::error(
+                        "E0306",
+                        "`unbatch` needs batches",
+                        s.name.span,
+                        format!("its input is {}", input.output()),
+                    ));
+                    return None;
+                }
+                Plan::Unbatch(input)
+            }
+            name => {
+                let mut args: Vec<(&'static str, ArgValue)> = sig
+                    .args
+                    .iter()
+                    .zip(&args)
+                    .filter_map(|(x, v)| v.map(|e| (x.name, value(e, decls))))
+                    .collect();
+                if name == "repeat" && args.is_empty() {
+                    args.push(("count", ArgValue::Word("forever".into())));
+                }
+                let pass = Pass { input, args };
+                match name {
+                    "repeat" => Plan::Repeat(pass),
+                    "take" => Plan::Take(pass),
+                    "skip" => Plan::Skip(pass),
+                    "shard" => Plan::Shard(pass),
+                    "cache" => Plan::Cache(pass),
+                    _ => Plan::Prefetch(pass),
+                }
+            }
+        };
+        plan = Some(node);
+    }
+    plan
+}
+
+/// The argument expressions of a stage, by the signature's slots: positional ones in
+/// order, then named ones. (Invalid calls were reported by the stage checks.)
+fn bind<'a>(sig: &StageSig, args: &'a [ast::Arg]) -> Vec<Option<&'a ast::Expr>> {
+    let mut out = vec![None; sig.args.len()];
+    let mut next = 0;
+    for a in args {
+        let slot = match &a.name {
+            None => {
+                next += 1;
+                next - 1
+            }
+            Some(n) => match sig.args.iter().position(|x| x.name == n.name) {
+                Some(i) => i,
+                None => continue,
+            },
+        };
+        if let Some(s) = out.get_mut(slot)
+            && s.is_none()
+        {
+            *s = Some(&a.value);
+        }
+    }
+    out
+}
+
+/// An argument as the plan keeps it.
+fn value(e: &ast::Expr, decls: &Declarations) -> ArgValue {
+    match &e.kind {
+        ExprKind::Int(n) => ArgValue::Const(i64::try_from(*n).map_or(Value::UInt(*n), Value::Int)),
+        ExprKind::Float(x) => ArgValue::Const(Value::Float(*x)),
+        ExprKind::Bool(b) => ArgValue::Const(Value::Bool(*b)),
+        ExprKind::Str(s) => ArgValue::Const(Value::Str(s.clone())),
+        ExprKind::Path(p) if p.segments.len() == 1 => {
+            let name = &p.segments[0].name;
+            if name == "auto" {
+                ArgValue::Auto
+            } else if decls.params.iter().any(|q| &q.name == name) {
+                ArgValue::Param(name.clone())
+            } else {
+                ArgValue::Word(name.clone())
+            }
+        }
+        _ => ArgValue::Word(e.to_string()),
+    }
+}
+
+type Reader<'a> = (&'static StageSig, Vec<Option<&'a ast::Expr>>);
+
+/// The one `tfrecord(...)` reader in an `interleave` block.
+fn reader_of<'a>(s: &'a ast::Stage, diags: &mut Vec<Diagnostic>) -> Option<Option<Reader<'a>>> {
+    let readers: Vec<Reader<'a>> = s
+        .body
+        .iter()
+        .flat_map(|b| &b.stmts)
+        .filter_map(|st| match &st.value.kind {
+            ExprKind::Call { callee, args, .. } if callee.to_string() == "tfrecord" => {
+                let sig = stage("tfrecord").expect("tfrecord is a stage");
+                Some((sig, bind(sig, args)))
+            }
+            _ => None,
+        })
+        .collect();
+    if readers.len() != 1 {
+        let span = s.body.as_ref().map_or(s.span, |b| b.span);
+        diags.push(
+            Diagnostic::error(
+                "E0307",
+                "an `interleave` block has exactly one reader",
+                span,
+                format!("{} readers here", readers.len()),
+            )
+            .with_help("write `interleave(...) { tfrecord(); }`"),
+        );
+        return None;
+    }
+    Some(readers.into_iter().next())
+}
+
+/// One statement of a `map` block as an operation.
+fn map_op(
+    st: &ast::Stmt,
+    element: &Element,
+    decls: &Declarations,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<MapOp> {
+    let call_name = match &st.value.kind {
+        ExprKind::Call { callee, .. } => Some(callee.to_string()),
+        _ => None,
+    };
+    if call_name.as_deref() == Some("parse_example") && st.target.is_none() {
+        return parse_example(st.span, element, decls, diags);
+    }
+    let Some(target) = &st.target else {
+        return Some(MapOp::Assign {
+            target: String::new(),
+            op: call_name.unwrap_or("expr".into()),
+            text: st.value.to_string(),
+        });
+    };
+    Some(MapOp::Assign {
+        target: target.name.clone(),
+        op: call_name.unwrap_or_else(|| "expr".into()),
+        text: st.value.to_string(),
+    })
+}
+
+fn parse_example(
+    span: Span,
+    element: &Element,
+    decls: &Declarations,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<MapOp> {
+    // One record, or a batch of them (tf.data's vectorized `parse_example`).
+    let records = match element {
+        Element::Batch(inner) => **inner == Element::Record,
+        other => *other == Element::Record,
+    };
+    if !records {
+        diags.push(
+            Diagnostic::error(
+                "E0305",
+                "`parse_example` parses serialized records",
+                span,
+                format!("the elements here are {element}"),
+            )
+            .with_help("parse the records read (or a batch of them) once"),
+        );
+        return None;
+    }
+    if decls.schema.is_empty() {
+        diags.push(
+            Diagnostic::error("E0305", "`parse_example` needs a `schema`", span, "no schema declared")
+                .with_help("declare the features: `schema { image: bytes, label: i64 }`"),
+        );
+        return None;
+    }
+    let fields =
+        decls.schema.iter().map(|f| FieldType { name: f.name.clone(), ty: Some(f.ty.clone()) }).collect();
+    Some(MapOp::ParseExample { fields })
+}
+
+/// The element after an operation.
+fn apply(element: &Element, op: &MapOp) -> Element {
+    match op {
+        MapOp::ParseExample { fields } => match element {
+            Element::Batch(_) => Element::Batch(Box::new(Element::Fields(fields.clone()))),
+            _ => Element::Fields(fields.clone()),
+        },
+        MapOp::Assign { target, .. } if target.is_empty() => element.clone(),
+        MapOp::Assign { target, .. } => {
+            // Until operations are typed, an assigned field's type is unknown.
+            let assign = |fields: &[FieldType]| {
+                let mut fields = fields.to_vec();
+                match fields.iter_mut().find(|f| &f.name == target) {
+                    Some(f) => f.ty = None,
+                    None => fields.push(FieldType { name: target.clone(), ty: None }),
+                }
+                Element::Fields(fields)
+            };
+            match element {
+                Element::Fields(f) => assign(f),
+                Element::Batch(inner) => match &**inner {
+                    Element::Fields(f) => Element::Batch(Box::new(assign(f))),
+                    _ => Element::Batch(Box::new(assign(&[]))),
+                },
+                _ => assign(&[]),
+            }
+        }
+    }
+}

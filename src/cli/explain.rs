@@ -1,0 +1,37 @@
+//! `sluice explain FILE.pipe`: the plan of each pipeline of a file, one node per line
+//! (today the logical plan; the optimized and physical plans join it as [3/9] lands).
+//! Exit status as `sluice check`: 1 with the diagnostics when the file has errors.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use sluice_compiler::diagnostic::render;
+
+use super::Failure;
+
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// The `.pipe` file.
+    file: PathBuf,
+}
+
+pub fn run(args: ExplainArgs) -> Result<ExitCode, Failure> {
+    let source = std::fs::read_to_string(&args.file)
+        .map_err(|e| Failure::Usage(format!("{}: {e}", args.file.display())))?;
+    match sluice_compiler::compile(&source) {
+        Ok(checked) => {
+            for c in &checked {
+                println!("== {} (logical) ==", c.decls.name);
+                if let Some(plan) = &c.plan {
+                    print!("{}", plan.explain());
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(diagnostics) => {
+            eprint!("{}", render(&args.file.display().to_string(), &source, &diagnostics));
+            Ok(ExitCode::from(1))
+        }
+    }
+}

@@ -88,7 +88,7 @@ pub enum MapOp {
         /// The fields parsed (all of the schema, until `prune_fields` narrows them).
         fields: Vec<FieldType>,
     },
-    /// `target = expression`, written as in the source (typed by the next step of [3/9]).
+    /// `target = expression`: the expression as written, with the type of its value.
     Assign {
         /// The field written.
         target: String,
@@ -96,6 +96,8 @@ pub enum MapOp {
         op: String,
         /// The expression as written.
         text: String,
+        /// The type of the value.
+        ty: TensorType,
     },
 }
 

@@ -173,6 +173,7 @@ pub fn lower(p: &ast::Pipeline, decls: &Declarations, diags: &mut Vec<Diagnostic
                 seed: a("seed"),
                 reshuffle_each_epoch: flag("reshuffle_each_epoch", true),
             }),
+            "batch" if !batchable(&input.output(), s.name.span, diags) => return None,
             "batch" | "padded_batch" => Plan::Batch(Batch {
                 input,
                 size: a("size").unwrap_or(ArgValue::Const(Value::Int(1))),
@@ -215,6 +216,33 @@ pub fn lower(p: &ast::Pipeline, decls: &Declarations, diags: &mut Vec<Diagnostic
         plan = Some(node);
     }
     plan
+}
+
+/// Whether plain `batch` can stack these elements into dense columns: fields of fixed
+/// shape (a scalar byte string is one ragged value, fine). Reports the first field that
+/// needs `padded_batch`.
+fn batchable(element: &Element, span: Span, diags: &mut Vec<Diagnostic>) -> bool {
+    let Element::Fields(fields) = element else { return true };
+    for f in fields {
+        let Some(t) = &f.ty else { continue };
+        let fixed = match &t.shape {
+            crate::ir::types::Shape::Var => false,
+            crate::ir::types::Shape::Dims(d) => {
+                d.iter().all(|x| matches!(x, crate::ir::types::Dim::Fixed(_)))
+            }
+        };
+        if !fixed {
+            diags.push(
+                Diagnostic::error("E0308", format!("`batch` cannot stack field `{}` of type `{t}`", f.name), span, "its size varies from record to record")
+                    .with_help(match t.shape {
+                        crate::ir::types::Shape::Var => "use `padded_batch(size, pad_to: N)`, or a fixed shape in the schema".to_string(),
+                        _ => "give it a fixed size first (`resize`, `center_crop`, `random_crop`), or use `padded_batch`".to_string(),
+                    }),
+            );
+            return false;
+        }
+    }
+    true
 }
 
 /// The argument expressions of a stage, by the signature's slots: positional ones in
@@ -295,7 +323,7 @@ fn reader_of<'a>(s: &'a ast::Stage, diags: &mut Vec<Diagnostic>) -> Option<Optio
     Some(readers.into_iter().next())
 }
 
-/// One statement of a `map` block as an operation.
+/// One statement of a `map` block as a typed operation.
 fn map_op(
     st: &ast::Stmt,
     element: &Element,
@@ -310,16 +338,31 @@ fn map_op(
         return parse_example(st.span, element, decls, diags);
     }
     let Some(target) = &st.target else {
-        return Some(MapOp::Assign {
-            target: String::new(),
-            op: call_name.unwrap_or("expr".into()),
-            text: st.value.to_string(),
-        });
+        diags.push(
+            Diagnostic::error(
+                "E0400",
+                "a statement of `map` assigns a field",
+                st.span,
+                "the value is not kept",
+            )
+            .with_help("write `field = ...;`"),
+        );
+        return None;
     };
+    let fields: &[FieldType] = match element {
+        Element::Fields(f) => f,
+        Element::Batch(inner) => match &**inner {
+            Element::Fields(f) => f,
+            _ => &[],
+        },
+        _ => &[],
+    };
+    let ty = super::ops::Typer { fields, decls, diags }.value(&st.value)?;
     Some(MapOp::Assign {
         target: target.name.clone(),
         op: call_name.unwrap_or_else(|| "expr".into()),
         text: st.value.to_string(),
+        ty,
     })
 }
 
@@ -365,14 +408,12 @@ fn apply(element: &Element, op: &MapOp) -> Element {
             Element::Batch(_) => Element::Batch(Box::new(Element::Fields(fields.clone()))),
             _ => Element::Fields(fields.clone()),
         },
-        MapOp::Assign { target, .. } if target.is_empty() => element.clone(),
-        MapOp::Assign { target, .. } => {
-            // Until operations are typed, an assigned field's type is unknown.
+        MapOp::Assign { target, ty, .. } => {
             let assign = |fields: &[FieldType]| {
                 let mut fields = fields.to_vec();
                 match fields.iter_mut().find(|f| &f.name == target) {
-                    Some(f) => f.ty = None,
-                    None => fields.push(FieldType { name: target.clone(), ty: None }),
+                    Some(f) => f.ty = Some(ty.clone()),
+                    None => fields.push(FieldType { name: target.clone(), ty: Some(ty.clone()) }),
                 }
                 Element::Fields(fields)
             };

@@ -9,6 +9,7 @@
 
 pub mod decls;
 pub mod lower;
+pub mod ops;
 pub mod stages;
 
 pub use decls::{Declarations, Device, ExternDecl, FieldDecl, ParamDecl, check_declarations};

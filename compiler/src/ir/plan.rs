@@ -162,7 +162,7 @@ pub struct Map {
 pub struct Filter {
     /// Input.
     pub input: Box<Plan>,
-    /// The predicate as written (typed by the next step of [3/9]).
+    /// The predicate as written (checked to be one `bool` per element).
     pub predicate: String,
 }
 

@@ -6,7 +6,8 @@
 //! Codes: E0300 a pipeline without stages, E0301 a stage before the source, E0302 a
 //! second source, E0303 `tfrecord` with no files to read, E0304 `interleave` not reading
 //! files, E0305 `parse_example` without records or without a schema, E0306 `unbatch` of
-//! unbatched elements, E0307 an `interleave` block without exactly one reader.
+//! unbatched elements, E0307 an `interleave` block without exactly one reader, E0308
+//! `batch` of fields whose size varies, E0407 a `filter` predicate that is not one bool.
 //!
 //! Per-field operations other than `parse_example` are kept as written; typing them is
 //! the next step of [3/9].
@@ -163,10 +164,29 @@ pub fn lower(p: &ast::Pipeline, decls: &Declarations, diags: &mut Vec<Diagnostic
                     output: element,
                 })
             }
-            "filter" => Plan::Filter(Filter {
-                input,
-                predicate: args[0].map_or_else(String::new, ToString::to_string),
-            }),
+            "filter" => {
+                let pred = args[0]?;
+                let element = input.output();
+                let fields: &[FieldType] = match &element {
+                    Element::Fields(f) => f,
+                    _ => &[],
+                };
+                let ty = super::ops::Typer { fields, decls, diags }.value(pred)?;
+                if ty.dtype != crate::ir::types::DType::Bool || ty.shape != crate::ir::types::Shape::scalar()
+                {
+                    diags.push(
+                        Diagnostic::error(
+                            "E0407",
+                            "a `filter` predicate is one `bool` per element",
+                            pred.span,
+                            format!("this is `{ty}`"),
+                        )
+                        .with_help("compare scalar fields, e.g. `filter(label >= 0)`"),
+                    );
+                    return None;
+                }
+                Plan::Filter(Filter { input, predicate: pred.to_string() })
+            }
             "shuffle" => Plan::Shuffle(Shuffle {
                 input,
                 buffer: a("buffer").unwrap_or(ArgValue::Const(Value::Int(1))),

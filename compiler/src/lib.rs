@@ -9,6 +9,7 @@
 pub mod ast;
 pub mod diagnostic;
 pub mod ir;
+pub mod physical;
 mod print;
 pub mod sema;
 pub mod syntax;
@@ -22,7 +23,8 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 /// there is an error (warnings alone do not prevent the result).
 pub fn compile(source: &str) -> Result<Vec<sema::Checked>, Vec<Diagnostic>> {
     let file = syntax::parse(source)?;
-    let (checked, mut diagnostics) = sema::check_file(&file);
+    let (mut checked, mut diagnostics) = sema::check_file(&file);
+    plan_physical(&mut checked, &mut diagnostics);
     if diagnostics.iter().any(Diagnostic::is_error) {
         diagnostics.sort_by_key(|d| d.primary.span.start);
         return Err(diagnostics);
@@ -30,10 +32,33 @@ pub fn compile(source: &str) -> Result<Vec<sema::Checked>, Vec<Diagnostic>> {
     Ok(checked)
 }
 
+/// Plans every lowered pipeline physically; a budget the memory bound exceeds is an
+/// error.
+fn plan_physical(checked: &mut [sema::Checked], diagnostics: &mut Vec<Diagnostic>) {
+    for c in checked {
+        if let Some(plan) = &c.plan {
+            match physical::plan(
+                plan,
+                &c.decls.params,
+                c.decls.budget,
+                c.decls.budget_span,
+                physical::Options::default(),
+            ) {
+                Ok(p) => c.physical = Some(p),
+                Err(d) => diagnostics.push(d),
+            }
+        }
+    }
+}
+
 /// Checks a `.pipe` file: every diagnostic found, errors and warnings (empty when clean).
 pub fn check(source: &str) -> Vec<Diagnostic> {
     let mut diagnostics = match syntax::parse(source) {
-        Ok(file) => sema::check_file(&file).1,
+        Ok(file) => {
+            let (mut checked, mut diagnostics) = sema::check_file(&file);
+            plan_physical(&mut checked, &mut diagnostics);
+            diagnostics
+        }
         Err(diagnostics) => diagnostics,
     };
     // In reading order, whichever check found them.

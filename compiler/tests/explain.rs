@@ -12,6 +12,8 @@ fn corpus_logical_plans() {
         for c in &checked {
             text.push_str(&format!("== {} (logical) ==\n", c.decls.name));
             text.push_str(&c.plan.as_ref().expect("a clean pipeline has a plan").explain());
+            text.push_str(&format!("== {} (physical) ==\n", c.decls.name));
+            text.push_str(&c.physical.as_ref().expect("a clean pipeline has a physical plan").explain());
         }
         insta::assert_snapshot!(text);
     });

@@ -26,6 +26,10 @@ pub fn run(args: ExplainArgs) -> Result<ExitCode, Failure> {
                 if let Some(plan) = &c.plan {
                     print!("{}", plan.explain());
                 }
+                if let Some(physical) = &c.physical {
+                    println!("== {} (physical) ==", c.decls.name);
+                    print!("{}", physical.explain());
+                }
             }
             Ok(ExitCode::SUCCESS)
         }

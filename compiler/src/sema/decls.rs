@@ -74,6 +74,8 @@ pub struct Declarations {
     pub schema: Vec<FieldDecl>,
     /// The memory budget in bytes, if declared.
     pub budget: Option<u64>,
+    /// Where the budget is declared (for the error when the plan exceeds it).
+    pub budget_span: Span,
     /// Where the tail runs.
     pub device: Device,
     /// User functions.
@@ -139,6 +141,7 @@ impl Cx {
                 ast::Item::Budget(b) => {
                     if self.once("budget", &mut budget, b.span) {
                         d.budget = self.budget(b);
+                        d.budget_span = b.value.span;
                     }
                 }
                 ast::Item::Device(dev) => {

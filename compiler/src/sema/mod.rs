@@ -25,6 +25,8 @@ pub struct Checked {
     pub decls: Declarations,
     /// The logical plan (`None` when the pipeline had errors that prevent lowering).
     pub plan: Option<crate::ir::plan::Plan>,
+    /// The physical plan, filled in by [`compile`](crate::compile).
+    pub physical: Option<crate::physical::PhysicalPlan>,
 }
 
 /// Runs every semantic check on a parsed file and lowers each pipeline whose stages
@@ -36,7 +38,7 @@ pub fn check_file(file: &ast::File) -> (Vec<Checked>, Vec<Diagnostic>) {
         let before = diags.len();
         stages::check_stages(p, &d, &mut diags);
         let plan = if diags.len() == before { lower::lower(p, &d, &mut diags) } else { None };
-        out.push(Checked { decls: d, plan });
+        out.push(Checked { decls: d, plan, physical: None });
     }
     (out, diags)
 }

@@ -45,7 +45,7 @@ fn plan_physical(checked: &mut [sema::Checked], diagnostics: &mut Vec<Diagnostic
                 physical::Options::default(),
             ) {
                 Ok(p) => c.physical = Some(p),
-                Err(d) => diagnostics.push(d),
+                Err(d) => diagnostics.push(*d),
             }
         }
     }

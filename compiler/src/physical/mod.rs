@@ -76,7 +76,7 @@ pub fn plan(
     budget: Option<u64>,
     budget_span: Span,
     options: Options,
-) -> Result<PhysicalPlan, Diagnostic> {
+) -> Result<PhysicalPlan, Box<Diagnostic>> {
     let mut cx = Cx { assumptions: Vec::new(), options, params, rows: 1 };
     let mut chain = Vec::new();
     let mut node = Some(plan);
@@ -95,7 +95,7 @@ pub fn plan(
         && memory_bound > b
     {
         let mut costly: Vec<&ExecStage> = physical.stages.iter().filter(|s| s.bytes > 0).collect();
-        costly.sort_by(|a, b| b.bytes.cmp(&a.bytes));
+        costly.sort_by_key(|s| std::cmp::Reverse(s.bytes));
         let top: Vec<String> = costly
             .iter()
             .take(3)
@@ -114,7 +114,7 @@ pub fn plan(
         if !physical.assumptions.is_empty() {
             d = d.with_note(format!("the bound assumes {}", physical.assumptions.join(", ")));
         }
-        return Err(d);
+        return Err(Box::new(d));
     }
     Ok(physical)
 }

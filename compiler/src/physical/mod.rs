@@ -193,9 +193,13 @@ impl Cx<'_> {
             }
             Plan::Map(m) => {
                 let (threads, workers) = self.threads(&m.parallel);
-                // The in-flight window: one per worker plus one finished result (auto), or
-                // two per worker (fixed).
-                let held = if workers > 1 { workers + 1 } else { 1 };
+                // The in-flight window, as the runtime sizes it: one per worker plus one
+                // finished result (auto), or two per worker (a fixed count).
+                let held = match m.parallel {
+                    _ if workers <= 1 => 1,
+                    ArgValue::Auto => workers + 1,
+                    _ => 2 * workers,
+                };
                 ExecStage { name: "MapExec", threads, held, bytes: held.saturating_mul(elem(self)) }
             }
             Plan::Filter(_) => ExecStage { name: "FilterExec", threads: "1".into(), held: 0, bytes: 0 },

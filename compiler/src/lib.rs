@@ -9,6 +9,7 @@
 pub mod ast;
 pub mod diagnostic;
 pub mod ir;
+pub mod optimizer;
 mod print;
 pub mod sema;
 pub mod syntax;

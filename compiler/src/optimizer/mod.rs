@@ -120,9 +120,10 @@ pub fn explain(name: &str, logical: &Plan, verbose: bool) -> String {
     out
 }
 
-/// Passes over the rule list at most: every rule shrinks the plan or moves a `Take`
-/// down, so a fixed point comes within a few passes; the bound only guards against a
-/// rule that would undo another's work.
+/// Passes over the rule list at most. Every rule but `insert_prefetch` shrinks the plan
+/// or moves a node down, and that one adds a single node once, so a fixed point comes
+/// within a few passes; the bound only guards against a future rule that would undo
+/// another's work.
 const MAX_PASSES: usize = 16;
 
 /// Runs [`rules`] over the plan until a pass changes nothing.

@@ -352,6 +352,20 @@ fn explain_prints_the_logical_plan() {
     let out = stdout(&o);
     assert!(out.starts_with("== parse_tabular (logical) ==\nPrefetch: buffer=auto"), "{out}");
     assert!(out.contains("\n        Files: pattern=$files"), "{out}");
+    // The optimized plan follows each logical one; `eval`'s batch fuses with its map.
+    let logical = out.find("== eval (logical) ==\n").expect("eval's logical plan");
+    let optimized = out.find("== eval (optimized) ==\nPrefetch: buffer=auto").expect("eval's optimized plan");
+    assert!(logical < optimized, "{out}");
+    assert!(out[optimized..].contains("\n  MapBatch: fns=[parse_example, expr]"), "{out}");
+    assert!(!out.contains("-- after"), "{out}");
+    // `--verbose` adds the plan after each rule that changed it, after the optimized plan.
+    let o = sluice(&["explain", "--verbose", root.join("tests/pipes/tabular.pipe").to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let verbose = stdout(&o);
+    assert!(verbose.starts_with(&out), "{verbose}");
+    let rules: Vec<&str> = verbose.lines().filter(|l| l.starts_with("-- after ")).collect();
+    assert_eq!(rules, ["-- after fuse_map_batch:", "-- after insert_prefetch:"], "{verbose}");
+    assert!(verbose.contains("-- after fuse_map_batch:\nMapBatch: "), "{verbose}");
     let o = sluice(&["explain", root.join("tests/errors/second_source.pipe").to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("error[E0302]"), "{}", stderr(&o));

@@ -9,6 +9,7 @@
 pub mod ast;
 pub mod diagnostic;
 pub mod ir;
+pub mod optimizer;
 pub mod physical;
 mod print;
 pub mod sema;

@@ -1,6 +1,7 @@
-//! `sluice explain FILE.pipe`: the plan of each pipeline of a file, one node per line
-//! (today the logical plan; the optimized and physical plans join it as [3/9] lands).
-//! Exit status as `sluice check`: 1 with the diagnostics when the file has errors.
+//! `sluice explain FILE.pipe [--verbose]`: the plans of each pipeline of a file, one
+//! node per line — the logical plan, then the optimized one; `--verbose` adds the plan
+//! after each optimizer rule that changed it. Exit status as `sluice check`: 1 with the
+//! diagnostics when the file has errors.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -14,6 +15,9 @@ use super::Failure;
 pub struct ExplainArgs {
     /// The `.pipe` file.
     file: PathBuf,
+    /// Also print the plan after each optimizer rule that changed it.
+    #[arg(long)]
+    verbose: bool,
 }
 
 pub fn run(args: ExplainArgs) -> Result<ExitCode, Failure> {
@@ -22,9 +26,11 @@ pub fn run(args: ExplainArgs) -> Result<ExitCode, Failure> {
     match sluice_compiler::compile(&source) {
         Ok(checked) => {
             for c in &checked {
-                println!("== {} (logical) ==", c.decls.name);
-                if let Some(plan) = &c.plan {
-                    print!("{}", plan.explain());
+                match &c.plan {
+                    Some(plan) => {
+                        print!("{}", sluice_compiler::optimizer::explain(&c.decls.name, plan, args.verbose))
+                    }
+                    None => println!("== {} (logical) ==", c.decls.name),
                 }
                 if let Some(physical) = &c.physical {
                     println!("== {} (physical) ==", c.decls.name);

@@ -201,6 +201,42 @@ pub struct Pass {
     pub args: Vec<(&'static str, ArgValue)>,
 }
 
+/// `shuffle` then `repeat`, fused by the optimizer (tf.data's `ShuffleAndRepeatDataset`):
+/// every epoch is shuffled anew, and the buffer is refilled across an epoch boundary
+/// instead of draining first, so the first elements of an epoch may come out among the
+/// last of the previous one. Each epoch still yields every element exactly once.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShuffleRepeat {
+    /// Input.
+    pub input: Box<Plan>,
+    /// Buffer size in elements.
+    pub buffer: ArgValue,
+    /// Seed.
+    pub seed: Option<ArgValue>,
+    /// Epochs (`forever` when the `repeat` had no count).
+    pub count: ArgValue,
+}
+
+/// `map` then `batch`, fused by the optimizer: the workers write each mapped element
+/// straight into its row of the batch's columns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MapBatch {
+    /// Input.
+    pub input: Box<Plan>,
+    /// The map's operations, in order.
+    pub ops: Vec<MapOp>,
+    /// Worker threads.
+    pub parallel: ArgValue,
+    /// Keep the order.
+    pub deterministic: bool,
+    /// What the map makes of one element (a batch of these comes out).
+    pub map_output: Element,
+    /// Elements per batch.
+    pub size: ArgValue,
+    /// Drop a last, partial batch.
+    pub drop_remainder: bool,
+}
+
 /// A node of the logical plan.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Plan {
@@ -230,6 +266,10 @@ pub enum Plan {
     Cache(Pass),
     /// `prefetch(buffer)`.
     Prefetch(Pass),
+    /// `shuffle` + `repeat`, fused by the optimizer.
+    ShuffleRepeat(ShuffleRepeat),
+    /// `map` + `batch`, fused by the optimizer.
+    MapBatch(MapBatch),
 }
 
 impl Plan {
@@ -242,6 +282,8 @@ impl Plan {
             Plan::Filter(n) => Some(&n.input),
             Plan::Shuffle(n) => Some(&n.input),
             Plan::Batch(n) => Some(&n.input),
+            Plan::ShuffleRepeat(n) => Some(&n.input),
+            Plan::MapBatch(n) => Some(&n.input),
             Plan::Unbatch(i) => Some(i),
             Plan::Repeat(p)
             | Plan::Take(p)
@@ -261,6 +303,8 @@ impl Plan {
             Plan::Filter(n) => Some(&mut n.input),
             Plan::Shuffle(n) => Some(&mut n.input),
             Plan::Batch(n) => Some(&mut n.input),
+            Plan::ShuffleRepeat(n) => Some(&mut n.input),
+            Plan::MapBatch(n) => Some(&mut n.input),
             Plan::Unbatch(i) => Some(i),
             Plan::Repeat(p)
             | Plan::Take(p)
@@ -278,6 +322,7 @@ impl Plan {
             Plan::Interleave(_) => Element::Record,
             Plan::Map(m) => m.output.clone(),
             Plan::Batch(b) => Element::Batch(Box::new(b.input.output())),
+            Plan::MapBatch(m) => Element::Batch(Box::new(m.map_output.clone())),
             Plan::Unbatch(i) => match i.output() {
                 Element::Batch(inner) => *inner,
                 other => other,
@@ -353,6 +398,31 @@ impl Plan {
                 kv(&mut s, &pairs);
             }
             Plan::Unbatch(_) => s.push_str("Unbatch:"),
+            Plan::ShuffleRepeat(n) => {
+                s.push_str("ShuffleRepeat:");
+                kv(
+                    &mut s,
+                    &[
+                        ("buffer", n.buffer.to_string()),
+                        ("seed", opt(&n.seed)),
+                        ("count", n.count.to_string()),
+                    ],
+                );
+            }
+            Plan::MapBatch(n) => {
+                let fns: Vec<&str> = n.ops.iter().map(MapOp::name).collect();
+                s.push_str("MapBatch:");
+                kv(
+                    &mut s,
+                    &[
+                        ("fns", format!("[{}]", fns.join(", "))),
+                        ("parallel", n.parallel.to_string()),
+                        ("deterministic", n.deterministic.to_string()),
+                        ("size", n.size.to_string()),
+                        ("drop_remainder", n.drop_remainder.to_string()),
+                    ],
+                );
+            }
             Plan::Repeat(p)
             | Plan::Take(p)
             | Plan::Skip(p)

@@ -174,6 +174,10 @@ impl Cx<'_> {
                 let size = self.count(&b.size, 1024, "a batch size of 1024 when set without a default");
                 self.rows = self.rows.saturating_mul(size.max(1));
             }
+            Plan::MapBatch(m) => {
+                let size = self.count(&m.size, 1024, "a batch size of 1024 when set without a default");
+                self.rows = self.rows.saturating_mul(size.max(1));
+            }
             Plan::Unbatch(_) => self.rows = 1,
             _ => {}
         }
@@ -201,6 +205,30 @@ impl Cx<'_> {
                     _ => 2 * workers,
                 };
                 ExecStage { name: "MapExec", threads, held, bytes: held.saturating_mul(elem(self)) }
+            }
+            Plan::MapBatch(m) => {
+                // Workers write mapped elements straight into batch columns: the window
+                // holds whole batches.
+                let (threads, workers) = self.threads(&m.parallel);
+                let held = match m.parallel {
+                    _ if workers <= 1 => 1,
+                    ArgValue::Auto => workers + 1,
+                    _ => 2 * workers,
+                };
+                ExecStage { name: "MapBatchExec", threads, held, bytes: held.saturating_mul(elem(self)) }
+            }
+            Plan::ShuffleRepeat(s) => {
+                let held = self.count(
+                    &s.buffer,
+                    10_000,
+                    "a shuffle buffer of 10000 elements when set without a default",
+                );
+                ExecStage {
+                    name: "ShuffleRepeatExec",
+                    threads: "1".into(),
+                    held,
+                    bytes: held.saturating_mul(elem(self)),
+                }
             }
             Plan::Filter(_) => ExecStage { name: "FilterExec", threads: "1".into(), held: 0, bytes: 0 },
             Plan::Shuffle(s) => {

@@ -1,0 +1,66 @@
+//! `insert_prefetch`: a pipeline whose last stage is not a `prefetch` gets
+//! `prefetch(auto)` on top, so that producing the next element overlaps the
+//! consumer's work on this one (tf.data's `inject_prefetch`).
+//!
+//! ```text
+//! before                      after
+//! Batch: size=512             Prefetch: buffer=auto
+//!   Map: …                      Batch: size=512
+//!                                 Map: …
+//! ```
+
+use crate::ir::plan::{ArgValue, Pass, Plan};
+
+use super::{OptimizerRule, Transformed};
+
+/// Ends the pipeline with a `prefetch`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct InsertPrefetch;
+
+impl OptimizerRule for InsertPrefetch {
+    fn name(&self) -> &'static str {
+        "insert_prefetch"
+    }
+
+    /// Only the last stage matters: this rule does not walk the chain.
+    fn rewrite(&self, plan: Plan) -> Transformed {
+        if matches!(plan, Plan::Prefetch(_)) {
+            return Transformed::no(plan);
+        }
+        Transformed::yes(Plan::Prefetch(Pass {
+            input: Box::new(plan),
+            args: vec![("buffer", ArgValue::Auto)],
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::optimizer::tests::{check, pipeline};
+
+    #[test]
+    fn applies_when_the_last_stage_is_not_a_prefetch() {
+        let text = check(&InsertPrefetch, &pipeline("tfrecords(files); prefetch(2); batch(4);"));
+        insta::assert_snapshot!(text, @r"
+        changed=true
+        Prefetch: buffer=auto -> batch<record>
+          Batch: size=4, drop_remainder=false -> batch<record>
+            Prefetch: buffer=2 -> record
+              Interleave: reader=tfrecord, cycle_length=1, block_length=1, parallel=1, deterministic=true, compression=auto, on_corrupt=fail, verify_crc=true -> record
+                Files: pattern=$files, shuffle_seed=none -> path
+        ");
+    }
+
+    #[test]
+    fn does_not_apply_when_the_pipeline_ends_with_a_prefetch() {
+        let text = check(&InsertPrefetch, &pipeline("tfrecords(files); batch(4); prefetch(2);"));
+        insta::assert_snapshot!(text, @r"
+        changed=false
+        Prefetch: buffer=2 -> batch<record>
+          Batch: size=4, drop_remainder=false -> batch<record>
+            Interleave: reader=tfrecord, cycle_length=1, block_length=1, parallel=1, deterministic=true, compression=auto, on_corrupt=fail, verify_crc=true -> record
+              Files: pattern=$files, shuffle_seed=none -> path
+        ");
+    }
+}

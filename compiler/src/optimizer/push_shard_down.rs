@@ -1,0 +1,101 @@
+//! `push_shard_down`: a `shard` right on an `interleave` that reads the files of a
+//! `files` source moves onto the file list: each worker reads its share of the files
+//! instead of reading every file and keeping every `num_shards`-th record (tf.data's
+//! `AutoShardPolicy.FILE`). Together the workers still see every record once per
+//! epoch, and each reads `1 / num_shards` of the bytes instead of all of them.
+//!
+//! Two things differ, as with tf.data's policy: which worker gets which record, and
+//! the balance — shards hold whole files, so a worker may get more records than
+//! another, and none when there are fewer files than shards. A shuffled file list is
+//! sharded after shuffling; every worker shuffles with the same seed, so the shards
+//! still partition the files each epoch.
+//!
+//! Only when the interleave reads exactly a `Files` node: anything between them could
+//! change which paths there are.
+//!
+//! ```text
+//! before                            after
+//! Shard: num_shards=8, index=0      Interleave: …
+//!   Interleave: …                     Shard: num_shards=8, index=0
+//!     Files: pattern=…                  Files: pattern=…
+//! ```
+
+use crate::ir::plan::Plan;
+
+use super::{OptimizerRule, Transformed, rewrite_each_node};
+
+/// Shards files, not records.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PushShardDown;
+
+impl OptimizerRule for PushShardDown {
+    fn name(&self) -> &'static str {
+        "push_shard_down"
+    }
+
+    fn rewrite(&self, plan: Plan) -> Transformed {
+        rewrite_each_node(plan, push)
+    }
+}
+
+/// A shard on an interleave of files, moved between the two.
+fn push(plan: Plan) -> Transformed {
+    let Plan::Shard(mut shard) = plan else { return Transformed::no(plan) };
+    match *shard.input {
+        Plan::Interleave(mut interleave) if matches!(*interleave.input, Plan::Files(_)) => {
+            shard.input = interleave.input;
+            interleave.input = Box::new(Plan::Shard(shard));
+            Transformed::yes(Plan::Interleave(interleave))
+        }
+        other => {
+            shard.input = Box::new(other);
+            Transformed::no(Plan::Shard(shard))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::optimizer::tests::{check, pipeline};
+
+    #[test]
+    fn applies_to_shard_on_interleave_of_files() {
+        let text = check(
+            &PushShardDown,
+            &pipeline(
+                "files(files, shuffle: true, seed: 7);
+                 interleave(cycle: 4) { tfrecord(); }
+                 shard(8, 3);
+                 map { parse_example(); }",
+            ),
+        );
+        insta::assert_snapshot!(text, @r"
+        changed=true
+        Map: fns=[parse_example], parallel=1, deterministic=true -> {x: f32[4], label: i64}
+          Interleave: reader=tfrecord, cycle_length=4, block_length=1, parallel=1, deterministic=true, compression=auto, on_corrupt=fail, verify_crc=true -> record
+            Shard: num_shards=8, index=3 -> path
+              Files: pattern=$files, shuffle_seed=7 -> path
+        ");
+    }
+
+    #[test]
+    fn does_not_apply_when_the_interleave_does_not_read_files_directly() {
+        let text = check(
+            &PushShardDown,
+            &pipeline(
+                "files(files);
+                 shard(2, 0);
+                 interleave(cycle: 4) { tfrecord(); }
+                 shard(8, 3);",
+            ),
+        );
+        insta::assert_snapshot!(text, @r"
+        changed=false
+        Shard: num_shards=8, index=3 -> record
+          Interleave: reader=tfrecord, cycle_length=4, block_length=1, parallel=1, deterministic=true, compression=auto, on_corrupt=fail, verify_crc=true -> record
+            Shard: num_shards=2, index=0 -> path
+              Files: pattern=$files, shuffle_seed=none -> path
+        ");
+    }
+}

@@ -1,10 +1,10 @@
 //! Sluice's compiler: `.pipe` syntax → typed IR → checks → optimizer → physical plan →
 //! generated Rust (and CUDA C).
 //!
-//! Built so far: the language's AST ([`ast`]), its pest front end ([`syntax`]), user
-//! diagnostics ([`diagnostic`]), the IR's types ([`ir::types`]) and the semantic checks
-//! of declarations ([`sema`]). Semantic analysis, the IR, the optimizer, the physical
-//! plan and code generation follow (issues [3/9] and [4/9]).
+//! Built so far: the AST ([`ast`]) and its pest front end ([`syntax`]); user diagnostics
+//! ([`diagnostic`]); semantic analysis ([`sema`]: declarations, stages, typed per-field
+//! operations, lowering) into the logical plan ([`ir::plan`]); the [`optimizer`]; the
+//! [`physical`] plan with its static memory bound. Code generation follows ([4/9]).
 
 pub mod ast;
 pub mod diagnostic;
@@ -38,8 +38,10 @@ pub fn compile(source: &str) -> Result<Vec<sema::Checked>, Vec<Diagnostic>> {
 fn plan_physical(checked: &mut [sema::Checked], diagnostics: &mut Vec<Diagnostic>) {
     for c in checked {
         if let Some(plan) = &c.plan {
+            // The physical plan is of the optimized plan: what will run.
+            let optimized = optimizer::optimize(plan.clone()).plan;
             match physical::plan(
-                plan,
+                &optimized,
                 &c.decls.params,
                 c.decls.budget,
                 c.decls.budget_span,

@@ -356,10 +356,15 @@ fn explain_prints_the_logical_plan() {
     let logical = out.find("== eval (logical) ==\n").expect("eval's logical plan");
     let optimized = out.find("== eval (optimized) ==\nPrefetch: buffer=auto").expect("eval's optimized plan");
     assert!(logical < optimized, "{out}");
-    assert!(out[optimized..].contains("\n  MapBatch: fns=[parse_example, expr]"), "{out}");
+    // Its arithmetic runs once per batch, after the batch the parse is fused into.
+    assert!(
+        out[optimized..].contains("\n  Map: fns=[expr]")
+            && out[optimized..].contains("\n    MapBatch: fns=[parse_example]"),
+        "{out}"
+    );
     // The physical plan is of the optimized plan.
     let physical = out.find("== eval (physical) ==\nPrefetchExec:").expect("eval's physical plan");
-    assert!(out[physical..].contains("\n  MapBatchExec: "), "{out}");
+    assert!(out[physical..].contains("\n    MapBatchExec: "), "{out}");
     assert!(!out.contains("-- after"), "{out}");
     // `--verbose` adds the plan after each rule that changed it, after the optimized plan.
     let o = sluice(&["explain", "--verbose", root.join("tests/pipes/tabular.pipe").to_str().unwrap()]);
@@ -367,8 +372,12 @@ fn explain_prints_the_logical_plan() {
     let verbose = stdout(&o);
     assert!(out.lines().all(|l| verbose.lines().any(|v| v == l)), "{verbose}");
     let rules: Vec<&str> = verbose.lines().filter(|l| l.starts_with("-- after ")).collect();
-    assert_eq!(rules, ["-- after fuse_map_batch:", "-- after insert_prefetch:"], "{verbose}");
-    assert!(verbose.contains("-- after fuse_map_batch:\nMapBatch: "), "{verbose}");
+    assert_eq!(
+        rules,
+        ["-- after vectorize_past_batch:", "-- after fuse_map_batch:", "-- after insert_prefetch:"],
+        "{verbose}"
+    );
+    assert!(verbose.contains("-- after fuse_map_batch:\nMap: fns=[expr]"), "{verbose}");
     let o = sluice(&["explain", root.join("tests/errors/second_source.pipe").to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("error[E0302]"), "{}", stderr(&o));

@@ -101,7 +101,41 @@ pub enum MapOp {
     },
 }
 
+/// The element after applying `ops` to `input` in order.
+pub fn apply_ops(input: &Element, ops: &[MapOp]) -> Element {
+    ops.iter().fold(input.clone(), |e, op| op.apply(&e))
+}
+
 impl MapOp {
+    /// The element after this operation: `parse_example` makes fields of records (of a
+    /// batch of records: a batch of fields); an assignment sets (or adds) its field.
+    pub fn apply(&self, element: &Element) -> Element {
+        match self {
+            MapOp::ParseExample { fields } => match element {
+                Element::Batch(_) => Element::Batch(Box::new(Element::Fields(fields.clone()))),
+                _ => Element::Fields(fields.clone()),
+            },
+            MapOp::Assign { target, ty, .. } => {
+                let assign = |fields: &[FieldType]| {
+                    let mut fields = fields.to_vec();
+                    match fields.iter_mut().find(|f| &f.name == target) {
+                        Some(f) => f.ty = Some(ty.clone()),
+                        None => fields.push(FieldType { name: target.clone(), ty: Some(ty.clone()) }),
+                    }
+                    Element::Fields(fields)
+                };
+                match element {
+                    Element::Fields(f) => assign(f),
+                    Element::Batch(inner) => match &**inner {
+                        Element::Fields(f) => Element::Batch(Box::new(assign(f))),
+                        _ => Element::Batch(Box::new(assign(&[]))),
+                    },
+                    _ => assign(&[]),
+                }
+            }
+        }
+    }
+
     /// Its name in `explain`.
     pub fn name(&self) -> &str {
         match self {

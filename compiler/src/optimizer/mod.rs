@@ -17,6 +17,7 @@ mod fuse_shuffle_repeat;
 mod insert_prefetch;
 mod push_shard_down;
 mod push_take_down;
+mod vectorize_past_batch;
 
 pub use eliminate_noops::EliminateNoops;
 pub use fuse_filters::FuseFilters;
@@ -26,6 +27,7 @@ pub use fuse_shuffle_repeat::FuseShuffleRepeat;
 pub use insert_prefetch::InsertPrefetch;
 pub use push_shard_down::PushShardDown;
 pub use push_take_down::PushTakeDown;
+pub use vectorize_past_batch::VectorizePastBatch;
 
 use crate::ir::plan::{ArgValue, Files, Plan};
 
@@ -79,6 +81,9 @@ pub fn rules() -> Vec<Box<dyn OptimizerRule>> {
         Box::new(FuseMaps),
         // Independent of the others; before `InsertPrefetch` like every fusion.
         Box::new(FuseShuffleRepeat),
+        // After map fusion (the map before the batch is whole) and before map+batch
+        // fusion (which would hide the batch behind the map).
+        Box::new(VectorizePastBatch),
         // After map fusion, so that the batch takes the whole fused map.
         Box::new(FuseMapBatch),
         // Last: it looks at the plan's final node, which the rules above may change.
@@ -248,15 +253,23 @@ mod tests {
         let rules: Vec<&str> = o.applied.iter().map(|a| a.rule).collect();
         assert_eq!(
             rules,
-            ["eliminate_noops", "push_take_down", "fuse_maps", "fuse_map_batch", "insert_prefetch"]
+            [
+                "eliminate_noops",
+                "push_take_down",
+                "fuse_maps",
+                "vectorize_past_batch",
+                "fuse_map_batch",
+                "insert_prefetch"
+            ]
         );
         assert_eq!(o.applied.last().unwrap().after, o.plan.explain());
         insta::assert_snapshot!(o.plan.explain(), @r"
         Prefetch: buffer=auto -> batch<{x: f32[4], label: i64}>
-          MapBatch: fns=[parse_example, expr], parallel=1, deterministic=true, size=4, drop_remainder=false -> batch<{x: f32[4], label: i64}>
-            Take: count=10 -> record
-              Interleave: reader=tfrecord, cycle_length=1, block_length=1, parallel=1, deterministic=true, compression=auto, on_corrupt=fail, verify_crc=true -> record
-                Files: pattern=$files, shuffle_seed=none -> path
+          Map: fns=[expr], parallel=1, deterministic=true -> batch<{x: f32[4], label: i64}>
+            MapBatch: fns=[parse_example], parallel=1, deterministic=true, size=4, drop_remainder=false -> batch<{x: f32[4], label: i64}>
+              Take: count=10 -> record
+                Interleave: reader=tfrecord, cycle_length=1, block_length=1, parallel=1, deterministic=true, compression=auto, on_corrupt=fail, verify_crc=true -> record
+                  Files: pattern=$files, shuffle_seed=none -> path
         ");
         // Optimizing again changes nothing.
         assert!(optimize(o.plan).applied.is_empty());

@@ -153,7 +153,7 @@ pub fn lower(p: &ast::Pipeline, decls: &Declarations, diags: &mut Vec<Diagnostic
                 let mut ops = Vec::new();
                 for st in s.body.iter().flat_map(|b| &b.stmts) {
                     let op = map_op(st, &element, decls, diags)?;
-                    element = apply(&element, &op);
+                    element = op.apply(&element);
                     ops.push(op);
                 }
                 Plan::Map(Map {
@@ -419,32 +419,4 @@ fn parse_example(
     let fields =
         decls.schema.iter().map(|f| FieldType { name: f.name.clone(), ty: Some(f.ty.clone()) }).collect();
     Some(MapOp::ParseExample { fields })
-}
-
-/// The element after an operation.
-fn apply(element: &Element, op: &MapOp) -> Element {
-    match op {
-        MapOp::ParseExample { fields } => match element {
-            Element::Batch(_) => Element::Batch(Box::new(Element::Fields(fields.clone()))),
-            _ => Element::Fields(fields.clone()),
-        },
-        MapOp::Assign { target, ty, .. } => {
-            let assign = |fields: &[FieldType]| {
-                let mut fields = fields.to_vec();
-                match fields.iter_mut().find(|f| &f.name == target) {
-                    Some(f) => f.ty = Some(ty.clone()),
-                    None => fields.push(FieldType { name: target.clone(), ty: Some(ty.clone()) }),
-                }
-                Element::Fields(fields)
-            };
-            match element {
-                Element::Fields(f) => assign(f),
-                Element::Batch(inner) => match &**inner {
-                    Element::Fields(f) => Element::Batch(Box::new(assign(f))),
-                    _ => Element::Batch(Box::new(assign(&[]))),
-                },
-                _ => assign(&[]),
-            }
-        }
-    }
 }

@@ -98,7 +98,32 @@ pub enum MapOp {
         text: String,
         /// The type of the value.
         ty: TensorType,
+        /// The fields the expression reads.
+        reads: Vec<String>,
     },
+}
+
+/// `parses=[...]`: the features a map's `parse_example` decodes (what `prune_fields`
+/// narrows), when it has one.
+fn parses(ops: &[MapOp]) -> Option<(&'static str, String)> {
+    ops.iter().find_map(|op| match op {
+        MapOp::ParseExample { fields } => {
+            let names: Vec<&str> = fields.iter().map(|f| f.name.as_str()).collect();
+            Some(("parses", format!("[{}]", names.join(", "))))
+        }
+        MapOp::Assign { .. } => None,
+    })
+}
+
+/// `element` with only `names` kept, in that order (through batches).
+pub fn select_fields(element: &Element, names: &[String]) -> Element {
+    match element {
+        Element::Fields(fields) => Element::Fields(
+            names.iter().filter_map(|n| fields.iter().find(|f| &f.name == n).cloned()).collect(),
+        ),
+        Element::Batch(inner) => Element::Batch(Box::new(select_fields(inner, names))),
+        other => other.clone(),
+    }
 }
 
 /// The element after applying `ops` to `input` in order.
@@ -198,6 +223,17 @@ pub struct Filter {
     pub input: Box<Plan>,
     /// The predicate as written (checked to be one `bool` per element).
     pub predicate: String,
+    /// The fields the predicate reads.
+    pub reads: Vec<String>,
+}
+
+/// Keeps only the named fields, in this order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Select {
+    /// Input.
+    pub input: Box<Plan>,
+    /// The fields kept.
+    pub fields: Vec<String>,
 }
 
 /// Shuffles with a buffer.
@@ -282,6 +318,8 @@ pub enum Plan {
     Map(Map),
     /// `filter(...)`.
     Filter(Filter),
+    /// `select(field, ...)`.
+    Select(Select),
     /// `shuffle(...)`.
     Shuffle(Shuffle),
     /// `batch(...)` / `padded_batch(...)`.
@@ -314,6 +352,7 @@ impl Plan {
             Plan::Interleave(n) => Some(&n.input),
             Plan::Map(n) => Some(&n.input),
             Plan::Filter(n) => Some(&n.input),
+            Plan::Select(n) => Some(&n.input),
             Plan::Shuffle(n) => Some(&n.input),
             Plan::Batch(n) => Some(&n.input),
             Plan::ShuffleRepeat(n) => Some(&n.input),
@@ -335,6 +374,7 @@ impl Plan {
             Plan::Interleave(n) => Some(&mut n.input),
             Plan::Map(n) => Some(&mut n.input),
             Plan::Filter(n) => Some(&mut n.input),
+            Plan::Select(n) => Some(&mut n.input),
             Plan::Shuffle(n) => Some(&mut n.input),
             Plan::Batch(n) => Some(&mut n.input),
             Plan::ShuffleRepeat(n) => Some(&mut n.input),
@@ -355,6 +395,7 @@ impl Plan {
             Plan::Files(_) => Element::Path,
             Plan::Interleave(_) => Element::Record,
             Plan::Map(m) => m.output.clone(),
+            Plan::Select(n) => select_fields(&n.input.output(), &n.fields),
             Plan::Batch(b) => Element::Batch(Box::new(b.input.output())),
             Plan::MapBatch(m) => Element::Batch(Box::new(m.map_output.clone())),
             Plan::Unbatch(i) => match i.output() {
@@ -398,14 +439,15 @@ impl Plan {
             Plan::Map(n) => {
                 let fns: Vec<&str> = n.ops.iter().map(MapOp::name).collect();
                 s.push_str("Map:");
-                kv(
-                    &mut s,
-                    &[
-                        ("fns", format!("[{}]", fns.join(", "))),
-                        ("parallel", n.parallel.to_string()),
-                        ("deterministic", n.deterministic.to_string()),
-                    ],
-                );
+                let mut pairs = vec![("fns", format!("[{}]", fns.join(", ")))];
+                pairs.extend(parses(&n.ops));
+                pairs.push(("parallel", n.parallel.to_string()));
+                pairs.push(("deterministic", n.deterministic.to_string()));
+                kv(&mut s, &pairs);
+            }
+            Plan::Select(n) => {
+                s.push_str("Select:");
+                kv(&mut s, &[("fields", format!("[{}]", n.fields.join(", ")))]);
             }
             Plan::Filter(n) => {
                 s.push_str("Filter:");
@@ -446,16 +488,13 @@ impl Plan {
             Plan::MapBatch(n) => {
                 let fns: Vec<&str> = n.ops.iter().map(MapOp::name).collect();
                 s.push_str("MapBatch:");
-                kv(
-                    &mut s,
-                    &[
-                        ("fns", format!("[{}]", fns.join(", "))),
-                        ("parallel", n.parallel.to_string()),
-                        ("deterministic", n.deterministic.to_string()),
-                        ("size", n.size.to_string()),
-                        ("drop_remainder", n.drop_remainder.to_string()),
-                    ],
-                );
+                let mut pairs = vec![("fns", format!("[{}]", fns.join(", ")))];
+                pairs.extend(parses(&n.ops));
+                pairs.push(("parallel", n.parallel.to_string()));
+                pairs.push(("deterministic", n.deterministic.to_string()));
+                pairs.push(("size", n.size.to_string()));
+                pairs.push(("drop_remainder", n.drop_remainder.to_string()));
+                kv(&mut s, &pairs);
             }
             Plan::Repeat(p)
             | Plan::Take(p)

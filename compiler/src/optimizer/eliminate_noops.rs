@@ -118,7 +118,7 @@ mod tests {
         Prefetch: buffer=auto -> batch<{x: f32[4], label: i64}>
           Batch: size=4, drop_remainder=false -> batch<{x: f32[4], label: i64}>
             Prefetch: buffer=2 -> {x: f32[4], label: i64}
-              Map: fns=[parse_example], parallel=1, deterministic=true -> {x: f32[4], label: i64}
+              Map: fns=[parse_example], parses=[x, label], parallel=1, deterministic=true -> {x: f32[4], label: i64}
                 Shuffle: buffer=16, seed=none, reshuffle_each_epoch=true -> record
                   Skip: count=1 -> record
                     Repeat: count=2 -> record

@@ -67,7 +67,7 @@ mod tests {
         insta::assert_snapshot!(text, @r"
         changed=true
         Filter: predicate=(label >= 0) && (label < 10 || label == 99) && (label != 5) -> {x: f32[4], label: i64}
-          Map: fns=[parse_example], parallel=1, deterministic=true -> {x: f32[4], label: i64}
+          Map: fns=[parse_example], parses=[x, label], parallel=1, deterministic=true -> {x: f32[4], label: i64}
             Interleave: reader=tfrecord, cycle_length=1, block_length=1, parallel=1, deterministic=true, compression=auto, on_corrupt=fail, verify_crc=true -> record
               Files: pattern=$files, shuffle_seed=none -> path
         ");
@@ -90,7 +90,7 @@ mod tests {
         Filter: predicate=label < 10 -> {x: f32[4], label: i64}
           Shuffle: buffer=16, seed=none, reshuffle_each_epoch=true -> {x: f32[4], label: i64}
             Filter: predicate=label >= 0 -> {x: f32[4], label: i64}
-              Map: fns=[parse_example], parallel=1, deterministic=true -> {x: f32[4], label: i64}
+              Map: fns=[parse_example], parses=[x, label], parallel=1, deterministic=true -> {x: f32[4], label: i64}
                 Interleave: reader=tfrecord, cycle_length=1, block_length=1, parallel=1, deterministic=true, compression=auto, on_corrupt=fail, verify_crc=true -> record
                   Files: pattern=$files, shuffle_seed=none -> path
         ");

@@ -66,7 +66,7 @@ mod tests {
         );
         insta::assert_snapshot!(text, @r"
         changed=true
-        MapBatch: fns=[parse_example], parallel=auto, deterministic=true, size=512, drop_remainder=true -> batch<{x: f32[4], label: i64}>
+        MapBatch: fns=[parse_example], parses=[x, label], parallel=auto, deterministic=true, size=512, drop_remainder=true -> batch<{x: f32[4], label: i64}>
           Interleave: reader=tfrecord, cycle_length=1, block_length=1, parallel=1, deterministic=true, compression=auto, on_corrupt=fail, verify_crc=true -> record
             Files: pattern=$files, shuffle_seed=none -> path
         ");
@@ -86,7 +86,7 @@ mod tests {
         insta::assert_snapshot!(text, @r"
         changed=false
         PaddedBatch: size=4, drop_remainder=false, pad_to=longest -> batch<batch<{x: f32[4], label: i64}>>
-          Map: fns=[parse_example], parallel=1, deterministic=true -> batch<{x: f32[4], label: i64}>
+          Map: fns=[parse_example], parses=[x, label], parallel=1, deterministic=true -> batch<{x: f32[4], label: i64}>
             Batch: size=64, drop_remainder=false -> batch<record>
               Interleave: reader=tfrecord, cycle_length=1, block_length=1, parallel=1, deterministic=true, compression=auto, on_corrupt=fail, verify_crc=true -> record
                 Files: pattern=$files, shuffle_seed=none -> path

@@ -65,7 +65,7 @@ mod tests {
         );
         insta::assert_snapshot!(text, @r"
         changed=true
-        Map: fns=[parse_example, expr, expr], parallel=auto, deterministic=true -> {x: f32[4], label: i64}
+        Map: fns=[parse_example, expr, expr], parses=[x, label], parallel=auto, deterministic=true -> {x: f32[4], label: i64}
           Interleave: reader=tfrecord, cycle_length=1, block_length=1, parallel=1, deterministic=true, compression=auto, on_corrupt=fail, verify_crc=true -> record
             Files: pattern=$files, shuffle_seed=none -> path
         ");
@@ -88,7 +88,7 @@ mod tests {
         Map: fns=[expr], parallel=1, deterministic=false -> {x: f32[4], label: i64}
           Filter: predicate=label >= 0 -> {x: f32[4], label: i64}
             Map: fns=[expr], parallel=1, deterministic=false -> {x: f32[4], label: i64}
-              Map: fns=[parse_example], parallel=1, deterministic=true -> {x: f32[4], label: i64}
+              Map: fns=[parse_example], parses=[x, label], parallel=1, deterministic=true -> {x: f32[4], label: i64}
                 Interleave: reader=tfrecord, cycle_length=1, block_length=1, parallel=1, deterministic=true, compression=auto, on_corrupt=fail, verify_crc=true -> record
                   Files: pattern=$files, shuffle_seed=none -> path
         ");

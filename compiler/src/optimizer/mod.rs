@@ -15,6 +15,7 @@ mod fuse_map_batch;
 mod fuse_maps;
 mod fuse_shuffle_repeat;
 mod insert_prefetch;
+mod prune_fields;
 mod push_shard_down;
 mod push_take_down;
 mod vectorize_past_batch;
@@ -25,6 +26,7 @@ pub use fuse_map_batch::FuseMapBatch;
 pub use fuse_maps::FuseMaps;
 pub use fuse_shuffle_repeat::FuseShuffleRepeat;
 pub use insert_prefetch::InsertPrefetch;
+pub use prune_fields::PruneFields;
 pub use push_shard_down::PushShardDown;
 pub use push_take_down::PushTakeDown;
 pub use vectorize_past_batch::VectorizePastBatch;
@@ -69,6 +71,9 @@ pub fn rules() -> Vec<Box<dyn OptimizerRule>> {
         // First, so that a stage doing nothing does not keep two stages that could be
         // fused or moved past each other apart.
         Box::new(EliminateNoops),
+        // Early, while each `parse_example` still sits in its own map: it only narrows
+        // what is parsed, and never moves a stage.
+        Box::new(PruneFields),
         // Structural moves before fusions: shard the file list while the `Interleave`
         // still sits right on `Files`.
         Box::new(PushShardDown),
@@ -266,7 +271,7 @@ mod tests {
         insta::assert_snapshot!(o.plan.explain(), @r"
         Prefetch: buffer=auto -> batch<{x: f32[4], label: i64}>
           Map: fns=[expr], parallel=1, deterministic=true -> batch<{x: f32[4], label: i64}>
-            MapBatch: fns=[parse_example], parallel=1, deterministic=true, size=4, drop_remainder=false -> batch<{x: f32[4], label: i64}>
+            MapBatch: fns=[parse_example], parses=[x, label], parallel=1, deterministic=true, size=4, drop_remainder=false -> batch<{x: f32[4], label: i64}>
               Take: count=10 -> record
                 Interleave: reader=tfrecord, cycle_length=1, block_length=1, parallel=1, deterministic=true, compression=auto, on_corrupt=fail, verify_crc=true -> record
                   Files: pattern=$files, shuffle_seed=none -> path

@@ -72,7 +72,7 @@ mod tests {
         );
         insta::assert_snapshot!(text, @r"
         changed=true
-        Map: fns=[parse_example], parallel=1, deterministic=true -> {x: f32[4], label: i64}
+        Map: fns=[parse_example], parses=[x, label], parallel=1, deterministic=true -> {x: f32[4], label: i64}
           Interleave: reader=tfrecord, cycle_length=4, block_length=1, parallel=1, deterministic=true, compression=auto, on_corrupt=fail, verify_crc=true -> record
             Shard: num_shards=8, index=3 -> path
               Files: pattern=$files, shuffle_seed=7 -> path

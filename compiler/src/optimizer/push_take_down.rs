@@ -67,7 +67,7 @@ mod tests {
         insta::assert_snapshot!(text, @r"
         changed=true
         Map: fns=[expr], parallel=1, deterministic=true -> {x: f32[4], label: i64}
-          Map: fns=[parse_example], parallel=1, deterministic=true -> {x: f32[4], label: i64}
+          Map: fns=[parse_example], parses=[x, label], parallel=1, deterministic=true -> {x: f32[4], label: i64}
             Take: count=10 -> record
               Shuffle: buffer=100, seed=none, reshuffle_each_epoch=true -> record
                 Interleave: reader=tfrecord, cycle_length=1, block_length=1, parallel=1, deterministic=true, compression=auto, on_corrupt=fail, verify_crc=true -> record
@@ -92,7 +92,7 @@ mod tests {
         changed=false
         Take: count=10 -> {x: f32[4], label: i64}
           Filter: predicate=label >= 0 -> {x: f32[4], label: i64}
-            Map: fns=[parse_example], parallel=1, deterministic=true -> {x: f32[4], label: i64}
+            Map: fns=[parse_example], parses=[x, label], parallel=1, deterministic=true -> {x: f32[4], label: i64}
               Interleave: reader=tfrecord, cycle_length=1, block_length=1, parallel=1, deterministic=true, compression=auto, on_corrupt=fail, verify_crc=true -> record
                 Files: pattern=$files, shuffle_seed=none -> path
         ");

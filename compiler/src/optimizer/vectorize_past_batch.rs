@@ -94,7 +94,7 @@ mod tests {
         changed=true
         Map: fns=[cast, normalize], parallel=auto, deterministic=true -> batch<{image: f32[8, 8, 3], label: i64}>
           Batch: size=32, drop_remainder=false -> batch<{image: f32[8, 8, 3], label: i64}>
-            Map: fns=[parse_example, decode_jpeg, resize], parallel=auto, deterministic=true -> {image: f32[8, 8, 3], label: i64}
+            Map: fns=[parse_example, decode_jpeg, resize], parses=[image, label], parallel=auto, deterministic=true -> {image: f32[8, 8, 3], label: i64}
               Interleave: reader=tfrecord, cycle_length=1, block_length=1, parallel=1, deterministic=true, compression=auto, on_corrupt=fail, verify_crc=true -> record
                 Files: pattern=$files, shuffle_seed=none -> path
         ");

@@ -231,6 +231,7 @@ impl Cx<'_> {
                 }
             }
             Plan::Filter(_) => ExecStage { name: "FilterExec", threads: "1".into(), held: 0, bytes: 0 },
+            Plan::Select(_) => ExecStage { name: "SelectExec", threads: "1".into(), held: 0, bytes: 0 },
             Plan::Shuffle(s) => {
                 let held = self.count(
                     &s.buffer,

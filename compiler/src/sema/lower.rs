@@ -7,7 +7,8 @@
 //! second source, E0303 `tfrecord` with no files to read, E0304 `interleave` not reading
 //! files, E0305 `parse_example` without records or without a schema, E0306 `unbatch` of
 //! unbatched elements, E0307 an `interleave` block without exactly one reader, E0308
-//! `batch` of fields whose size varies, E0407 a `filter` predicate that is not one bool.
+//! `batch` of fields whose size varies, E0407 a `filter` predicate that is not one bool;
+//! `select` of an unknown field is E0401.
 //!
 //! Per-field operations other than `parse_example` are kept as written; typing them is
 //! the next step of [3/9].
@@ -185,7 +186,38 @@ pub fn lower(p: &ast::Pipeline, decls: &Declarations, diags: &mut Vec<Diagnostic
                     );
                     return None;
                 }
-                Plan::Filter(Filter { input, predicate: pred.to_string() })
+                Plan::Filter(Filter { input, predicate: pred.to_string(), reads: reads(pred, fields) })
+            }
+            "select" => {
+                let element = input.output();
+                let fields: Vec<String> = match &element {
+                    Element::Fields(f) => f.iter().map(|x| x.name.clone()).collect(),
+                    Element::Batch(inner) => match &**inner {
+                        Element::Fields(f) => f.iter().map(|x| x.name.clone()).collect(),
+                        _ => Vec::new(),
+                    },
+                    _ => Vec::new(),
+                };
+                let mut kept = Vec::new();
+                for a in &s.args {
+                    let name = a.value.to_string();
+                    if !fields.contains(&name) {
+                        let known: Vec<&str> = fields.iter().map(String::as_str).collect();
+                        let d = Diagnostic::error(
+                            "E0401",
+                            format!("unknown field `{name}`"),
+                            a.span,
+                            "not a field of the element here",
+                        );
+                        diags.push(match super::decls::closest(&name, &known) {
+                            Some(c) => d.with_help(format!("did you mean `{c}`?")),
+                            None => d.with_note(format!("the fields here: {}", fields.join(", "))),
+                        });
+                        return None;
+                    }
+                    kept.push(name);
+                }
+                Plan::Select(Select { input, fields: kept })
             }
             "shuffle" => Plan::Shuffle(Shuffle {
                 input,
@@ -236,6 +268,32 @@ pub fn lower(p: &ast::Pipeline, decls: &Declarations, diags: &mut Vec<Diagnostic
         plan = Some(node);
     }
     plan
+}
+
+/// The fields an expression reads: the names in it that are fields here (not callees,
+/// parameters or words).
+fn reads(e: &ast::Expr, fields: &[FieldType]) -> Vec<String> {
+    fn walk(e: &ast::Expr, fields: &[FieldType], out: &mut Vec<String>) {
+        match &e.kind {
+            ExprKind::Path(p) if p.segments.len() == 1 => {
+                let n = &p.segments[0].name;
+                if fields.iter().any(|f| &f.name == n) && !out.contains(n) {
+                    out.push(n.clone());
+                }
+            }
+            ExprKind::List(items) => items.iter().for_each(|i| walk(i, fields, out)),
+            ExprKind::Call { args, .. } => args.iter().for_each(|a| walk(&a.value, fields, out)),
+            ExprKind::Unary(_, x) => walk(x, fields, out),
+            ExprKind::Binary(_, l, r) => {
+                walk(l, fields, out);
+                walk(r, fields, out);
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(e, fields, &mut out);
+    out
 }
 
 /// Whether plain `batch` can stack these elements into dense columns: fields of fixed
@@ -383,6 +441,7 @@ fn map_op(
         op: call_name.unwrap_or_else(|| "expr".into()),
         text: st.value.to_string(),
         ty,
+        reads: reads(&st.value, fields),
     })
 }
 

@@ -151,6 +151,8 @@ pub const STAGES: &[StageSig] = &[
         block: BlockKind::Statements,
     },
     StageSig { name: "filter", args: &[req("predicate", Expr)], block: BlockKind::None },
+    // Variadic: the fields to keep (checked against the element by the lowering).
+    StageSig { name: "select", args: &[], block: BlockKind::None },
     StageSig {
         name: "shuffle",
         args: &[req("buffer", Count), opt("seed", UInt), opt("reshuffle_each_epoch", Bool)],
@@ -199,6 +201,34 @@ fn check_stage(s: &ast::Stage, decls: &Declarations, diags: &mut Vec<Diagnostic>
         });
         return;
     };
+    if sig.name == "select" {
+        if s.args.is_empty() {
+            diags.push(
+                Diagnostic::error("E0203", "`select` needs the fields to keep", s.name.span, "no fields")
+                    .with_help("write `select(image, label);`"),
+            );
+        }
+        for a in &s.args {
+            let is_name = matches!(&a.value.kind, ExprKind::Path(p) if p.segments.len() == 1);
+            if a.name.is_some() || !is_name {
+                diags.push(Diagnostic::error(
+                    "E0205",
+                    "`select` takes field names",
+                    a.span,
+                    "not a field name",
+                ));
+            }
+        }
+        if let Some(b) = &s.body {
+            diags.push(Diagnostic::error(
+                "E0208",
+                "`select` does not take a block",
+                b.span,
+                "unexpected block",
+            ));
+        }
+        return;
+    }
     // Arguments: positional ones fill the signature in order, then named ones by name.
     let mut given: Vec<Option<&ast::Arg>> = vec![None; sig.args.len()];
     let mut next_positional = 0;

@@ -1,0 +1,131 @@
+//! `prune_fields`: `parse_example` decodes only the features the rest of the pipeline
+//! uses: those in the final element, those a `filter` or an operation reads, and not
+//! those a `select` drops or an assignment overwrites before any read.
+//!
+//! ```text
+//! before                                              after
+//! Select: fields=[image, label]                       Select: fields=[image, label]
+//!   Map: fns=[parse_example{image, label, bbox,         Map: fns=[parse_example{image, label},
+//!             text}, decode_jpeg]                                 decode_jpeg]
+//! ```
+
+use std::collections::BTreeSet;
+
+use crate::ir::plan::{Element, MapOp, Plan, apply_ops};
+
+use super::{OptimizerRule, Transformed};
+
+/// Parses only the features that are used.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PruneFields;
+
+impl OptimizerRule for PruneFields {
+    fn name(&self) -> &'static str {
+        "prune_fields"
+    }
+
+    fn rewrite(&self, mut plan: Plan) -> Transformed {
+        let needed = field_names(&plan.output());
+        let changed = prune(&mut plan, needed);
+        if changed {
+            refresh(&mut plan);
+        }
+        Transformed { plan, changed }
+    }
+}
+
+fn field_names(e: &Element) -> BTreeSet<String> {
+    match e {
+        Element::Fields(f) => f.iter().map(|x| x.name.clone()).collect(),
+        Element::Batch(inner) => field_names(inner),
+        _ => BTreeSet::new(),
+    }
+}
+
+/// Prunes below `node`, given the fields needed from its output.
+fn prune(node: &mut Plan, mut needed: BTreeSet<String>) -> bool {
+    let mut changed = false;
+    let mut ops_of = |ops: &mut Vec<MapOp>, needed: &mut BTreeSet<String>| {
+        for op in ops.iter_mut().rev() {
+            match op {
+                MapOp::Assign { target, reads, .. } => {
+                    needed.remove(target.as_str());
+                    needed.extend(reads.iter().cloned());
+                }
+                MapOp::ParseExample { fields } => {
+                    let before = fields.len();
+                    fields.retain(|f| needed.contains(&f.name));
+                    changed |= fields.len() != before;
+                    // Below the parse, elements are records: no fields.
+                    needed.clear();
+                }
+            }
+        }
+    };
+    match node {
+        Plan::Select(s) => {
+            let before = s.fields.len();
+            s.fields.retain(|f| needed.contains(f));
+            changed |= s.fields.len() != before;
+            needed = s.fields.iter().cloned().collect();
+        }
+        Plan::Filter(f) => needed.extend(f.reads.iter().cloned()),
+        Plan::Map(m) => ops_of(&mut m.ops, &mut needed),
+        Plan::MapBatch(m) => ops_of(&mut m.ops, &mut needed),
+        _ => {}
+    }
+    match node.input_mut() {
+        Some(input) => prune(input, needed) | changed,
+        None => changed,
+    }
+}
+
+/// Recomputes the element types the maps store, from the source up.
+fn refresh(node: &mut Plan) {
+    if let Some(input) = node.input_mut() {
+        refresh(input);
+    }
+    match node {
+        Plan::Map(m) => m.output = apply_ops(&m.input.output(), &m.ops),
+        Plan::MapBatch(m) => m.map_output = apply_ops(&m.input.output(), &m.ops),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::optimizer::tests::check;
+
+    const HEAD: &str = "pipeline p(files: glob = \"d/*\") {
+        schema { image: bytes, label: i64, bbox: f32[4], text: bytes, weight: f32 }
+        tfrecords(files);";
+
+    #[test]
+    fn applies_to_features_nothing_uses() {
+        let text = check(
+            &PruneFields,
+            &format!(
+                "{HEAD}
+                 map {{ parse_example(); image = decode_jpeg(image); image = resize(image, 8, 8); }}
+                 filter(weight > 0.0);
+                 select(image, label);
+             }}"
+            ),
+        );
+        insta::assert_snapshot!(text, @r"
+        changed=true
+        Select: fields=[image, label] -> {image: f32[8, 8, 3], label: i64}
+          Filter: predicate=weight > 0.0 -> {image: f32[8, 8, 3], label: i64, weight: f32}
+            Map: fns=[parse_example, decode_jpeg, resize], parses=[image, label, weight], parallel=1, deterministic=true -> {image: f32[8, 8, 3], label: i64, weight: f32}
+              Interleave: reader=tfrecord, cycle_length=1, block_length=1, parallel=1, deterministic=true, compression=auto, on_corrupt=fail, verify_crc=true -> record
+                Files: pattern=$files, shuffle_seed=none -> path
+        ");
+    }
+
+    #[test]
+    fn does_not_apply_when_every_feature_is_used() {
+        let text = check(&PruneFields, &format!("{HEAD} map {{ parse_example(); }} batch(4); }}"));
+        assert!(text.starts_with("changed=false"), "{text}");
+    }
+}

@@ -227,6 +227,26 @@ pub struct Filter {
     pub reads: Vec<String>,
 }
 
+/// `map` then `filter`, fused by the optimizer: each worker maps an element and tests
+/// it in one pass, so rejected elements never cross a queue.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MapFilter {
+    /// Input.
+    pub input: Box<Plan>,
+    /// The map's operations, in order.
+    pub ops: Vec<MapOp>,
+    /// Worker threads.
+    pub parallel: ArgValue,
+    /// Keep the order.
+    pub deterministic: bool,
+    /// What comes out (the map's output; the filter keeps the type).
+    pub output: Element,
+    /// The predicate, tested on the mapped element.
+    pub predicate: String,
+    /// The fields the predicate reads.
+    pub reads: Vec<String>,
+}
+
 /// Keeps only the named fields, in this order.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Select {
@@ -320,6 +340,8 @@ pub enum Plan {
     Filter(Filter),
     /// `select(field, ...)`.
     Select(Select),
+    /// A map and the filter on it, fused.
+    MapFilter(MapFilter),
     /// `shuffle(...)`.
     Shuffle(Shuffle),
     /// `batch(...)` / `padded_batch(...)`.
@@ -353,6 +375,7 @@ impl Plan {
             Plan::Map(n) => Some(&n.input),
             Plan::Filter(n) => Some(&n.input),
             Plan::Select(n) => Some(&n.input),
+            Plan::MapFilter(n) => Some(&n.input),
             Plan::Shuffle(n) => Some(&n.input),
             Plan::Batch(n) => Some(&n.input),
             Plan::ShuffleRepeat(n) => Some(&n.input),
@@ -375,6 +398,7 @@ impl Plan {
             Plan::Map(n) => Some(&mut n.input),
             Plan::Filter(n) => Some(&mut n.input),
             Plan::Select(n) => Some(&mut n.input),
+            Plan::MapFilter(n) => Some(&mut n.input),
             Plan::Shuffle(n) => Some(&mut n.input),
             Plan::Batch(n) => Some(&mut n.input),
             Plan::ShuffleRepeat(n) => Some(&mut n.input),
@@ -396,6 +420,7 @@ impl Plan {
             Plan::Interleave(_) => Element::Record,
             Plan::Map(m) => m.output.clone(),
             Plan::Select(n) => select_fields(&n.input.output(), &n.fields),
+            Plan::MapFilter(n) => n.output.clone(),
             Plan::Batch(b) => Element::Batch(Box::new(b.input.output())),
             Plan::MapBatch(m) => Element::Batch(Box::new(m.map_output.clone())),
             Plan::Unbatch(i) => match i.output() {
@@ -441,6 +466,16 @@ impl Plan {
                 s.push_str("Map:");
                 let mut pairs = vec![("fns", format!("[{}]", fns.join(", ")))];
                 pairs.extend(parses(&n.ops));
+                pairs.push(("parallel", n.parallel.to_string()));
+                pairs.push(("deterministic", n.deterministic.to_string()));
+                kv(&mut s, &pairs);
+            }
+            Plan::MapFilter(n) => {
+                let fns: Vec<&str> = n.ops.iter().map(MapOp::name).collect();
+                s.push_str("MapFilter:");
+                let mut pairs = vec![("fns", format!("[{}]", fns.join(", ")))];
+                pairs.extend(parses(&n.ops));
+                pairs.push(("predicate", n.predicate.clone()));
                 pairs.push(("parallel", n.parallel.to_string()));
                 pairs.push(("deterministic", n.deterministic.to_string()));
                 kv(&mut s, &pairs);

@@ -12,6 +12,7 @@
 mod eliminate_noops;
 mod fuse_filters;
 mod fuse_map_batch;
+mod fuse_map_filter;
 mod fuse_maps;
 mod fuse_shuffle_repeat;
 mod insert_prefetch;
@@ -23,6 +24,7 @@ mod vectorize_past_batch;
 pub use eliminate_noops::EliminateNoops;
 pub use fuse_filters::FuseFilters;
 pub use fuse_map_batch::FuseMapBatch;
+pub use fuse_map_filter::FuseMapFilter;
 pub use fuse_maps::FuseMaps;
 pub use fuse_shuffle_repeat::FuseShuffleRepeat;
 pub use insert_prefetch::InsertPrefetch;
@@ -91,6 +93,9 @@ pub fn rules() -> Vec<Box<dyn OptimizerRule>> {
         Box::new(VectorizePastBatch),
         // After map fusion, so that the batch takes the whole fused map.
         Box::new(FuseMapBatch),
+        // After map+batch fusion: a map that feeds a batch fuses with the batch (the
+        // bigger win); one that feeds a filter fuses with the filter.
+        Box::new(FuseMapFilter),
         // Last: it looks at the plan's final node, which the rules above may change.
         Box::new(InsertPrefetch),
     ]

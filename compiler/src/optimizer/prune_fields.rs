@@ -71,6 +71,10 @@ fn prune(node: &mut Plan, mut needed: BTreeSet<String>) -> bool {
         }
         Plan::Filter(f) => needed.extend(f.reads.iter().cloned()),
         Plan::Map(m) => ops_of(&mut m.ops, &mut needed),
+        Plan::MapFilter(m) => {
+            needed.extend(m.reads.iter().cloned());
+            ops_of(&mut m.ops, &mut needed)
+        }
         Plan::MapBatch(m) => ops_of(&mut m.ops, &mut needed),
         _ => {}
     }
@@ -87,6 +91,7 @@ fn refresh(node: &mut Plan) {
     }
     match node {
         Plan::Map(m) => m.output = apply_ops(&m.input.output(), &m.ops),
+        Plan::MapFilter(m) => m.output = apply_ops(&m.input.output(), &m.ops),
         Plan::MapBatch(m) => m.map_output = apply_ops(&m.input.output(), &m.ops),
         _ => {}
     }

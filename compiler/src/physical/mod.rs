@@ -206,6 +206,15 @@ impl Cx<'_> {
                 };
                 ExecStage { name: "MapExec", threads, held, bytes: held.saturating_mul(elem(self)) }
             }
+            Plan::MapFilter(m) => {
+                let (threads, workers) = self.threads(&m.parallel);
+                let held = match m.parallel {
+                    _ if workers <= 1 => 1,
+                    ArgValue::Auto => workers + 1,
+                    _ => 2 * workers,
+                };
+                ExecStage { name: "MapFilterExec", threads, held, bytes: held.saturating_mul(elem(self)) }
+            }
             Plan::MapBatch(m) => {
                 // Workers write mapped elements straight into batch columns: the window
                 // holds whole batches.

@@ -57,6 +57,18 @@ pub enum Element {
     Batch(Box<Element>),
 }
 
+impl Element {
+    /// The named fields of these elements (of a batch's rows), or none for paths and
+    /// records.
+    pub fn fields(&self) -> &[FieldType] {
+        match self {
+            Element::Fields(f) => f,
+            Element::Batch(inner) => inner.fields(),
+            Element::Path | Element::Record => &[],
+        }
+    }
+}
+
 impl fmt::Display for Element {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -101,6 +113,14 @@ pub enum MapOp {
         /// The fields the expression reads.
         reads: Vec<String>,
     },
+}
+
+/// The keys every map-like node starts with: its operations and what it parses.
+fn map_pairs(ops: &[MapOp]) -> Vec<(&'static str, String)> {
+    let fns: Vec<&str> = ops.iter().map(MapOp::name).collect();
+    let mut pairs = vec![("fns", format!("[{}]", fns.join(", ")))];
+    pairs.extend(parses(ops));
+    pairs
 }
 
 /// `parses=[...]`: the features a map's `parse_example` decodes (what `prune_fields`
@@ -462,19 +482,15 @@ impl Plan {
                 );
             }
             Plan::Map(n) => {
-                let fns: Vec<&str> = n.ops.iter().map(MapOp::name).collect();
                 s.push_str("Map:");
-                let mut pairs = vec![("fns", format!("[{}]", fns.join(", ")))];
-                pairs.extend(parses(&n.ops));
+                let mut pairs = map_pairs(&n.ops);
                 pairs.push(("parallel", n.parallel.to_string()));
                 pairs.push(("deterministic", n.deterministic.to_string()));
                 kv(&mut s, &pairs);
             }
             Plan::MapFilter(n) => {
-                let fns: Vec<&str> = n.ops.iter().map(MapOp::name).collect();
                 s.push_str("MapFilter:");
-                let mut pairs = vec![("fns", format!("[{}]", fns.join(", ")))];
-                pairs.extend(parses(&n.ops));
+                let mut pairs = map_pairs(&n.ops);
                 pairs.push(("predicate", n.predicate.clone()));
                 pairs.push(("parallel", n.parallel.to_string()));
                 pairs.push(("deterministic", n.deterministic.to_string()));
@@ -521,10 +537,8 @@ impl Plan {
                 );
             }
             Plan::MapBatch(n) => {
-                let fns: Vec<&str> = n.ops.iter().map(MapOp::name).collect();
                 s.push_str("MapBatch:");
-                let mut pairs = vec![("fns", format!("[{}]", fns.join(", ")))];
-                pairs.extend(parses(&n.ops));
+                let mut pairs = map_pairs(&n.ops);
                 pairs.push(("parallel", n.parallel.to_string()));
                 pairs.push(("deterministic", n.deterministic.to_string()));
                 pairs.push(("size", n.size.to_string()));

@@ -197,33 +197,19 @@ impl Cx<'_> {
             }
             Plan::Map(m) => {
                 let (threads, workers) = self.threads(&m.parallel);
-                // The in-flight window, as the runtime sizes it: one per worker plus one
-                // finished result (auto), or two per worker (a fixed count).
-                let held = match m.parallel {
-                    _ if workers <= 1 => 1,
-                    ArgValue::Auto => workers + 1,
-                    _ => 2 * workers,
-                };
+                let held = window(&m.parallel, workers);
                 ExecStage { name: "MapExec", threads, held, bytes: held.saturating_mul(elem(self)) }
             }
             Plan::MapFilter(m) => {
                 let (threads, workers) = self.threads(&m.parallel);
-                let held = match m.parallel {
-                    _ if workers <= 1 => 1,
-                    ArgValue::Auto => workers + 1,
-                    _ => 2 * workers,
-                };
+                let held = window(&m.parallel, workers);
                 ExecStage { name: "MapFilterExec", threads, held, bytes: held.saturating_mul(elem(self)) }
             }
             Plan::MapBatch(m) => {
                 // Workers write mapped elements straight into batch columns: the window
                 // holds whole batches.
                 let (threads, workers) = self.threads(&m.parallel);
-                let held = match m.parallel {
-                    _ if workers <= 1 => 1,
-                    ArgValue::Auto => workers + 1,
-                    _ => 2 * workers,
-                };
+                let held = window(&m.parallel, workers);
                 ExecStage { name: "MapBatchExec", threads, held, bytes: held.saturating_mul(elem(self)) }
             }
             Plan::ShuffleRepeat(s) => {
@@ -346,6 +332,16 @@ impl Cx<'_> {
             }
         };
         values.saturating_mul(per_value)
+    }
+}
+
+/// Elements a parallel map holds in flight, as the runtime sizes its window: one per
+/// worker plus one finished result (`auto`), or two per worker (a fixed count).
+fn window(parallel: &ArgValue, workers: u64) -> u64 {
+    match parallel {
+        _ if workers <= 1 => 1,
+        ArgValue::Auto => workers + 1,
+        _ => 2 * workers,
     }
 }
 

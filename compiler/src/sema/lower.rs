@@ -168,10 +168,19 @@ pub fn lower(p: &ast::Pipeline, decls: &Declarations, diags: &mut Vec<Diagnostic
             "filter" => {
                 let pred = args[0]?;
                 let element = input.output();
-                let fields: &[FieldType] = match &element {
-                    Element::Fields(f) => f,
-                    _ => &[],
-                };
+                if matches!(element, Element::Batch(_)) {
+                    diags.push(
+                        Diagnostic::error(
+                            "E0407",
+                            "`filter` keeps or drops elements, not batches",
+                            s.name.span,
+                            format!("its input is {element}"),
+                        )
+                        .with_help("filter before `batch`"),
+                    );
+                    return None;
+                }
+                let fields = element.fields();
                 let ty = super::ops::Typer { fields, decls, diags }.value(pred)?;
                 if ty.dtype != crate::ir::types::DType::Bool || ty.shape != crate::ir::types::Shape::scalar()
                 {
@@ -190,14 +199,7 @@ pub fn lower(p: &ast::Pipeline, decls: &Declarations, diags: &mut Vec<Diagnostic
             }
             "select" => {
                 let element = input.output();
-                let fields: Vec<String> = match &element {
-                    Element::Fields(f) => f.iter().map(|x| x.name.clone()).collect(),
-                    Element::Batch(inner) => match &**inner {
-                        Element::Fields(f) => f.iter().map(|x| x.name.clone()).collect(),
-                        _ => Vec::new(),
-                    },
-                    _ => Vec::new(),
-                };
+                let fields: Vec<String> = element.fields().iter().map(|x| x.name.clone()).collect();
                 let mut kept = Vec::new();
                 for a in &s.args {
                     let name = a.value.to_string();
@@ -427,14 +429,7 @@ fn map_op(
         );
         return None;
     };
-    let fields: &[FieldType] = match element {
-        Element::Fields(f) => f,
-        Element::Batch(inner) => match &**inner {
-            Element::Fields(f) => f,
-            _ => &[],
-        },
-        _ => &[],
-    };
+    let fields = element.fields();
     let ty = super::ops::Typer { fields, decls, diags }.value(&st.value)?;
     Some(MapOp::Assign {
         target: target.name.clone(),

@@ -267,6 +267,23 @@ pub struct MapFilter {
     pub reads: Vec<String>,
 }
 
+/// Mixes the elements of other pipelines of the file, each draw picking an input with
+/// probability proportional to its weight (tf.data's `sample_from_datasets`). A source:
+/// the inputs are planned (and explained) as pipelines of their own.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SampleFrom {
+    /// The pipelines mixed, by name.
+    pub inputs: Vec<String>,
+    /// Their weights, one each.
+    pub weights: Vec<f64>,
+    /// The seed of the draws.
+    pub seed: Option<ArgValue>,
+    /// End at the first exhausted input (else go on with the others).
+    pub stop_on_empty: bool,
+    /// The inputs' (common) element type.
+    pub output: Element,
+}
+
 /// Keeps only the named fields, in this order.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Select {
@@ -352,6 +369,8 @@ pub struct MapBatch {
 pub enum Plan {
     /// `files(...)`.
     Files(Files),
+    /// `sample_from(pipelines..., weights: [...])`: a source mixing other pipelines.
+    SampleFrom(SampleFrom),
     /// Reading records from the files.
     Interleave(Interleave),
     /// `map { ... }`.
@@ -390,7 +409,7 @@ impl Plan {
     /// The node's input, if it has one.
     pub fn input(&self) -> Option<&Plan> {
         match self {
-            Plan::Files(_) => None,
+            Plan::Files(_) | Plan::SampleFrom(_) => None,
             Plan::Interleave(n) => Some(&n.input),
             Plan::Map(n) => Some(&n.input),
             Plan::Filter(n) => Some(&n.input),
@@ -413,7 +432,7 @@ impl Plan {
     /// The node's input, mutably.
     pub fn input_mut(&mut self) -> Option<&mut Plan> {
         match self {
-            Plan::Files(_) => None,
+            Plan::Files(_) | Plan::SampleFrom(_) => None,
             Plan::Interleave(n) => Some(&mut n.input),
             Plan::Map(n) => Some(&mut n.input),
             Plan::Filter(n) => Some(&mut n.input),
@@ -437,6 +456,7 @@ impl Plan {
     pub fn output(&self) -> Element {
         match self {
             Plan::Files(_) => Element::Path,
+            Plan::SampleFrom(n) => n.output.clone(),
             Plan::Interleave(_) => Element::Record,
             Plan::Map(m) => m.output.clone(),
             Plan::Select(n) => select_fields(&n.input.output(), &n.fields),
@@ -495,6 +515,19 @@ impl Plan {
                 pairs.push(("parallel", n.parallel.to_string()));
                 pairs.push(("deterministic", n.deterministic.to_string()));
                 kv(&mut s, &pairs);
+            }
+            Plan::SampleFrom(n) => {
+                s.push_str("SampleFrom:");
+                let weights: Vec<String> = n.weights.iter().map(|w| format!("{w:?}")).collect();
+                kv(
+                    &mut s,
+                    &[
+                        ("inputs", format!("[{}]", n.inputs.join(", "))),
+                        ("weights", format!("[{}]", weights.join(", "))),
+                        ("seed", opt(&n.seed)),
+                        ("stop_on_empty", n.stop_on_empty.to_string()),
+                    ],
+                );
             }
             Plan::Select(n) => {
                 s.push_str("Select:");

@@ -185,6 +185,10 @@ impl Cx<'_> {
         let elem = |cx: &mut Cx<'_>| cx.element_bytes(&element).saturating_mul(rows);
         match n {
             Plan::Files(_) => ExecStage { name: "FilesExec", threads: "1".into(), held: 0, bytes: 0 },
+            Plan::SampleFrom(_) => {
+                self.assumptions.push("the memory of the mixed pipelines on top (see their own plans)");
+                ExecStage { name: "SampleFromExec", threads: "1".into(), held: 0, bytes: 0 }
+            }
             Plan::Interleave(i) => {
                 let (threads, workers) = self.threads(&i.parallel);
                 let cycle =

@@ -8,7 +8,9 @@
 //! files, E0305 `parse_example` without records or without a schema, E0306 `unbatch` of
 //! unbatched elements, E0307 an `interleave` block without exactly one reader, E0308
 //! `batch` of fields whose size varies, E0407 a `filter` predicate that is not one bool;
-//! `select` of an unknown field is E0401.
+//! `select` of an unknown field is E0401; E0309 a pipeline that mixes itself (directly or
+//! through others), E0310 `sample_from` of an unknown pipeline, E0311 mixed pipelines of
+//! different element types, E0312 bad weights.
 //!
 //! Per-field operations other than `parse_example` are kept as written; typing them is
 //! the next step of [3/9].
@@ -21,8 +23,30 @@ use crate::ir::types::Value;
 use super::decls::Declarations;
 use super::stages::{StageSig, stage};
 
+/// The pipelines of the file a `sample_from` may mix: name → output element (`None` for
+/// a pipeline that had errors).
+pub type Pipelines = std::collections::HashMap<String, Option<Element>>;
+
+/// The pipelines a pipeline mixes with `sample_from` (its dependencies).
+pub fn sample_inputs(p: &ast::Pipeline) -> Vec<String> {
+    p.items
+        .iter()
+        .filter_map(|i| match i {
+            ast::Item::Stage(s) if s.name.name == "sample_from" => Some(s),
+            _ => None,
+        })
+        .flat_map(|s| s.args.iter().filter(|a| a.name.is_none()).map(|a| a.value.to_string()))
+        .collect()
+}
+
 /// Lowers one pipeline; `None` (with diagnostics) when its structure is wrong.
-pub fn lower(p: &ast::Pipeline, decls: &Declarations, diags: &mut Vec<Diagnostic>) -> Option<Plan> {
+/// `pipelines` holds the other pipelines of the file lowered so far.
+pub fn lower(
+    p: &ast::Pipeline,
+    decls: &Declarations,
+    pipelines: &Pipelines,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<Plan> {
     let stages: Vec<&ast::Stage> = p
         .items
         .iter()
@@ -55,7 +79,7 @@ pub fn lower(p: &ast::Pipeline, decls: &Declarations, diags: &mut Vec<Diagnostic
             Some(ArgValue::Const(Value::Bool(b))) => b,
             _ => default,
         };
-        let is_source = matches!(sig.name, "files" | "tfrecords");
+        let is_source = matches!(sig.name, "files" | "tfrecords" | "sample_from");
         let Some(input) = plan.take() else {
             if !is_source {
                 diags.push(
@@ -68,6 +92,10 @@ pub fn lower(p: &ast::Pipeline, decls: &Declarations, diags: &mut Vec<Diagnostic
                     .with_help("start the pipeline with `tfrecords(files);` or `files(pattern);`"),
                 );
                 return None;
+            }
+            if sig.name == "sample_from" {
+                plan = Some(sample_from(s, p, decls, pipelines, diags)?);
+                continue;
             }
             let files = Plan::Files(Files {
                 pattern: a(if sig.name == "files" { "pattern" } else { "files" }).unwrap_or(ArgValue::Auto),
@@ -270,6 +298,98 @@ pub fn lower(p: &ast::Pipeline, decls: &Declarations, diags: &mut Vec<Diagnostic
         plan = Some(node);
     }
     plan
+}
+
+/// `sample_from(a, b, weights: [...], seed: s)`: checks the pipelines mixed and the
+/// weights.
+fn sample_from(
+    s: &ast::Stage,
+    p: &ast::Pipeline,
+    decls: &Declarations,
+    pipelines: &Pipelines,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<Plan> {
+    let mut inputs = Vec::new();
+    let mut output: Option<(Element, Span)> = None;
+    for a in s.args.iter().filter(|a| a.name.is_none()) {
+        let name = a.value.to_string();
+        if name == p.name.name {
+            diags.push(Diagnostic::error(
+                "E0309",
+                format!("pipeline `{name}` mixes itself"),
+                a.span,
+                "a cycle",
+            ));
+            return None;
+        }
+        let element = match pipelines.get(&name) {
+            Some(Some(e)) => e.clone(),
+            // It had errors of its own, reported there.
+            Some(None) => return None,
+            None => {
+                let known: Vec<&str> = pipelines.keys().map(String::as_str).collect();
+                let d = Diagnostic::error(
+                    "E0310",
+                    format!("no pipeline `{name}` in this file"),
+                    a.span,
+                    "unknown pipeline",
+                );
+                diags.push(match super::decls::closest(&name, &known) {
+                    Some(c) => d.with_help(format!("did you mean `{c}`?")),
+                    None => d.with_help("`sample_from` mixes other pipelines of the same file"),
+                });
+                return None;
+            }
+        };
+        match &output {
+            None => output = Some((element, a.span)),
+            Some((first, first_span)) if *first != element => {
+                diags.push(
+                    Diagnostic::error(
+                        "E0311",
+                        "`sample_from` mixes pipelines of one element type",
+                        a.span,
+                        format!("this one makes {element}"),
+                    )
+                    .with_label(*first_span, format!("this one makes {first}")),
+                );
+                return None;
+            }
+            Some(_) => {}
+        }
+        inputs.push(name);
+    }
+    let (output, _) = output?;
+    let named = |n: &str| s.args.iter().find(|a| a.name.as_ref().is_some_and(|x| x.name == n));
+    let weights_arg = named("weights")?;
+    let weights: Option<Vec<f64>> = match &weights_arg.value.kind {
+        ExprKind::List(items) => items
+            .iter()
+            .map(|e| match &e.kind {
+                ExprKind::Int(n) => Some(*n as f64),
+                ExprKind::Float(x) => Some(*x),
+                _ => None,
+            })
+            .collect(),
+        _ => None,
+    };
+    let bad =
+        |why: String| Diagnostic::error("E0312", "bad `sample_from` weights", weights_arg.value.span, why);
+    let Some(weights) = weights else {
+        diags.push(bad("a list of non-negative numbers".into()));
+        return None;
+    };
+    if weights.len() != inputs.len() {
+        diags.push(bad(format!("{} weight(s) for {} pipeline(s)", weights.len(), inputs.len())));
+        return None;
+    }
+    if weights.iter().all(|w| *w == 0.0) {
+        diags.push(bad("all weights are zero: nothing would be drawn".into()));
+        return None;
+    }
+    let seed = named("seed").map(|a| value(&a.value, decls));
+    let stop_on_empty = matches!(named("stop_on_empty").map(|a| &a.value.kind), Some(ExprKind::Bool(true)));
+    Some(Plan::SampleFrom(SampleFrom { inputs, weights, seed, stop_on_empty, output }))
 }
 
 /// The fields an expression reads: the names in it that are fields here (not callees,

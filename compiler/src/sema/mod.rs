@@ -33,12 +33,50 @@ pub struct Checked {
 /// check cleanly: the pipelines and all diagnostics.
 pub fn check_file(file: &ast::File) -> (Vec<Checked>, Vec<Diagnostic>) {
     let (decls, mut diags) = check_declarations(file);
-    let mut out = Vec::new();
-    for (p, d) in file.pipelines.iter().zip(decls) {
-        let before = diags.len();
-        stages::check_stages(p, &d, &mut diags);
-        let plan = if diags.len() == before { lower::lower(p, &d, &mut diags) } else { None };
-        out.push(Checked { decls: d, plan, physical: None });
+    let names: Vec<&str> = file.pipelines.iter().map(|p| p.name.name.as_str()).collect();
+    let deps: Vec<Vec<String>> = file.pipelines.iter().map(lower::sample_inputs).collect();
+    let mut plans: Vec<Option<Option<crate::ir::plan::Plan>>> = vec![None; file.pipelines.len()];
+    let mut lowered = lower::Pipelines::new();
+    // Lower in dependency order: a pipeline after the pipelines it mixes.
+    loop {
+        let mut progress = false;
+        for (i, p) in file.pipelines.iter().enumerate() {
+            let ready = deps[i]
+                .iter()
+                .all(|d| lowered.contains_key(d) || !names.contains(&d.as_str()) || d == &p.name.name);
+            if plans[i].is_some() || !ready {
+                continue;
+            }
+            let before = diags.len();
+            stages::check_stages(p, &decls[i], &mut diags);
+            let plan =
+                if diags.len() == before { lower::lower(p, &decls[i], &lowered, &mut diags) } else { None };
+            lowered.insert(p.name.name.clone(), plan.as_ref().map(crate::ir::plan::Plan::output));
+            plans[i] = Some(plan);
+            progress = true;
+        }
+        if !progress {
+            break;
+        }
     }
+    // What is left mixes itself through other pipelines.
+    for (i, p) in file.pipelines.iter().enumerate() {
+        if plans[i].is_none() {
+            diags.push(
+                Diagnostic::error(
+                    "E0309",
+                    format!("pipeline `{}` mixes itself through `sample_from`", p.name),
+                    p.name.span,
+                    "in a cycle",
+                )
+                .with_note(format!("it mixes {}", deps[i].join(", "))),
+            );
+        }
+    }
+    let out = decls
+        .into_iter()
+        .zip(plans)
+        .map(|(d, plan)| Checked { decls: d, plan: plan.flatten(), physical: None })
+        .collect();
     (out, diags)
 }

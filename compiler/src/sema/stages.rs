@@ -153,6 +153,12 @@ pub const STAGES: &[StageSig] = &[
     StageSig { name: "filter", args: &[req("predicate", Expr)], block: BlockKind::None },
     // Variadic: the fields to keep (checked against the element by the lowering).
     StageSig { name: "select", args: &[], block: BlockKind::None },
+    // Variadic: the pipelines to mix (checked by the lowering), then named options.
+    StageSig {
+        name: "sample_from",
+        args: &[req("weights", Expr), opt("seed", UInt), opt("stop_on_empty", Bool)],
+        block: BlockKind::None,
+    },
     StageSig {
         name: "shuffle",
         args: &[req("buffer", Count), opt("seed", UInt), opt("reshuffle_each_epoch", Bool)],
@@ -229,10 +235,41 @@ fn check_stage(s: &ast::Stage, decls: &Declarations, diags: &mut Vec<Diagnostic>
         }
         return;
     }
+    // `sample_from`: positional arguments name the pipelines mixed (resolved by the
+    // lowering); its named options bind like any stage's.
+    let options: Vec<ast::Arg>;
+    let args: &[ast::Arg] = if sig.name == "sample_from" {
+        let names: Vec<&ast::Arg> = s.args.iter().filter(|a| a.name.is_none()).collect();
+        if names.is_empty() {
+            diags.push(
+                Diagnostic::error(
+                    "E0203",
+                    "`sample_from` needs the pipelines to mix",
+                    s.name.span,
+                    "no pipelines",
+                )
+                .with_help("write `sample_from(a, b, weights: [0.5, 0.5]);`"),
+            );
+        }
+        for a in names {
+            if !matches!(&a.value.kind, ExprKind::Path(p) if p.segments.len() == 1) {
+                diags.push(Diagnostic::error(
+                    "E0205",
+                    "`sample_from` mixes pipelines, by name",
+                    a.span,
+                    "not a pipeline name",
+                ));
+            }
+        }
+        options = s.args.iter().filter(|a| a.name.is_some()).cloned().collect();
+        &options
+    } else {
+        &s.args
+    };
     // Arguments: positional ones fill the signature in order, then named ones by name.
     let mut given: Vec<Option<&ast::Arg>> = vec![None; sig.args.len()];
     let mut next_positional = 0;
-    for arg in &s.args {
+    for arg in args {
         let slot = match &arg.name {
             None => {
                 if next_positional >= sig.args.len() {

@@ -45,6 +45,7 @@ fn plan_physical(checked: &mut [sema::Checked], diagnostics: &mut Vec<Diagnostic
                 &c.decls.params,
                 c.decls.budget,
                 c.decls.budget_span,
+                c.decls.device,
                 physical::Options::default(),
             ) {
                 Ok(p) => c.physical = Some(p),

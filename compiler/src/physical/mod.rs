@@ -15,7 +15,7 @@ use crate::ast::Span;
 use crate::diagnostic::Diagnostic;
 use crate::ir::plan::{ArgValue, Element, FieldType, Plan};
 use crate::ir::types::{DType, Dim, Shape, Value};
-use crate::sema::ParamDecl;
+use crate::sema::{Device, ParamDecl};
 
 /// Assumed size of one serialized record when nothing bounds it.
 pub const ASSUMED_RECORD_BYTES: u64 = 64 << 10;
@@ -66,6 +66,9 @@ pub struct PhysicalPlan {
     pub assumptions: Vec<&'static str>,
     /// The declared budget.
     pub budget: Option<u64>,
+    /// Where the tail after `batch` runs (`cuda` is lowered to fused kernels by [7/9];
+    /// until then, and on machines without a GPU, its CPU twin runs).
+    pub device: Device,
 }
 
 /// Plans `plan` with the pipeline's parameters (their defaults size the buffers they set);
@@ -75,6 +78,7 @@ pub fn plan(
     params: &[ParamDecl],
     budget: Option<u64>,
     budget_span: Span,
+    device: Device,
     options: Options,
 ) -> Result<PhysicalPlan, Box<Diagnostic>> {
     let mut cx = Cx { assumptions: Vec::new(), options, params, rows: 1 };
@@ -90,7 +94,7 @@ pub fn plan(
     let memory_bound = stages.iter().map(|s| s.bytes).fold(0u64, u64::saturating_add);
     cx.assumptions.sort_unstable();
     cx.assumptions.dedup();
-    let physical = PhysicalPlan { stages, memory_bound, assumptions: cx.assumptions, budget };
+    let physical = PhysicalPlan { stages, memory_bound, assumptions: cx.assumptions, budget, device };
     if let Some(b) = budget
         && memory_bound > b
     {
@@ -376,6 +380,11 @@ impl PhysicalPlan {
                 human(s.bytes)
             );
         }
+        let device = match self.device {
+            Device::Cpu => "cpu",
+            Device::Cuda => "cuda (the tail after `batch`)",
+        };
+        let _ = writeln!(out, "device: {device}");
         let _ = write!(out, "memory bound: {}", human(self.memory_bound));
         if let Some(b) = self.budget {
             let _ = write!(out, " (budget {})", human(b));

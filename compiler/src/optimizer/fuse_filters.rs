@@ -34,6 +34,12 @@ fn fuse(plan: Plan) -> Transformed {
     let mut input = top.input;
     while let Plan::Filter(f) = *input {
         predicates.push(f.predicate);
+        // The fused predicate reads what each part read (`prune_fields` relies on it).
+        for r in f.reads {
+            if !top.reads.contains(&r) {
+                top.reads.push(r);
+            }
+        }
         input = f.input;
     }
     let changed = predicates.len() > 1;

@@ -285,6 +285,23 @@ mod tests {
         assert!(optimize(o.plan).applied.is_empty());
     }
 
+    #[test]
+    fn fused_filters_keep_every_field_their_predicates_read() {
+        // `weight` is read only by the inner filter: after fusion, `prune_fields` must
+        // still parse it.
+        let source = "pipeline p(files: glob = \"d/*\") {
+            schema { x: f32[4], label: i64, weight: f32 }
+            tfrecords(files);
+            map { parse_example(); }
+            filter(weight > 0.0);
+            filter(label >= 0);
+            select(x);
+        }";
+        let plan = crate::compile(source).unwrap().into_iter().next().unwrap().plan.unwrap();
+        let text = optimize(plan).plan.explain();
+        assert!(text.contains("parses=[x, label, weight]"), "{text}");
+    }
+
     /// A rule that breaks the output type, to show the check catches it.
     struct Unbatching;
 

@@ -445,29 +445,11 @@ fn batchable(element: &Element, span: Span, diags: &mut Vec<Diagnostic>) -> bool
     true
 }
 
-/// The argument expressions of a stage, by the signature's slots: positional ones in
-/// order, then named ones. (Invalid calls were reported by the stage checks.)
+/// The argument expressions of a stage, by the signature's slots. (Invalid calls were
+/// reported by the stage checks.)
 fn bind<'a>(sig: &StageSig, args: &'a [ast::Arg]) -> Vec<Option<&'a ast::Expr>> {
-    let mut out = vec![None; sig.args.len()];
-    let mut next = 0;
-    for a in args {
-        let slot = match &a.name {
-            None => {
-                next += 1;
-                next - 1
-            }
-            Some(n) => match sig.args.iter().position(|x| x.name == n.name) {
-                Some(i) => i,
-                None => continue,
-            },
-        };
-        if let Some(s) = out.get_mut(slot)
-            && s.is_none()
-        {
-            *s = Some(&a.value);
-        }
-    }
-    out
+    let params: Vec<&str> = sig.args.iter().map(|a| a.name).collect();
+    super::args::bind(&params, args).0.into_iter().map(|a| a.map(|a| &a.value)).collect()
 }
 
 /// An argument as the plan keeps it.

@@ -7,6 +7,7 @@
 //! its signature ([`stages`]). Typing per-field operations and lowering to the logical
 //! plan come next ([3/9]).
 
+pub mod args;
 pub mod decls;
 pub mod lower;
 pub mod ops;

@@ -11,6 +11,7 @@ use crate::diagnostic::Diagnostic;
 use crate::ir::plan::FieldType;
 use crate::ir::types::{DType, Dim, Shape, TensorType};
 
+use super::args::BindError;
 use super::decls::{Declarations, closest};
 
 /// The built-in per-field operations.
@@ -196,44 +197,35 @@ impl Typer<'_> {
         args: &'e [ast::Arg],
         e: &ast::Expr,
     ) -> Option<Vec<Option<&'e ast::Expr>>> {
-        let mut out = vec![None; params.len()];
-        let mut next = 0;
-        for a in args {
-            let slot = match &a.name {
-                None => {
-                    next += 1;
-                    next - 1
-                }
-                Some(n) => match params.iter().position(|p| *p == n.name) {
-                    Some(i) => i,
-                    None => {
-                        self.diags.push(
-                            Diagnostic::error(
-                                "E0402",
-                                format!("`{op}` has no argument `{n}`"),
-                                n.span,
-                                "unknown argument",
-                            )
-                            .with_note(format!("signature: `{op}({})`", params.join(", "))),
-                        );
-                        return None;
-                    }
-                },
-            };
-            if slot >= params.len() {
-                self.diags.push(
-                    Diagnostic::error(
-                        "E0402",
-                        format!("`{op}` takes at most {} argument(s)", params.len()),
-                        a.span,
-                        "one too many",
-                    )
-                    .with_note(format!("signature: `{op}({})`", params.join(", "))),
-                );
-                return None;
-            }
-            out[slot] = Some(&a.value);
+        let signature = || format!("signature: `{op}({})`", params.join(", "));
+        let (bound, errors) = super::args::bind(params, args);
+        if let Some(e) = errors.first() {
+            self.diags.push(match *e {
+                BindError::Unknown(n) => Diagnostic::error(
+                    "E0402",
+                    format!("`{op}` has no argument `{n}`"),
+                    n.span,
+                    "unknown argument",
+                )
+                .with_note(signature()),
+                BindError::TooMany(a) => Diagnostic::error(
+                    "E0402",
+                    format!("`{op}` takes at most {} argument(s)", params.len()),
+                    a.span,
+                    "one too many",
+                )
+                .with_note(signature()),
+                BindError::Twice { first, again, slot } => Diagnostic::error(
+                    "E0402",
+                    format!("argument `{}` of `{op}` is given twice", params[slot]),
+                    again.span,
+                    "again here",
+                )
+                .with_label(first.span, "first here"),
+            });
+            return None;
         }
+        let out: Vec<Option<&ast::Expr>> = bound.into_iter().map(|a| a.map(|a| &a.value)).collect();
         if let Some(missing) = params[..required].iter().zip(&out).find(|(_, v)| v.is_none()) {
             self.diags.push(
                 Diagnostic::error(
@@ -242,7 +234,7 @@ impl Typer<'_> {
                     e.span,
                     "missing argument",
                 )
-                .with_note(format!("signature: `{op}({})`", params.join(", "))),
+                .with_note(signature()),
             );
             return None;
         }

@@ -16,6 +16,7 @@ use crate::ast::{self, ExprKind};
 use crate::diagnostic::Diagnostic;
 use crate::ir::types::{ParamType, Value};
 
+use super::args::{BindError, bind};
 use super::decls::{Declarations, closest};
 
 /// What an argument must be.
@@ -267,58 +268,42 @@ fn check_stage(s: &ast::Stage, decls: &Declarations, diags: &mut Vec<Diagnostic>
         &s.args
     };
     // Arguments: positional ones fill the signature in order, then named ones by name.
-    let mut given: Vec<Option<&ast::Arg>> = vec![None; sig.args.len()];
-    let mut next_positional = 0;
-    for arg in args {
-        let slot = match &arg.name {
-            None => {
-                if next_positional >= sig.args.len() {
-                    diags.push(
-                        Diagnostic::error(
-                            "E0202",
-                            format!("`{}` takes at most {} argument(s)", sig.name, sig.args.len()),
-                            arg.span,
-                            "one too many",
-                        )
-                        .with_note(signature(sig)),
-                    );
-                    continue;
+    let params: Vec<&str> = sig.args.iter().map(|a| a.name).collect();
+    let (given, errors) = bind(&params, args);
+    for e in errors {
+        diags.push(match e {
+            BindError::TooMany(arg) => Diagnostic::error(
+                "E0202",
+                format!("`{}` takes at most {} argument(s)", sig.name, sig.args.len()),
+                arg.span,
+                "one too many",
+            )
+            .with_note(signature(sig)),
+            BindError::Unknown(name) => {
+                let d = Diagnostic::error(
+                    "E0201",
+                    format!("`{}` has no argument `{}`", sig.name, name),
+                    name.span,
+                    "unknown argument",
+                );
+                match closest(&name.name, &params) {
+                    Some(c) => d.with_help(format!("did you mean `{c}`?")),
+                    None => d.with_note(signature(sig)),
                 }
-                next_positional += 1;
-                next_positional - 1
             }
-            Some(name) => match sig.args.iter().position(|a| a.name == name.name) {
-                Some(i) => i,
-                None => {
-                    let names: Vec<&str> = sig.args.iter().map(|a| a.name).collect();
-                    let d = Diagnostic::error(
-                        "E0201",
-                        format!("`{}` has no argument `{}`", sig.name, name),
-                        name.span,
-                        "unknown argument",
-                    );
-                    diags.push(match closest(&name.name, &names) {
-                        Some(c) => d.with_help(format!("did you mean `{c}`?")),
-                        None => d.with_note(signature(sig)),
-                    });
-                    continue;
-                }
-            },
-        };
-        if let Some(first) = given[slot] {
-            diags.push(
-                Diagnostic::error(
-                    "E0204",
-                    format!("argument `{}` of `{}` is given twice", sig.args[slot].name, sig.name),
-                    arg.span,
-                    "again here",
-                )
-                .with_label(first.span, "first here"),
-            );
-            continue;
+            BindError::Twice { first, again, slot } => Diagnostic::error(
+                "E0204",
+                format!("argument `{}` of `{}` is given twice", sig.args[slot].name, sig.name),
+                again.span,
+                "again here",
+            )
+            .with_label(first.span, "first here"),
+        });
+    }
+    for (a, g) in sig.args.iter().zip(&given) {
+        if let Some(arg) = g {
+            check_arg(sig, a, &arg.value, decls, diags);
         }
-        given[slot] = Some(arg);
-        check_arg(sig, &sig.args[slot], &arg.value, decls, diags);
     }
     for (a, g) in sig.args.iter().zip(&given) {
         if a.required && g.is_none() {

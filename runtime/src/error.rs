@@ -85,31 +85,6 @@ impl Error {
         Error::Panic { stage: stage.to_string(), message }
     }
 
-    /// Copies an error so it can be handed to several consumers (a shared stage that
-    /// failed once reports the same failure to each reader). I/O and user errors keep
-    /// their message and lose their source chain.
-    pub fn duplicate(&self) -> Self {
-        match self {
-            Error::Io { path, source } => {
-                Error::Io { path: path.clone(), source: io::Error::new(source.kind(), source.to_string()) }
-            }
-            Error::Corrupt { path, record, offset, in_decompressed, kind } => Error::Corrupt {
-                path: path.clone(),
-                record: *record,
-                offset: *offset,
-                in_decompressed: *in_decompressed,
-                kind: kind.clone(),
-            },
-            Error::Invalid(s) => Error::Invalid(s.clone()),
-            Error::Stage { stage, source } => {
-                Error::Stage { stage: stage.clone(), source: source.to_string().into() }
-            }
-            Error::Panic { stage, message } => {
-                Error::Panic { stage: stage.clone(), message: message.clone() }
-            }
-        }
-    }
-
     /// True for data corruption (as opposed to an I/O failure or a bad argument).
     pub fn is_corrupt(&self) -> bool {
         matches!(self, Error::Corrupt { .. })

@@ -14,6 +14,7 @@
 //! - [`stage`]: the streaming stages (sources, map, filter, shuffle, batch, …), their
 //!   threads, bounded queues and statistics.
 
+pub mod abi;
 pub mod column;
 pub mod error;
 pub mod example;

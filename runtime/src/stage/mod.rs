@@ -29,6 +29,7 @@ mod batch;
 mod cache;
 mod chunks;
 mod element;
+mod enumerate;
 mod filter;
 mod interleave;
 mod map;
@@ -49,6 +50,7 @@ pub use batch::{Batch, BatchIter, MakeBuilder, Padded, PaddedBatch, Plain, Unbat
 pub use cache::{CacheCodec, CacheFile, CacheMemory};
 pub use chunks::{Chunks, ChunksIter};
 pub use element::Element;
+pub use enumerate::{Enumerate, EnumerateIter, Indexed};
 pub use filter::{Fallible, Filter, FilterFn, Infallible};
 pub use interleave::{
     DEFAULT_BUFFER_PER_SLOT, Interleave, InterleaveFn, InterleaveIter, MAX_CYCLE_LENGTH, OpenTfRecord,
@@ -435,6 +437,15 @@ pub trait Dataset: Send + Sync + 'static {
         Self::Item: Batchable,
     {
         PaddedBatch::new(self, n, drop_remainder, padding)
+    }
+
+    /// Tags each element with its pass's epoch and its position in the pass
+    /// ([`Indexed`]).
+    fn enumerate(self) -> Enumerate<Self>
+    where
+        Self: Sized,
+    {
+        Enumerate::new(self)
     }
 
     /// The rows of every batch, in order: the inverse of [`batch`](Dataset::batch).

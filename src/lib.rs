@@ -27,6 +27,8 @@ macro_rules! include_pipelines {
 #[doc(hidden)]
 pub mod __private {
     pub use crate::runner;
+    /// The global allocator of generated runner binaries (`sluice run`).
+    pub use mimalloc::MiMalloc;
     pub use sluice_runtime::abi::ops::{Array, Cast, Flip};
     pub use sluice_runtime::abi::parse::{ExampleView, ParseError};
     pub use sluice_runtime::abi::{self, FromParam, Rows, ops, param, parse};
@@ -36,8 +38,8 @@ pub mod __private {
     pub use sluice_runtime::example;
     pub use sluice_runtime::rng::Philox;
     pub use sluice_runtime::stage::{
-        Buffer, CacheCodec, Dataset, Element, Files, Indexed, OpenTfRecord, Parallelism, files, sample_from,
-        tfrecords,
+        Buffer, CacheCodec, Dataset, Element, Files, Indexed, OpenTfRecord, Parallelism, RecordBatch, files,
+        sample_from, tfrecord_batches, tfrecords,
     };
     pub use sluice_runtime::tfrecord;
     pub use sluice_runtime::tfrecord::{Compression, CorruptPolicy, ReaderOptions};

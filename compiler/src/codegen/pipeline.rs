@@ -9,7 +9,7 @@ use quote::{format_ident, quote};
 use super::expr::{Scope, local};
 use super::types::{Repr, field_ident, fixed_dims, record_items, repr, scalar};
 use crate::ir::plan::{ArgValue, Element, FieldType, MapOp, Plan};
-use crate::ir::types::{DType, ParamType, Value};
+use crate::ir::types::{DType, ParamType, TensorType, Value};
 use crate::sema::{Checked, Declarations};
 
 type R<T> = Result<T, String>;
@@ -18,8 +18,17 @@ type R<T> = Result<T, String>;
 pub fn generate(c: &Checked, all: &[Checked]) -> R<TokenStream> {
     let plan = c.plan.as_ref().ok_or("it has no plan")?;
     let plan = crate::optimizer::optimize(plan.clone()).plan;
-    let mut g =
-        Gen { decls: &c.decls, all, records: Vec::new(), items: TokenStream::new(), next_fn: 0, next_rng: 0 };
+    let mut g = Gen {
+        decls: &c.decls,
+        all,
+        records: Vec::new(),
+        items: TokenStream::new(),
+        next_fn: 0,
+        next_rng: 0,
+        last_random: false,
+        public_parse: false,
+        public_columns: false,
+    };
     let mut chain = Vec::new();
     let mut node = Some(&plan);
     while let Some(n) = node {
@@ -28,8 +37,53 @@ pub fn generate(c: &Checked, all: &[Checked]) -> R<TokenStream> {
     }
     chain.reverse();
     let mut stmts = TokenStream::new();
-    for n in &chain {
-        stmts.extend(g.stage(n)?);
+    let mut i = 0;
+    while i < chain.len() {
+        // A non-deterministic TFRecord interleave straight into a batch of the records
+        // (plain, or fused with a map) is one stage: the readers fill the batches.
+        if let (Plan::Interleave(il), Some(next)) = (chain[i], chain.get(i + 1))
+            && !il.deterministic
+            && let Some((size, drop)) = match next {
+                Plan::Batch(b) if b.padded.is_none() => Some((&b.size, b.drop_remainder)),
+                Plan::MapBatch(m) => Some((&m.size, m.drop_remainder)),
+                _ => None,
+            }
+        {
+            let read = read_batches(il, size, drop)?;
+            // The map that follows runs in the reader threads when it can: the batch is
+            // parsed where it was filled, with no hand-over in between.
+            let (map, used) = match (next, chain.get(i + 2)) {
+                (Plan::MapBatch(m), _) => {
+                    (Some(g.map_batch_fn(&m.input.output(), &m.ops, &m.map_output)?), 2)
+                }
+                (Plan::Batch(_), Some(Plan::Map(m)))
+                    if m.input.output() == Element::Batch(Box::new(Element::Record)) =>
+                {
+                    (Some(g.map_fn(&m.input.output(), &m.ops, &m.output)?), 3)
+                }
+                _ => (None, 2),
+            };
+            match map {
+                Some(f) if !f.random => {
+                    let call = &f.name;
+                    stmts.extend(quote!(let ds = { let p = __params.clone(); #read.map_batches(move |x| #call(&p, 0, 0, x)) };));
+                    i += used;
+                }
+                Some(_) if used == 2 => {
+                    let Plan::MapBatch(m) = next else { unreachable!("used == 2 with a map is a MapBatch") };
+                    stmts.extend(quote!(let ds = #read;));
+                    stmts.extend(g.map_batch(m, true)?);
+                    i += 2;
+                }
+                _ => {
+                    stmts.extend(quote!(let ds = #read;));
+                    i += 2;
+                }
+            }
+            continue;
+        }
+        stmts.extend(g.stage(chain[i])?);
+        i += 1;
     }
     let item = g.item_type(&plan.output())?;
     let name = &c.decls.name;
@@ -81,6 +135,11 @@ struct Gen<'a> {
     items: TokenStream,
     next_fn: usize,
     next_rng: u64,
+    /// Whether the last row body generated draws random numbers.
+    last_random: bool,
+    /// Whether `parse_example` / `parse_examples` (the public parsers) exist yet.
+    public_parse: bool,
+    public_columns: bool,
 }
 
 /// How an argument is read in `dataset()`.
@@ -148,7 +207,68 @@ fn pass_arg<'p>(args: &'p [(&'static str, ArgValue)], name: &str) -> Option<&'p 
     args.iter().find(|(k, _)| *k == name).map(|(_, v)| v)
 }
 
+/// The reader options of an interleave.
+fn reader_options(i: &crate::ir::plan::Interleave) -> TokenStream {
+    let compression = match &i.compression {
+        ArgValue::Word(w) if w == "gzip" => quote!(__sl::Compression::Gzip),
+        ArgValue::Word(w) if w == "zlib" => quote!(__sl::Compression::Zlib),
+        ArgValue::Word(w) if w == "none" => quote!(__sl::Compression::None),
+        _ => quote!(__sl::Compression::Auto),
+    };
+    let policy = match &i.on_corrupt {
+        ArgValue::Word(w) if w == "skip" => quote!(__sl::CorruptPolicy::Skip),
+        ArgValue::Word(w) if w == "skip_file" => quote!(__sl::CorruptPolicy::SkipFile),
+        _ => quote!(__sl::CorruptPolicy::Fail),
+    };
+    let verify = i.verify_crc;
+    quote!(__sl::ReaderOptions {
+        compression: #compression,
+        verify_crc: #verify,
+        on_corrupt: #policy,
+        ..::core::default::Default::default()
+    })
+}
+
+/// A non-deterministic interleave of TFRecord files and the batching of its records, as
+/// one stage whose readers fill the batches.
+fn read_batches(i: &crate::ir::plan::Interleave, size: &ArgValue, drop: bool) -> R<TokenStream> {
+    let options = reader_options(i);
+    let cycle = usize_arg(&i.cycle_length)?;
+    let par = parallel(&i.parallel)?;
+    let size = usize_arg(size)?;
+    Ok(quote!(__sl::tfrecord_batches(ds, #options, #cycle, #size, #drop).num_parallel(#par)))
+}
+
 impl Gen<'_> {
+    /// The statements of a fused map + batch; `batched`: the input already comes in
+    /// batches (a fused reader made them).
+    fn map_batch(&mut self, m: &crate::ir::plan::MapBatch, batched: bool) -> R<TokenStream> {
+        let input = m.input.output();
+        let size = usize_arg(&m.size)?;
+        let drop = m.drop_remainder;
+        let f = self.map_batch_fn(&input, &m.ops, &m.map_output)?;
+        let par = parallel(&m.parallel)?;
+        let det = m.deterministic;
+        let call = &f.name;
+        let chunk = match (batched, &input) {
+            (true, _) => TokenStream::new(),
+            (false, Element::Record) => {
+                quote!(let ds = ds.chunks(#size, #drop).map(__sl::RecordBatch::from);)
+            }
+            (false, _) => quote!(let ds = ds.chunks(#size, #drop);),
+        };
+        let (pre, args) = if f.random {
+            (quote!(.enumerate()), quote!(&p, x.epoch, x.index, x.value))
+        } else {
+            (quote!(), quote!(&p, 0, 0, x))
+        };
+        Ok(quote! {
+            #chunk
+            let ds = { let p = __params.clone(); ds #pre .try_map(move |x| #call(#args)) }
+                .num_parallel(#par).deterministic(#det).named("map_batch");
+        })
+    }
+
     fn record_index(&mut self, fields: &[FieldType]) -> usize {
         if let Some(i) = self.records.iter().position(|(f, _, _)| f == fields) {
             return i;
@@ -181,6 +301,7 @@ impl Gen<'_> {
                 quote!(#r)
             }
             Element::Batch(inner) => match &**inner {
+                Element::Record => quote!(__sl::RecordBatch),
                 Element::Fields(f) => {
                     let b = self.batch(f)?;
                     quote!(#b)
@@ -402,30 +523,14 @@ impl Gen<'_> {
                 quote!(let ds = __sl::sample_from(::std::vec![#(#inputs),*], ::std::vec![#(#weights),*], #seed)?.stop_on_empty_dataset(#stop);)
             }
             Plan::Interleave(i) => {
-                let compression = match &i.compression {
-                    ArgValue::Word(w) if w == "gzip" => quote!(__sl::Compression::Gzip),
-                    ArgValue::Word(w) if w == "zlib" => quote!(__sl::Compression::Zlib),
-                    ArgValue::Word(w) if w == "none" => quote!(__sl::Compression::None),
-                    _ => quote!(__sl::Compression::Auto),
-                };
-                let policy = match &i.on_corrupt {
-                    ArgValue::Word(w) if w == "skip" => quote!(__sl::CorruptPolicy::Skip),
-                    ArgValue::Word(w) if w == "skip_file" => quote!(__sl::CorruptPolicy::SkipFile),
-                    _ => quote!(__sl::CorruptPolicy::Fail),
-                };
-                let verify = i.verify_crc;
+                let options = reader_options(i);
                 let cycle = usize_arg(&i.cycle_length)?;
                 let block = usize_arg(&i.block_length)?;
                 let par = parallel(&i.parallel)?;
                 let det = i.deterministic;
                 quote! {
                     let ds = ds.interleave(
-                        __sl::OpenTfRecord::new(__sl::ReaderOptions {
-                            compression: #compression,
-                            verify_crc: #verify,
-                            on_corrupt: #policy,
-                            ..::core::default::Default::default()
-                        }),
+                        __sl::OpenTfRecord::new(#options),
                         #cycle,
                         #block,
                     ).num_parallel(#par).deterministic(#det);
@@ -442,28 +547,7 @@ impl Gen<'_> {
                 let pred = self.predicate(&m.output, &m.conditions)?;
                 self.apply(&f, &m.parallel, m.deterministic, Some(pred))?
             }
-            Plan::MapBatch(m) => {
-                let input = input.ok_or("map without input")?;
-                let size = usize_arg(&m.size)?;
-                let drop = m.drop_remainder;
-                let f = self.map_batch_fn(&input, &m.ops, &m.map_output)?;
-                let par = parallel(&m.parallel)?;
-                let det = m.deterministic;
-                let call = &f.name;
-                if f.random {
-                    quote! {
-                        let ds = ds.enumerate().chunks(#size, #drop);
-                        let ds = { let p = __params.clone(); ds.try_map(move |x| #call(&p, x)) }
-                            .num_parallel(#par).deterministic(#det).named("map_batch");
-                    }
-                } else {
-                    quote! {
-                        let ds = ds.chunks(#size, #drop);
-                        let ds = { let p = __params.clone(); ds.try_map(move |x| #call(&p, x)) }
-                            .num_parallel(#par).deterministic(#det).named("map_batch");
-                    }
-                }
-            }
+            Plan::MapBatch(m) => self.map_batch(m, false)?,
             Plan::Filter(f) => {
                 let input = input.ok_or("filter without input")?;
                 let pred = self.predicate(&input, &f.conditions)?;
@@ -511,6 +595,9 @@ impl Gen<'_> {
                         self.batch(f)?;
                         let padding = self.padding(f, pad_to.as_ref())?;
                         quote!(let ds = ds.padded_batch(#size, #drop, #padding);)
+                    }
+                    (Element::Record, _) => {
+                        quote!(let ds = ds.chunks(#size, #drop).map(__sl::RecordBatch::from);)
                     }
                     _ => quote!(let ds = ds.chunks(#size, #drop);),
                 }
@@ -610,10 +697,12 @@ impl Gen<'_> {
     fn apply(&mut self, f: &MapFn, par: &ArgValue, det: bool, pred: Option<Ident>) -> R<TokenStream> {
         let par = parallel(par)?;
         let call = &f.name;
+        let value = if f.by_ref { quote!(&x.value) } else { quote!(x.value) };
+        let plain = if f.by_ref { quote!(&x) } else { quote!(x) };
         let (pre, args) = if f.random {
-            (quote!(.enumerate()), quote!(&p, x.epoch, x.index, x.value))
+            (quote!(.enumerate()), quote!(&p, x.epoch, x.index, #value))
         } else {
-            (TokenStream::new(), quote!(&p, 0, 0, x))
+            (TokenStream::new(), quote!(&p, 0, 0, #plain))
         };
         Ok(match pred {
             None => quote! {
@@ -644,12 +733,13 @@ impl Gen<'_> {
         for c in conditions {
             parts.push(scope.scalar(c, DType::Bool)?);
         }
-        let binds: Vec<TokenStream> = fields
+        let reads: Vec<&FieldType> =
+            fields.iter().filter(|f| conditions.iter().any(|c| reads_field(c, &f.name))).collect();
+        let binds: Vec<TokenStream> = reads
             .iter()
-            .filter(|f| conditions.iter().any(|c| c.to_string().contains(f.name.as_str())))
             .map(|f| {
                 let (l, id) = (local(&f.name), field_ident(&f.name));
-                quote!(let #l = &x.#id; let #l = #l.clone();)
+                quote!(let #l = x.#id.clone();)
             })
             .collect();
         self.next_rng = next_rng;
@@ -662,6 +752,14 @@ impl Gen<'_> {
         Ok(name)
     }
 
+    /// The type a row function takes: `&[u8]` for a serialized record, else the element.
+    fn row_in(&mut self, input: &Element) -> R<TokenStream> {
+        match input {
+            Element::Record => Ok(quote!(&[u8])),
+            other => self.item_type(other),
+        }
+    }
+
     /// The function mapping one element (`input`) through `ops` to a record `output`.
     fn map_fn(&mut self, input: &Element, ops: &[MapOp], output: &Element) -> R<MapFn> {
         if let (Element::Batch(inner), Element::Batch(out)) = (input, output) {
@@ -671,7 +769,7 @@ impl Gen<'_> {
         }
         let Element::Fields(out_fields) = output else { return Err(format!("a map producing {output}")) };
         let out = self.record(out_fields)?;
-        let in_ty = self.item_type(input)?;
+        let in_ty = self.row_in(input)?;
         let name = self.fresh("map");
         let (body, random) = self.row_body(input, ops, out_fields)?;
         self.items.extend(quote! {
@@ -679,7 +777,7 @@ impl Gen<'_> {
                 #body
             }
         });
-        Ok(MapFn { name, random })
+        Ok(MapFn { name, random, by_ref: *input == Element::Record })
     }
 
     /// The statements that turn input `x` into record `out_fields` (ending in `Ok(..)`).
@@ -704,7 +802,7 @@ impl Gen<'_> {
         if let Some(MapOp::ParseExample { fields: parsed }) = ops.first() {
             let parse = self.parse_fn(parsed)?;
             let locals: Vec<Ident> = parsed.iter().map(|x| local(&x.name)).collect();
-            body.extend(quote!(let (#(#locals,)*) = #parse(&x)?;));
+            body.extend(quote!(let (#(#locals,)*) = #parse(x)?;));
             fields = parsed.clone();
             ops = &ops[1..];
         }
@@ -734,97 +832,216 @@ impl Gen<'_> {
         Ok((body, random))
     }
 
-    /// A map over batches (`batch` then `map`): rows in, a batch out.
+    /// The rows of a batch `x` of `inner` elements, and how many there are.
+    fn rows_of(inner: &Element) -> R<(TokenStream, TokenStream)> {
+        match inner {
+            Element::Record => Ok((quote!(x.len()), quote!(x.iter()))),
+            Element::Fields(_) => {
+                Ok((quote!(__sl::Columns::num_rows(&x)?), quote!((0..n).map(|i| __sl::Columns::row(&x, i)))))
+            }
+            other => Err(format!("a map over batches of {other}")),
+        }
+    }
+
+    /// A map over batches (`batch` then `map`): a batch in, a batch out.
     fn batch_map_fn(&mut self, inner: &Element, ops: &[MapOp], out: &Element) -> R<MapFn> {
         let Element::Fields(out_fields) = out else {
             return Err(format!("a map producing batches of {out}"));
         };
-        let name = self.fresh("map_rows");
-        let b = self.batch(out_fields)?;
         let in_ty = self.item_type(&Element::Batch(Box::new(inner.clone())))?;
+        let name = self.fresh("map_batch");
+        let body = self.batch_body(inner, ops, out_fields)?;
+        let b = self.batch(out_fields)?;
+        self.items.extend(quote! {
+            fn #name(p: &Params, __epoch: u64, __index: u64, x: #in_ty) -> ::std::result::Result<#b, __sl::BoxError> {
+                #body
+            }
+        });
+        Ok(MapFn { name: name.clone(), random: self.last_random, by_ref: false })
+    }
+
+    /// The body of a function from a batch `x` of `inner` elements to the batch of
+    /// their mapped records: straight into columns when it only parses records.
+    fn batch_body(&mut self, inner: &Element, ops: &[MapOp], out_fields: &[FieldType]) -> R<TokenStream> {
+        self.last_random = false;
         if let ([MapOp::ParseExample { fields }], Element::Record) = (ops, inner)
             && let Some(columns) = self.parse_columns_fn(fields)?
         {
-            self.items.extend(quote! {
-                fn #name(p: &Params, __epoch: u64, __index: u64, x: #in_ty) -> ::std::result::Result<#b, __sl::BoxError> {
-                    #columns(&x)
-                }
-            });
-            return Ok(MapFn { name, random: false });
+            return Ok(quote!(#columns(x.iter())));
         }
-        let (count, rows) = match inner {
-            Element::Record => (quote!(x.len()), quote!(x.into_iter())),
-            Element::Fields(_) => {
-                (quote!(__sl::Columns::num_rows(&x)?), quote!((0..n).map(|i| __sl::Columns::row(&x, i))))
-            }
-            other => return Err(format!("a map over batches of {other}")),
-        };
-        let padding = self.padding(out_fields, None)?;
+        if let Element::Fields(in_fields) = inner
+            && let Some(body) = self.column_body(in_fields, ops, out_fields)?
+        {
+            return Ok(body);
+        }
+        let (count, rows) = Self::rows_of(inner)?;
         let row_fn = self.fresh("map_row");
-        let row_in = self.item_type(inner)?;
+        let row_in = self.row_in(inner)?;
         let rec = self.record(out_fields)?;
         let (body, random) = self.row_body(inner, ops, out_fields)?;
+        self.last_random = random;
+        // Fixed shapes stack with the plain builder; others are padded to the longest.
+        let fixed = out_fields
+            .iter()
+            .all(|f| f.ty.as_ref().is_some_and(|t| repr(t) == Ok(Repr::Bytes) || fixed_dims(t).is_some()));
+        let builder = if fixed {
+            quote!(<#rec as __sl::Batchable>::builder(n))
+        } else {
+            let padding = self.padding(out_fields, None)?;
+            quote!(<#rec as __sl::Batchable>::padded_builder(n, &#padding))
+        };
         self.items.extend(quote! {
             fn #row_fn(p: &Params, __epoch: u64, __index: u64, x: #row_in) -> ::std::result::Result<#rec, __sl::BoxError> {
                 #body
             }
-            fn #name(p: &Params, __epoch: u64, __index: u64, x: #in_ty) -> ::std::result::Result<#b, __sl::BoxError> {
-                let n = #count;
-                let mut out = <#rec as __sl::Batchable>::padded_builder(n, &#padding);
-                for (i, row) in #rows.enumerate() {
-                    let r = #row_fn(p, __epoch, (__index << 20) | i as u64, row).map_err(|e| format!("row {i} of the batch: {e}"))?;
-                    __sl::ColumnBuilder::push(&mut out, r)?;
-                }
-                ::std::result::Result::Ok(__sl::ColumnBuilder::finish(out))
-            }
         });
-        Ok(MapFn { name, random })
+        Ok(quote! {
+            let n = #count;
+            let mut out = #builder;
+            for (i, row) in #rows.enumerate() {
+                let r = #row_fn(p, __epoch, (__index << 20) | i as u64, row)
+                    .map_err(|e| format!("element {i} of the batch: {e}"))?;
+                __sl::ColumnBuilder::push(&mut out, r)?;
+            }
+            ::std::result::Result::Ok(__sl::ColumnBuilder::finish(out))
+        })
     }
 
-    /// A fused map + batch: chunks of input elements in, a batch out.
+    /// Elementwise operations on a batch (what `vectorize_past_batch` moves after
+    /// `batch`) as operations on whole columns: each column is one tensor `[n, ...]`,
+    /// so `x * 2.0 + 1.0` is one loop over the batch. `None` when an operation is not
+    /// elementwise or mixes shapes (a per-row scalar with a per-row vector): rows then.
+    fn column_body(
+        &mut self,
+        in_fields: &[FieldType],
+        ops: &[MapOp],
+        out_fields: &[FieldType],
+    ) -> R<Option<TokenStream>> {
+        const ELEMENTWISE: &[&str] = &["cast", "scale", "normalize", "expr"];
+        if !ops.iter().all(|op| matches!(op, MapOp::Assign { op, .. } if ELEMENTWISE.contains(&op.as_str())))
+        {
+            return Ok(None);
+        }
+        let batched = |t: &TensorType| -> Option<TensorType> {
+            let mut dims = vec![crate::ir::types::Dim::Named("n".into())];
+            match &t.shape {
+                crate::ir::types::Shape::Dims(d) => dims.extend(d.iter().cloned()),
+                crate::ir::types::Shape::Var => return None,
+            }
+            Some(TensorType { dtype: t.dtype, shape: crate::ir::types::Shape::Dims(dims) })
+        };
+        let mut fields = Vec::new();
+        let mut binds = TokenStream::new();
+        let rec_in = self.record(in_fields)?;
+        let b_in = self.batch(in_fields)?;
+        let _ = rec_in;
+        let names_in: Vec<Ident> = in_fields.iter().map(|f| field_ident(&f.name)).collect();
+        let cols_in: Vec<Ident> = in_fields.iter().map(|f| format_ident!("c_{}", f.name)).collect();
+        binds.extend(quote!(let #b_in { #(#names_in: #cols_in,)* } = x;));
+        let read: Vec<String> = ops
+            .iter()
+            .flat_map(|op| match op {
+                MapOp::Assign { reads, target, .. } => reads.iter().chain([target]).cloned().collect(),
+                MapOp::ParseExample { .. } => Vec::new(),
+            })
+            .collect();
+        for f in in_fields {
+            let Some(ty) = f.ty.as_ref() else { return Ok(None) };
+            if repr(ty)? == Repr::Bytes {
+                fields.push(f.clone());
+                continue;
+            }
+            let Some(bt) = batched(ty) else { return Ok(None) };
+            if read.contains(&f.name) {
+                let (l, c) = (local(&f.name), format_ident!("c_{}", f.name));
+                binds.extend(quote!(let #l = { let (shape, data) = #c.into_parts(); __sl::Tensor::new(shape, data)? };));
+            }
+            fields.push(FieldType { name: f.name.clone(), ty: Some(bt) });
+        }
+        let mut next_rng = self.next_rng;
+        let mut scope = Scope::new(fields, self.decls, &mut next_rng);
+        let mut assigned = Vec::new();
+        for op in ops {
+            let MapOp::Assign { target, expr, ty, .. } = op else { return Ok(None) };
+            let Some(bt) = batched(ty) else { return Ok(None) };
+            match scope.statement(target, expr, &bt) {
+                Ok(st) => binds.extend(st),
+                Err(_) => return Ok(None),
+            }
+            assigned.push(target.clone());
+        }
+        if scope.random {
+            return Ok(None);
+        }
+        self.next_rng = next_rng;
+        let b_out = self.batch(out_fields)?;
+        let mut outs = Vec::new();
+        for f in out_fields {
+            let id = field_ident(&f.name);
+            let (l, c) = (local(&f.name), format_ident!("c_{}", f.name));
+            outs.push(if assigned.contains(&f.name) {
+                quote!(#id: { let (shape, data) = #l.into_parts(); __sl::Dense::new(shape, data)? })
+            } else if read.contains(&f.name) {
+                quote!(#id: { let (shape, data) = #l.into_parts(); __sl::Dense::new(shape, data)? })
+            } else if in_fields.iter().any(|g| g.name == f.name) {
+                quote!(#id: #c)
+            } else {
+                return Ok(None);
+            });
+        }
+        Ok(Some(quote! {
+            #binds
+            ::std::result::Result::Ok(#b_out { #(#outs,)* })
+        }))
+    }
+
+    /// A fused map + batch: a batch of input elements in (a `RecordBatch` of records, or
+    /// a `Vec` of elements), a batch out.
     fn map_batch_fn(&mut self, input: &Element, ops: &[MapOp], map_output: &Element) -> R<MapFn> {
         let Element::Fields(out_fields) = map_output else {
             return Err(format!("a map producing {map_output}"));
         };
-        let name = self.fresh("map_batch");
-        let b = self.batch(out_fields)?;
-        let in_ty = self.item_type(input)?;
-        if let ([MapOp::ParseExample { fields }], Element::Record) = (ops, input)
-            && let Some(columns) = self.parse_columns_fn(fields)?
-        {
-            self.items.extend(quote! {
-                fn #name(p: &Params, x: ::std::vec::Vec<#in_ty>) -> ::std::result::Result<#b, __sl::BoxError> {
-                    #columns(&x)
-                }
-            });
-            return Ok(MapFn { name, random: false });
-        }
-        let row_fn = self.fresh("map_row");
-        let rec = self.record(out_fields)?;
-        let (body, random) = self.row_body(input, ops, out_fields)?;
-        let (elem_ty, split) = if random {
-            (
-                quote!(__sl::Indexed<#in_ty>),
-                quote!(let (__epoch, __index, row) = (row.epoch, row.index, row.value);),
-            )
-        } else {
-            (in_ty.clone(), quote!(let (__epoch, __index) = (0u64, 0u64);))
+        let in_ty = match input {
+            Element::Record => quote!(__sl::RecordBatch),
+            other => {
+                let t = self.item_type(other)?;
+                quote!(::std::vec::Vec<#t>)
+            }
         };
+        let name = self.fresh("map_batch");
+        let body = match input {
+            Element::Record => self.batch_body(input, ops, out_fields)?,
+            _ => {
+                // A `Vec` of elements: map each, build the batch.
+                self.last_random = false;
+                let row_fn = self.fresh("map_row");
+                let row_in = self.row_in(input)?;
+                let rec = self.record(out_fields)?;
+                let (body, random) = self.row_body(input, ops, out_fields)?;
+                self.last_random = random;
+                self.items.extend(quote! {
+                    fn #row_fn(p: &Params, __epoch: u64, __index: u64, x: #row_in) -> ::std::result::Result<#rec, __sl::BoxError> {
+                        #body
+                    }
+                });
+                quote! {
+                    let mut out = <#rec as __sl::Batchable>::builder(x.len());
+                    for (i, row) in x.into_iter().enumerate() {
+                        let r = #row_fn(p, __epoch, (__index << 20) | i as u64, row)
+                            .map_err(|e| format!("element {i} of the batch: {e}"))?;
+                        __sl::ColumnBuilder::push(&mut out, r)?;
+                    }
+                    ::std::result::Result::Ok(__sl::ColumnBuilder::finish(out))
+                }
+            }
+        };
+        let b = self.batch(out_fields)?;
         self.items.extend(quote! {
-            fn #row_fn(p: &Params, __epoch: u64, __index: u64, x: #in_ty) -> ::std::result::Result<#rec, __sl::BoxError> {
+            fn #name(p: &Params, __epoch: u64, __index: u64, x: #in_ty) -> ::std::result::Result<#b, __sl::BoxError> {
                 #body
             }
-            fn #name(p: &Params, x: ::std::vec::Vec<#elem_ty>) -> ::std::result::Result<#b, __sl::BoxError> {
-                let mut out = <#rec as __sl::Batchable>::builder(x.len());
-                for (i, row) in x.into_iter().enumerate() {
-                    #split
-                    let r = #row_fn(p, __epoch, __index, row).map_err(|e| format!("element {i} of the batch: {e}"))?;
-                    __sl::ColumnBuilder::push(&mut out, r)?;
-                }
-                ::std::result::Result::Ok(__sl::ColumnBuilder::finish(out))
-            }
         });
-        Ok(MapFn { name, random })
+        Ok(MapFn { name, random: self.last_random, by_ref: false })
     }
 
     /// The found-entries walk of a specialised parser: `let mut e_x = None; ...`.
@@ -900,7 +1117,11 @@ impl Gen<'_> {
 
     /// `parse_N(record) -> (field values...)`: the schema-specialised parser of one record.
     fn parse_fn(&mut self, fields: &[FieldType]) -> R<Ident> {
-        let name = self.fresh("parse");
+        // The first parser of a pipeline is public, under a fixed name.
+        let first = !self.public_parse;
+        self.public_parse = true;
+        let name = if first { format_ident!("parse_example") } else { self.fresh("parse") };
+        let vis = if first { quote!(pub) } else { quote!() };
         let walk = Self::entries_walk(fields);
         let mut tys = Vec::new();
         let mut values = Vec::new();
@@ -943,7 +1164,7 @@ impl Gen<'_> {
         self.items.extend(quote! {
             /// Parses one serialized `tf.train.Example`: only the declared features, each
             /// straight into its value.
-            fn #name<'a>(record: &'a [u8]) -> ::std::result::Result<(#(#tys,)*), __sl::BoxError> {
+            #vis fn #name<'a>(record: &'a [u8]) -> ::std::result::Result<(#(#tys,)*), __sl::BoxError> {
                 #walk
                 ::std::result::Result::Ok((#(#values,)*))
             }
@@ -993,16 +1214,18 @@ impl Gen<'_> {
             }
         }
         let b = self.batch(fields)?;
-        let name = self.fresh("parse_columns");
+        let first = !self.public_columns;
+        self.public_columns = true;
+        let name = if first { format_ident!("parse_examples") } else { self.fresh("parse_columns") };
+        let vis = if first { quote!(pub) } else { quote!() };
         let walk = Self::entries_walk(fields);
         self.items.extend(quote! {
             /// Parses a batch of serialized `tf.train.Example`s straight into the batch's
             /// column buffers: only the declared features, no per-record allocation.
-            fn #name(records: &[::std::vec::Vec<u8>]) -> ::std::result::Result<#b, __sl::BoxError> {
+            #vis fn #name<'r>(records: impl ExactSizeIterator<Item = &'r [u8]>) -> ::std::result::Result<#b, __sl::BoxError> {
                 let n = records.len();
                 #(#decls)*
-                for (i, record) in records.iter().enumerate() {
-                    let record: &[u8] = record;
+                for (i, record) in records.enumerate() {
                     let mut one = || -> ::std::result::Result<(), __sl::ParseError> {
                         #walk
                         #( #per_row?; )*
@@ -1021,4 +1244,19 @@ impl Gen<'_> {
 struct MapFn {
     name: Ident,
     random: bool,
+    /// It takes its input by reference (a serialized record).
+    by_ref: bool,
+}
+
+/// Whether `e` reads field `name`.
+fn reads_field(e: &crate::ast::Expr, name: &str) -> bool {
+    use crate::ast::ExprKind;
+    match &e.kind {
+        ExprKind::Path(p) => p.segments.len() == 1 && p.segments[0].name == name,
+        ExprKind::List(items) => items.iter().any(|i| reads_field(i, name)),
+        ExprKind::Call { args, .. } => args.iter().any(|a| reads_field(&a.value, name)),
+        ExprKind::Unary(_, x) => reads_field(x, name),
+        ExprKind::Binary(_, l, r) => reads_field(l, name) || reads_field(r, name),
+        _ => false,
+    }
 }

@@ -14,6 +14,7 @@ pub trait Rows {
     }
 }
 
+/// A serialized record.
 impl Rows for Vec<u8> {
     fn rows(&self) -> u64 {
         1
@@ -27,7 +28,20 @@ impl Rows for std::path::PathBuf {
 }
 
 /// A batch of serialized records (`batch` before `parse_example`).
-impl Rows for Vec<Vec<u8>> {
+impl Rows for crate::stage::RecordBatch {
+    fn rows(&self) -> u64 {
+        self.len() as u64
+    }
+    fn is_batch(&self) -> bool {
+        true
+    }
+}
+
+/// A batch of elements (`batch` of elements without fields).
+impl<T> Rows for Vec<T>
+where
+    T: Rows,
+{
     fn rows(&self) -> u64 {
         self.len() as u64
     }

@@ -23,6 +23,8 @@ pub trait Array<T: Scalar>: Sized {
     fn last_dim(&self) -> usize;
     /// The container with `values` instead, which must be as many.
     fn with_values<U: Scalar>(&self, values: Vec<U>) -> Self::Out<U>;
+    /// The values, without copying.
+    fn into_values(self) -> Vec<T>;
 
     /// Applies `f` to every value.
     #[inline]
@@ -74,6 +76,10 @@ impl<T: Scalar> Array<T> for Tensor<T> {
     fn with_values<U: Scalar>(&self, values: Vec<U>) -> Tensor<U> {
         Tensor::new(self.shape().to_vec(), values).unwrap_or_else(|_| Tensor::from_vec(Vec::new()))
     }
+    #[inline]
+    fn into_values(self) -> Vec<T> {
+        self.into_parts().1
+    }
 }
 
 impl<T: Scalar> Array<T> for Vec<T> {
@@ -93,6 +99,10 @@ impl<T: Scalar> Array<T> for Vec<T> {
     #[inline]
     fn with_values<U: Scalar>(&self, values: Vec<U>) -> Vec<U> {
         values
+    }
+    #[inline]
+    fn into_values(self) -> Vec<T> {
+        self
     }
 }
 
@@ -220,7 +230,7 @@ pub fn decode_raw<T: RawScalar>(bytes: &[u8]) -> Result<Vec<T>, BoxError> {
 /// `reshape(x, [dims])`: the same values in a new shape, which must hold them all.
 pub fn reshape<T: Scalar, A: Array<T>>(x: A, shape: &[usize]) -> Result<Tensor<T>, BoxError> {
     let n = x.values().len();
-    Tensor::new(shape.to_vec(), x.values().to_vec())
+    Tensor::new(shape.to_vec(), x.into_values())
         .map_err(|_| format!("reshape: {n} values do not fit the shape {shape:?}").into())
 }
 

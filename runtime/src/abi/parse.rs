@@ -57,11 +57,29 @@ pub trait FromFeature: Copy + 'static {
     const NAME: &'static str;
     /// Appends the values of `view`, which has kind [`KIND`](FromFeature::KIND).
     fn extend(name: &str, view: &FeatureView<'_>, out: &mut Vec<Self>) -> Result<(), ParseError>;
+
+    /// The fast path of the usual encoding ([`Entry::packed`]): appends exactly `n`
+    /// values and returns true, or appends nothing and returns false (then the general
+    /// path decides, and reports any error).
+    #[inline]
+    fn packed_exact(_entry: &Entry<'_>, _n: usize, _out: &mut Vec<Self>) -> bool {
+        false
+    }
 }
 
 impl FromFeature for f32 {
     const KIND: Kind = Kind::F32;
     const NAME: &'static str = "f32";
+    #[inline]
+    fn packed_exact(entry: &Entry<'_>, n: usize, out: &mut Vec<Self>) -> bool {
+        match entry.packed(2) {
+            Some(bytes) if bytes.len() == 4 * n => {
+                out.extend(bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])));
+                true
+            }
+            _ => false,
+        }
+    }
     #[inline]
     fn extend(_: &str, view: &FeatureView<'_>, out: &mut Vec<Self>) -> Result<(), ParseError> {
         if let FeatureView::Floats(f) = view {
@@ -86,6 +104,35 @@ impl FromFeature for f64 {
 impl FromFeature for i64 {
     const KIND: Kind = Kind::I64;
     const NAME: &'static str = "i64";
+    #[inline]
+    fn packed_exact(entry: &Entry<'_>, n: usize, out: &mut Vec<Self>) -> bool {
+        let Some(mut bytes) = entry.packed(3) else { return false };
+        let before = out.len();
+        for _ in 0..n {
+            let mut v = 0u64;
+            let mut used = 0;
+            for (i, &b) in bytes.iter().take(10).enumerate() {
+                v |= u64::from(b & 0x7f) << (7 * i);
+                if b < 0x80 {
+                    used = i + 1;
+                    break;
+                }
+            }
+            // A truncated or over-long varint: the general path reports it.
+            if used == 0 || (used == 10 && bytes[9] >= 2) {
+                out.truncate(before);
+                return false;
+            }
+            out.push(v as i64);
+            bytes = &bytes[used..];
+        }
+        if bytes.is_empty() {
+            true
+        } else {
+            out.truncate(before);
+            false
+        }
+    }
     #[inline]
     fn extend(_: &str, view: &FeatureView<'_>, out: &mut Vec<Self>) -> Result<(), ParseError> {
         if let FeatureView::Int64s(v) = view {
@@ -178,6 +225,11 @@ pub fn fixed<T: FromFeature>(
     default: Option<&[T]>,
     out: &mut Vec<T>,
 ) -> Result<(), ParseError> {
+    if let Some(e) = &entry
+        && T::packed_exact(e, n, out)
+    {
+        return Ok(());
+    }
     let Some(view) = view(name, entry)? else {
         let d = default.ok_or_else(|| missing(name))?;
         out.extend_from_slice(d);
@@ -218,6 +270,14 @@ pub fn scalar<T: FromFeature>(
     entry: Option<Entry<'_>>,
     default: Option<T>,
 ) -> Result<T, ParseError> {
+    if let Some(e) = &entry {
+        let mut one = Vec::with_capacity(1);
+        if T::packed_exact(e, 1, &mut one)
+            && let Some(v) = one.pop()
+        {
+            return Ok(v);
+        }
+    }
     let Some(view) = view(name, entry)? else { return default.ok_or_else(|| missing(name)) };
     check_kind::<T>(name, &view)?;
     if view.len() != 1 {

@@ -364,6 +364,29 @@ impl<'a> Entry<'a> {
         FeatureView::from_entry(self.body, self.value)
     }
 
+    /// The packed values of the usual encoding, without examining anything else: the
+    /// entry's single `value` is a `Feature` holding only list field `list_field`
+    /// (`2` float_list, `3` int64_list), which holds only one packed `value` field.
+    /// `None` for any other encoding (which [`feature`](Entry::feature) handles).
+    #[inline]
+    pub fn packed(&self, list_field: u32) -> Option<&'a [u8]> {
+        let mut feature = self.value?;
+        let (f, wire_type) = feature.key().ok()?;
+        if f != list_field || wire_type != LEN {
+            return None;
+        }
+        let mut list = feature.sub().ok()?;
+        if !feature.at_end() {
+            return None;
+        }
+        let (f, wire_type) = list.key().ok()?;
+        if f != 1 || wire_type != LEN {
+            return None;
+        }
+        let packed = list.sub().ok()?;
+        list.at_end().then(|| packed.rest())
+    }
+
     /// Where the entry lies in its record, to come back to it with [`feature_at`].
     pub(crate) fn loc(&self) -> EntryLoc {
         EntryLoc { body: (self.body.pos, self.body.end()), value: self.value.map(|v| (v.pos, v.end())) }

@@ -35,6 +35,7 @@ mod filter;
 mod interleave;
 mod map;
 mod prefetch;
+mod record_batch;
 mod repeat;
 mod sample;
 mod shuffle;
@@ -60,6 +61,7 @@ pub use interleave::{
 };
 pub use map::{Map, MapFn};
 pub use prefetch::{Buffer, Prefetch, PrefetchIter};
+pub use record_batch::{BatchFn, RecordBatch, TfRecordBatches, TfRecordBatchesIter, tfrecord_batches};
 pub use repeat::Repeat;
 pub use sample::{SampleFrom, sample_from};
 pub use shuffle::Shuffle;

@@ -1,0 +1,487 @@
+//! Batches of serialized records, and the fused reader that makes them.
+//!
+//! [`RecordBatch`]: records end to end in one buffer with their offsets: a batch of
+//! `n` records costs two allocations, not `n`.
+//!
+//! [`tfrecord_batches`]: `tfrecords(files, cycle).deterministic(false).chunks(n)` in one
+//! stage. Each worker reads its own files in turn, copying each record straight from the
+//! reader's buffer into the batch it is filling (carrying a part-filled batch on to its
+//! next file), and hands over whole batches: one queue operation per `n` records instead
+//! of one per record. When the files run out, the workers' part-filled batches are
+//! merged into full ones and one last, partial batch (dropped with `drop_remainder`).
+//! The order of records is not deterministic, which is what a non-deterministic
+//! interleave followed by `batch` allows; every record is delivered exactly once, and
+//! every batch but the last holds exactly `n`.
+
+use std::path::PathBuf;
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use super::{Columns, Ctx, DataIter, Dataset, Element, Parallelism, StageStats};
+use crate::column::ColumnError;
+use crate::error::{BoxError, Error, Result};
+use crate::tfrecord::{self, ReaderOptions};
+
+/// Serialized records end to end, with their offsets.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RecordBatch {
+    data: Vec<u8>,
+    /// `len + 1` offsets into `data`, starting at 0.
+    offsets: Vec<usize>,
+}
+
+impl RecordBatch {
+    /// An empty batch with room for `records` records of `bytes` bytes in all.
+    pub fn with_capacity(records: usize, bytes: usize) -> Self {
+        let mut offsets = Vec::with_capacity(records + 1);
+        offsets.push(0);
+        RecordBatch { data: Vec::with_capacity(bytes), offsets }
+    }
+
+    /// Appends a record.
+    #[inline]
+    pub fn push(&mut self, record: &[u8]) {
+        if self.offsets.is_empty() {
+            self.offsets.push(0);
+        }
+        self.data.extend_from_slice(record);
+        self.offsets.push(self.data.len());
+    }
+
+    /// The number of records.
+    pub fn len(&self) -> usize {
+        self.offsets.len().saturating_sub(1)
+    }
+
+    /// Whether there are no records.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Record `i`, if there is one.
+    #[inline]
+    pub fn get(&self, i: usize) -> Option<&[u8]> {
+        let (start, end) = (*self.offsets.get(i)?, *self.offsets.get(i + 1)?);
+        self.data.get(start..end)
+    }
+
+    /// The records in order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = &[u8]> + '_ {
+        self.offsets.windows(2).map(|w| &self.data[w[0]..w[1]])
+    }
+
+    /// The bytes of all records.
+    pub fn bytes(&self) -> usize {
+        self.data.len()
+    }
+}
+
+impl From<Vec<Vec<u8>>> for RecordBatch {
+    fn from(records: Vec<Vec<u8>>) -> Self {
+        let mut b = RecordBatch::with_capacity(records.len(), records.iter().map(Vec::len).sum());
+        for r in &records {
+            b.push(r);
+        }
+        b
+    }
+}
+
+impl Element for RecordBatch {
+    const FLAT: bool = false;
+    fn byte_size(&self) -> usize {
+        size_of::<Self>() + self.data.capacity() + self.offsets.capacity() * size_of::<usize>()
+    }
+}
+
+/// `unbatch` gives the records back.
+impl Columns for RecordBatch {
+    type Row = Vec<u8>;
+    fn num_rows(&self) -> std::result::Result<usize, ColumnError> {
+        Ok(self.len())
+    }
+    fn row(&self, i: usize) -> Vec<u8> {
+        self.get(i).map(<[u8]>::to_vec).unwrap_or_default()
+    }
+}
+
+/// Batches of `n` records of the TFRecord files `files` yields, read in parallel in no
+/// particular order (see the module documentation).
+pub fn tfrecord_batches<D: Dataset<Item = PathBuf>>(
+    files: D,
+    options: ReaderOptions,
+    cycle_length: usize,
+    n: usize,
+    drop_remainder: bool,
+) -> TfRecordBatches<D, fn(RecordBatch) -> std::result::Result<RecordBatch, BoxError>> {
+    TfRecordBatches {
+        files,
+        options: Arc::new(options),
+        cycle_length,
+        n,
+        drop_remainder,
+        parallelism: Parallelism::Auto,
+        stats: Arc::new(StageStats::new("read_batches")),
+        f: Arc::new(Ok),
+    }
+}
+
+/// A function applied to each batch by the reader thread that filled it.
+pub trait BatchFn: Send + Sync + 'static {
+    /// What a batch becomes.
+    type Output: Element;
+    /// Transforms one batch.
+    fn call(&self, batch: RecordBatch) -> std::result::Result<Self::Output, BoxError>;
+}
+
+impl<T: Element, F: Fn(RecordBatch) -> std::result::Result<T, BoxError> + Send + Sync + 'static> BatchFn
+    for F
+{
+    type Output = T;
+    #[inline]
+    fn call(&self, batch: RecordBatch) -> std::result::Result<T, BoxError> {
+        self(batch)
+    }
+}
+
+/// See [`tfrecord_batches`].
+#[must_use = "datasets are lazy: iterate them"]
+pub struct TfRecordBatches<D, F> {
+    files: D,
+    options: Arc<ReaderOptions>,
+    cycle_length: usize,
+    n: usize,
+    drop_remainder: bool,
+    parallelism: Parallelism,
+    stats: Arc<StageStats>,
+    f: Arc<F>,
+}
+
+impl<D: std::fmt::Debug, F> std::fmt::Debug for TfRecordBatches<D, F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TfRecordBatches").field("files", &self.files).field("n", &self.n).finish()
+    }
+}
+
+impl<D, F> TfRecordBatches<D, F> {
+    /// Reader threads: a fixed count, or `Auto` (the cores, at most `cycle_length`).
+    pub fn num_parallel(mut self, p: impl Into<Parallelism>) -> Self {
+        self.parallelism = p.into();
+        self
+    }
+
+    /// Applies `g` to each batch in the reader thread that filled it (a fused `map`:
+    /// parsing where the bytes are, with no hand-over in between). An error ends the
+    /// pass, named as this stage's.
+    pub fn map_batches<G: BatchFn>(self, g: G) -> TfRecordBatches<D, G> {
+        TfRecordBatches {
+            files: self.files,
+            options: self.options,
+            cycle_length: self.cycle_length,
+            n: self.n,
+            drop_remainder: self.drop_remainder,
+            parallelism: self.parallelism,
+            stats: Arc::new(StageStats::new("read_map_batches")),
+            f: Arc::new(g),
+        }
+    }
+}
+
+/// What a worker hands over.
+enum Msg<T> {
+    Full(T),
+    /// The worker's last, part-filled batch (possibly empty): it has finished.
+    Rest(RecordBatch),
+    Failed(Error),
+}
+
+impl<D: Dataset<Item = PathBuf>, F: BatchFn> Dataset for TfRecordBatches<D, F> {
+    type Item = F::Output;
+    type Iter = TfRecordBatchesIter<F>;
+
+    fn iter(&self, ctx: &Ctx) -> Result<Self::Iter> {
+        if self.n == 0 {
+            return Err(Error::Invalid("tfrecord_batches: a batch size of 0".into()));
+        }
+        if self.cycle_length == 0 {
+            return Err(Error::Invalid("tfrecord_batches: a cycle length of 0".into()));
+        }
+        let workers = match self.parallelism {
+            Parallelism::Fixed(0) => return Err(Error::Invalid("tfrecord_batches: 0 threads".into())),
+            Parallelism::Fixed(k) => k,
+            Parallelism::Auto => ctx.cores().min(self.cycle_length),
+        }
+        .max(1);
+        ctx.register(&self.stats);
+        self.stats.set_parallelism(workers);
+        let paths = Arc::new(Mutex::new(self.files.iter(&ctx.nested())?));
+        // Two finished batches per worker may wait: enough to keep the consumer fed.
+        let (tx, rx) = sync_channel(2 * workers);
+        let threads = (0..workers)
+            .map(|_| {
+                let (paths, tx, options, ctx, stats, f) = (
+                    paths.clone(),
+                    tx.clone(),
+                    self.options.clone(),
+                    ctx.clone(),
+                    self.stats.clone(),
+                    self.f.clone(),
+                );
+                let n = self.n;
+                std::thread::spawn(move || worker(&paths, &tx, &options, &ctx, &stats, &*f, n))
+            })
+            .collect();
+        Ok(TfRecordBatchesIter {
+            rx,
+            threads,
+            running: workers,
+            rest: Vec::new(),
+            merged: None,
+            n: self.n,
+            drop_remainder: self.drop_remainder,
+            failed: false,
+            f: self.f.clone(),
+        })
+    }
+}
+
+/// Reads files until there are none left, handing over full batches, then its rest.
+fn worker<I: DataIter<Item = PathBuf>, F: BatchFn>(
+    paths: &Mutex<I>,
+    tx: &SyncSender<Msg<F::Output>>,
+    options: &ReaderOptions,
+    ctx: &Ctx,
+    stats: &StageStats,
+    f: &F,
+    n: usize,
+) {
+    let mut batch = RecordBatch::with_capacity(n, 0);
+    loop {
+        let next = match paths.lock() {
+            Ok(mut p) => p.next(),
+            Err(_) => Err(Error::Invalid("tfrecord_batches: the file list panicked".into())),
+        };
+        let path = match next {
+            Ok(Some(p)) => p,
+            Ok(None) => break,
+            Err(e) => {
+                let _ = tx.send(Msg::Failed(e));
+                return;
+            }
+        };
+        let mut reader = match tfrecord::open(&path, options) {
+            Ok(r) => r,
+            Err(e) => {
+                let _ = tx.send(Msg::Failed(e));
+                return;
+            }
+        };
+        let started = Instant::now();
+        loop {
+            match reader.next_record() {
+                Ok(Some(record)) => {
+                    batch.push(record);
+                    if batch.len() == n {
+                        let bytes = batch.bytes();
+                        let full = std::mem::replace(&mut batch, RecordBatch::with_capacity(n, bytes));
+                        let out = match call(f, full) {
+                            Ok(out) => out,
+                            Err(e) => {
+                                let _ = tx.send(Msg::Failed(e));
+                                return;
+                            }
+                        };
+                        stats.produced(out.byte_size());
+                        let t = Instant::now();
+                        if tx.send(Msg::Full(out)).is_err() {
+                            return;
+                        }
+                        stats.add_wait_output(t.elapsed());
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    ctx.add_reader_stats(reader.stats());
+                    let _ = tx.send(Msg::Failed(e));
+                    return;
+                }
+            }
+        }
+        stats.add_busy(started.elapsed());
+        ctx.add_reader_stats(reader.stats());
+    }
+    let _ = tx.send(Msg::Rest(batch));
+}
+
+/// `f(batch)`, a panic or error in it becoming this stage's error.
+fn call<F: BatchFn>(f: &F, batch: RecordBatch) -> Result<F::Output> {
+    super::call_user("read_map_batches", || {
+        f.call(batch).map_err(|source| Error::Stage { stage: "read_map_batches".into(), source })
+    })
+}
+
+/// One pass of [`TfRecordBatches`].
+pub struct TfRecordBatchesIter<F: BatchFn> {
+    rx: Receiver<Msg<F::Output>>,
+    threads: Vec<JoinHandle<()>>,
+    running: usize,
+    rest: Vec<RecordBatch>,
+    /// The workers' rests merged, being handed out in batches of `n`.
+    merged: Option<(RecordBatch, usize)>,
+    n: usize,
+    drop_remainder: bool,
+    failed: bool,
+    f: Arc<F>,
+}
+
+impl<F: BatchFn> std::fmt::Debug for TfRecordBatchesIter<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TfRecordBatchesIter").field("running", &self.running).finish()
+    }
+}
+
+impl<T> std::fmt::Debug for Msg<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Msg::Full(_) => "Full",
+            Msg::Rest(_) => "Rest",
+            Msg::Failed(_) => "Failed",
+        })
+    }
+}
+
+impl<F: BatchFn> DataIter for TfRecordBatchesIter<F> {
+    type Item = F::Output;
+
+    fn next(&mut self) -> Result<Option<F::Output>> {
+        if self.failed {
+            return Ok(None);
+        }
+        while self.running > 0 {
+            match self.rx.recv() {
+                Ok(Msg::Full(b)) => return Ok(Some(b)),
+                Ok(Msg::Rest(b)) => {
+                    self.running -= 1;
+                    self.rest.push(b);
+                }
+                Ok(Msg::Failed(e)) => {
+                    self.failed = true;
+                    return Err(e);
+                }
+                Err(_) => {
+                    self.failed = true;
+                    return Err(Error::Invalid("tfrecord_batches: a reader thread stopped".into()));
+                }
+            }
+        }
+        if self.merged.is_none() {
+            let mut all = RecordBatch::with_capacity(0, 0);
+            for b in self.rest.drain(..) {
+                for r in b.iter() {
+                    all.push(r);
+                }
+            }
+            self.merged = Some((all, 0));
+        }
+        let Some((all, pos)) = self.merged.as_mut() else { return Ok(None) };
+        let left = all.len() - *pos;
+        if left == 0 || (left < self.n && self.drop_remainder) {
+            return Ok(None);
+        }
+        let take = left.min(self.n);
+        let mut out = RecordBatch::with_capacity(take, 0);
+        for i in *pos..*pos + take {
+            out.push(all.get(i).unwrap_or_default());
+        }
+        *pos += take;
+        match call(&*self.f, out) {
+            Ok(x) => Ok(Some(x)),
+            Err(e) => {
+                self.failed = true;
+                Err(e)
+            }
+        }
+    }
+}
+
+impl<F: BatchFn> Drop for TfRecordBatchesIter<F> {
+    fn drop(&mut self) {
+        // Closing the channel makes every worker's next hand-over fail, so each stops
+        // after at most the batch it is filling.
+        let (_, dead) = sync_channel(0);
+        drop(std::mem::replace(&mut self.rx, dead));
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stage::files;
+    use crate::tfrecord::{Compression, create};
+
+    fn write(dir: &std::path::Path, shards: usize, per: usize) {
+        for s in 0..shards {
+            let mut w = create(dir.join(format!("f{s}.tfrecord")), Compression::None).unwrap();
+            for i in 0..per {
+                w.write_record(format!("{s}-{i}").as_bytes()).unwrap();
+            }
+            w.finish().unwrap();
+        }
+    }
+
+    #[test]
+    fn every_record_once_in_full_batches() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), 5, 333);
+        for threads in [1, 2, 4] {
+            for drop_remainder in [false, true] {
+                let fs = files(&format!("{}/*.tfrecord", dir.path().display())).unwrap();
+                let ds = tfrecord_batches(fs, ReaderOptions::default(), 4, 100, drop_remainder)
+                    .num_parallel(threads);
+                let batches: Vec<RecordBatch> = ds.stream().unwrap().map(|b| b.unwrap()).collect();
+                let sizes: Vec<usize> = batches.iter().map(RecordBatch::len).collect();
+                let total: usize = sizes.iter().sum();
+                assert!(sizes[..sizes.len() - 1].iter().all(|&s| s == 100), "{sizes:?}");
+                if drop_remainder {
+                    assert_eq!(total, 1600);
+                } else {
+                    assert_eq!(total, 1665);
+                    let mut all: Vec<Vec<u8>> =
+                        batches.iter().flat_map(|b| b.iter().map(<[u8]>::to_vec)).collect();
+                    all.sort();
+                    all.dedup();
+                    assert_eq!(all.len(), 1665);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_corrupt_file_is_an_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), 2, 50);
+        let p = dir.path().join("f1.tfrecord");
+        let mut bytes = std::fs::read(&p).unwrap();
+        bytes[20] ^= 0xff;
+        std::fs::write(&p, bytes).unwrap();
+        let fs = files(&format!("{}/*.tfrecord", dir.path().display())).unwrap();
+        let ds = tfrecord_batches(fs, ReaderOptions::default(), 2, 10, false);
+        let err = ds.stream().unwrap().find_map(|b| b.err()).expect("an error");
+        assert!(err.to_string().contains("f1.tfrecord"), "{err}");
+    }
+
+    #[test]
+    fn dropping_mid_pass_stops_the_workers() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), 4, 1000);
+        let fs = files(&format!("{}/*.tfrecord", dir.path().display())).unwrap();
+        let ds = tfrecord_batches(fs, ReaderOptions::default(), 4, 10, false);
+        let mut s = ds.stream().unwrap();
+        assert_eq!(s.next().unwrap().unwrap().len(), 10);
+        drop(s);
+    }
+}

@@ -2,7 +2,12 @@
 //!
 //! This facade re-exports the runtime (TFRecord and `tf.train.Example` I/O today; stages
 //! and the executor from issue [2/9]) and, later, the `pipeline!` macro. The `sluice`
-//! command-line tool (`src/main.rs`) is built from this package too.
+//! command-line tool (`src/main.rs`) is built from this package too, and so is the runner
+//! its `sluice run` command links generated pipelines with (`__private::runner`).
+
+/// Reached as `__private::runner`; public only because a re-export must be.
+#[doc(hidden)]
+pub mod runner;
 
 pub use sluice_runtime as runtime;
 pub use sluice_runtime::{CorruptKind, Error, Result, example, rng, synth, tfrecord};
@@ -15,4 +20,8 @@ pub use sluice_runtime::{CorruptKind, Error, Result, example, rng, synth, tfreco
 pub mod __private {
     pub use sluice_runtime::example;
     pub use sluice_runtime::tfrecord;
+
+    pub use crate::runner;
+    /// The global allocator of generated runner binaries (`sluice run`).
+    pub use mimalloc::MiMalloc;
 }

@@ -1,0 +1,520 @@
+//! The runner of generated pipelines: what `sluice run` executes. A generated module's
+//! `run` is `runner::run(args, NAME, Params::from_args, dataset)`, and the `main` of a
+//! generated runner binary is [`main`] over the file's pipelines.
+//!
+//! A run makes the parameters from `--set NAME=VALUE` pairs, builds the dataset once and
+//! pulls `--epochs` full passes from it (a fresh stream each), then reports records,
+//! batches, time, throughput, peak RSS and the per-stage statistics with the bottleneck
+//! named: as text, or as one JSON object on stdout with `--json`.
+//!
+//! Exit status: 0 on success, 1 when the pipeline fails on its data (the runtime's error
+//! names the file and record), 2 for a bad invocation or a bad parameter. Nothing here
+//! panics on user input.
+
+use std::ffi::OsString;
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde_json::{Value, json};
+use sluice_runtime::abi::Rows;
+use sluice_runtime::stage::{Dataset, RuntimeOptions, StatsReport};
+
+/// How to run a pipeline: the runner binary's command line, parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunArgs {
+    /// `--set NAME=VALUE` pairs, in order, for the pipeline's `Params::from_args`.
+    pub set: Vec<(String, String)>,
+    /// Full passes over the dataset.
+    pub epochs: u64,
+    /// Print one JSON object on stdout instead of the text report.
+    pub json: bool,
+    /// Show a progress bar on stderr (only when stderr is a terminal).
+    pub progress: bool,
+    /// RAM (bytes) that AUTOTUNE may spend on buffers; unlimited when `None`.
+    pub memory_budget: Option<usize>,
+}
+
+impl Default for RunArgs {
+    fn default() -> Self {
+        RunArgs { set: Vec::new(), epochs: 1, json: false, progress: true, memory_budget: None }
+    }
+}
+
+/// Exit status of a bad invocation or parameter.
+const USAGE: u8 = 2;
+/// Exit status of a pipeline that failed on its data.
+const FAILED: u8 = 1;
+
+/// Runs pipeline `name`: parameters from `args.set` through `params`, the dataset from
+/// `build`, `args.epochs` passes, then the report on stdout. Diagnostics go to stderr.
+pub fn run<P, D>(
+    args: &RunArgs,
+    name: &str,
+    params: impl FnOnce(&[(String, String)]) -> Result<P, String>,
+    build: impl FnOnce(&P) -> sluice_runtime::Result<D>,
+) -> ExitCode
+where
+    D: Dataset,
+    D::Item: Rows,
+{
+    let progress = args.progress && std::io::stderr().is_terminal();
+    ExitCode::from(run_to(
+        args,
+        name,
+        params,
+        build,
+        progress,
+        &mut std::io::stdout(),
+        &mut std::io::stderr(),
+    ))
+}
+
+/// [`run`] writing to `out` and `err`; gives the exit status.
+fn run_to<P, D>(
+    args: &RunArgs,
+    name: &str,
+    params: impl FnOnce(&[(String, String)]) -> Result<P, String>,
+    build: impl FnOnce(&P) -> sluice_runtime::Result<D>,
+    progress: bool,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> u8
+where
+    D: Dataset,
+    D::Item: Rows,
+{
+    let params = match params(&args.set) {
+        Ok(p) => p,
+        Err(e) => {
+            let _ = writeln!(err, "error: pipeline `{name}`: {e}");
+            return USAGE;
+        }
+    };
+    let bar = progress.then(|| progress_bar(name));
+    let outcome = build(&params).and_then(|ds| run_epochs(&ds, args, bar.as_ref()));
+    if let Some(bar) = &bar {
+        bar.finish_and_clear();
+    }
+    let outcome = match outcome {
+        Ok(o) => o,
+        Err(e) => {
+            let _ = writeln!(err, "error: pipeline `{name}`: {e}");
+            return FAILED;
+        }
+    };
+    let peak_rss = peak_rss_bytes();
+    let written = if args.json {
+        writeln!(out, "{}", outcome.json(name, peak_rss))
+    } else {
+        write!(out, "{}", outcome.text(name, peak_rss))
+    };
+    match written.and_then(|()| out.flush()) {
+        Ok(()) => 0,
+        // Stdout closed early (`| head`): the run itself succeeded, but say so.
+        Err(e) => {
+            let _ = writeln!(err, "error: cannot write the report: {e}");
+            FAILED
+        }
+    }
+}
+
+/// A spinner with the records so far and their rate.
+fn progress_bar(name: &str) -> ProgressBar {
+    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+    if let Ok(style) =
+        ProgressStyle::with_template("{spinner} {prefix}{msg} {elapsed} {human_pos} records ({per_sec:0})")
+    {
+        bar.set_style(style);
+    }
+    bar.set_prefix(name.to_string());
+    bar
+}
+
+/// What a run gave.
+#[derive(Debug)]
+struct Outcome {
+    epochs: u64,
+    records: u64,
+    batches: u64,
+    elapsed: Duration,
+    report: StatsReport,
+}
+
+/// Pulls `args.epochs` full passes from `ds`, each from a fresh stream. With a `bar`, a
+/// thread redraws it ten times a second from a counter the passes store to, so the bar
+/// costs a plain store per element.
+fn run_epochs<D>(ds: &D, args: &RunArgs, bar: Option<&ProgressBar>) -> sluice_runtime::Result<Outcome>
+where
+    D: Dataset,
+    D::Item: Rows,
+{
+    let position = AtomicU64::new(0);
+    let done = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let ticker = bar.map(|bar| {
+            s.spawn(|| {
+                while !done.load(Ordering::Acquire) {
+                    bar.set_position(position.load(Ordering::Relaxed));
+                    std::thread::park_timeout(Duration::from_millis(100));
+                }
+            })
+        });
+        let outcome = passes(ds, args, bar, &position);
+        done.store(true, Ordering::Release);
+        if let Some(t) = ticker {
+            t.thread().unpark();
+        }
+        outcome
+    })
+}
+
+/// The passes of [`run_epochs`], storing the records so far to `position`.
+fn passes<D>(
+    ds: &D,
+    args: &RunArgs,
+    bar: Option<&ProgressBar>,
+    position: &AtomicU64,
+) -> sluice_runtime::Result<Outcome>
+where
+    D: Dataset,
+    D::Item: Rows,
+{
+    let options = RuntimeOptions { memory_budget: args.memory_budget, cores: None };
+    let start = Instant::now();
+    let (mut records, mut batches) = (0u64, 0u64);
+    let mut report: Option<StatsReport> = None;
+    let mut consumer_wait = Duration::ZERO;
+    for epoch in 0..args.epochs {
+        if let Some(bar) = bar
+            && args.epochs > 1
+        {
+            bar.set_message(format!(" epoch {}/{}", epoch + 1, args.epochs));
+        }
+        let mut stream = ds.stream_with(&options)?;
+        for item in stream.by_ref() {
+            let item = item?;
+            records += item.rows();
+            batches += u64::from(item.is_batch());
+            position.store(records, Ordering::Relaxed);
+        }
+        let r = stream.report();
+        consumer_wait += r.consumer_wait;
+        report = Some(r);
+    }
+    let elapsed = start.elapsed();
+    // Stage counters live in the dataset, so the last pass's snapshot holds every pass;
+    // only its wall and consumer times are that pass's own.
+    let mut report = report.unwrap_or(StatsReport { wall: elapsed, consumer_wait, stages: Vec::new() });
+    report.wall = elapsed;
+    report.consumer_wait = consumer_wait;
+    Ok(Outcome { epochs: args.epochs, records, batches, elapsed, report })
+}
+
+impl Outcome {
+    fn records_per_sec(&self) -> f64 {
+        let s = self.elapsed.as_secs_f64();
+        if s > 0.0 { self.records as f64 / s } else { 0.0 }
+    }
+
+    /// The text report: a summary line, then the stage table (which names the bottleneck).
+    fn text(&self, name: &str, peak_rss: u64) -> String {
+        let epochs = if self.epochs == 1 { String::new() } else { format!(" over {} epochs", self.epochs) };
+        format!(
+            "{name}: {} records in {} batches{epochs}, {:.2} s: {:.0} records/s, peak RSS {:.1} MB\n{}\n",
+            self.records,
+            self.batches,
+            self.elapsed.as_secs_f64(),
+            self.records_per_sec(),
+            peak_rss as f64 / 1e6,
+            self.report,
+        )
+    }
+
+    /// The JSON report (one object).
+    fn json(&self, name: &str, peak_rss: u64) -> Value {
+        json!({
+            "pipeline": name,
+            "epochs": self.epochs,
+            "records": self.records,
+            "batches": self.batches,
+            "seconds": self.elapsed.as_secs_f64(),
+            "records_per_sec": self.records_per_sec(),
+            "peak_rss_bytes": peak_rss,
+            "stages": stages_json(&self.report),
+            "bottleneck": self.report.bottleneck().map(|b| b.name.clone()),
+        })
+    }
+}
+
+/// The per-stage statistics as a JSON array, upstream first: `name`, `elements`, `bytes`,
+/// `parallelism`, `busy_s`, `wait_input_s`, `wait_output_s` per stage.
+pub fn stages_json(report: &StatsReport) -> Value {
+    report
+        .stages
+        .iter()
+        .map(|s| {
+            json!({
+                "name": s.name, "elements": s.elements, "bytes": s.bytes, "parallelism": s.parallelism,
+                "busy_s": s.busy.as_secs_f64(), "wait_input_s": s.wait_input.as_secs_f64(),
+                "wait_output_s": s.wait_output.as_secs_f64(),
+            })
+        })
+        .collect()
+}
+
+/// Peak resident set size of this process (`VmHWM` of `/proc/self/status`), in bytes;
+/// 0 where there is no such file.
+pub fn peak_rss_bytes() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kib: u64 = status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        .unwrap_or(0);
+    kib * 1024
+}
+
+/// A generated pipeline's `run`.
+pub type Pipeline = fn(&RunArgs) -> ExitCode;
+
+/// The `main` of a generated runner binary over its file's pipelines (name and `run`):
+/// `[PIPELINE] [--set NAME=VALUE]... [--epochs N] [--json] [--no-progress]
+/// [--memory-budget-mb N]`. PIPELINE may be left out when there is one.
+pub fn main(pipelines: &[(&str, Pipeline)]) -> ExitCode {
+    let mut argv = std::env::args_os();
+    let program = argv.next().map_or_else(|| "runner".into(), |p| p.to_string_lossy().into_owned());
+    let names: Vec<&str> = pipelines.iter().map(|(n, _)| *n).collect();
+    match parse(argv, &names) {
+        Ok(Command::Help) => {
+            print!("{}", usage(&program, &names));
+            ExitCode::SUCCESS
+        }
+        Ok(Command::Run(i, args)) => (pipelines[i].1)(&args),
+        Err(e) => {
+            eprintln!("error: {e}");
+            eprint!("{}", usage(&program, &names));
+            ExitCode::from(USAGE)
+        }
+    }
+}
+
+/// What the command line asks for.
+#[derive(Debug, PartialEq)]
+enum Command {
+    Help,
+    /// Run the pipeline at this index.
+    Run(usize, RunArgs),
+}
+
+fn usage(program: &str, names: &[&str]) -> String {
+    format!(
+        "usage: {program} [PIPELINE] [--set NAME=VALUE]... [--epochs N] [--json] [--no-progress] \
+         [--memory-budget-mb N]\npipelines: {}\n",
+        names.join(", ")
+    )
+}
+
+/// Parses the arguments after the program name; `names` are the file's pipelines.
+fn parse(argv: impl IntoIterator<Item = OsString>, names: &[&str]) -> Result<Command, String> {
+    let mut args = RunArgs::default();
+    let mut pipeline: Option<String> = None;
+    let mut argv = argv.into_iter();
+    while let Some(arg) = argv.next() {
+        let arg =
+            arg.into_string().map_err(|a| format!("argument `{}` is not UTF-8", a.to_string_lossy()))?;
+        // `--flag=value` or `--flag value`.
+        let (flag, inline) = match arg.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
+            _ => (arg.clone(), None),
+        };
+        let mut value = |what: &str| -> Result<String, String> {
+            match inline.clone() {
+                Some(v) => Ok(v),
+                None => argv
+                    .next()
+                    .ok_or_else(|| format!("`{flag}` needs {what}"))?
+                    .into_string()
+                    .map_err(|a| format!("argument `{}` is not UTF-8", a.to_string_lossy())),
+            }
+        };
+        match flag.as_str() {
+            "-h" | "--help" => return Ok(Command::Help),
+            "--set" => {
+                let v = value("NAME=VALUE")?;
+                let (n, x) = v.split_once('=').ok_or_else(|| format!("`--set {v}`: expected NAME=VALUE"))?;
+                args.set.push((n.trim().to_string(), x.to_string()));
+            }
+            "--epochs" => {
+                let v = value("a number")?;
+                args.epochs = match v.parse() {
+                    Ok(n) if n > 0 => n,
+                    _ => return Err(format!("`--epochs {v}`: expected a positive integer")),
+                };
+            }
+            "--memory-budget-mb" => {
+                let v = value("a number of MiB")?;
+                let mb: usize = v.parse().map_err(|_| format!("`--memory-budget-mb {v}`: expected MiB"))?;
+                let bytes =
+                    mb.checked_mul(1 << 20).ok_or_else(|| format!("`--memory-budget-mb {v}`: too large"))?;
+                args.memory_budget = Some(bytes);
+            }
+            "--json" | "--no-progress" if inline.is_some() => return Err(format!("`{flag}` takes no value")),
+            "--json" => args.json = true,
+            "--no-progress" => args.progress = false,
+            f if f.starts_with('-') && f.len() > 1 => return Err(format!("unknown flag `{f}`")),
+            _ if pipeline.is_some() => return Err(format!("unexpected argument `{arg}`")),
+            _ => pipeline = Some(arg),
+        }
+    }
+    let index = match pipeline {
+        Some(p) => names
+            .iter()
+            .position(|n| *n == p)
+            .ok_or_else(|| format!("no pipeline `{p}` (the file has {})", names.join(", ")))?,
+        None if names.len() == 1 => 0,
+        None if names.is_empty() => return Err("the file has no pipeline".into()),
+        None => return Err(format!("name the pipeline to run: {}", names.join(", "))),
+    };
+    Ok(Command::Run(index, args))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sluice_runtime::stage::range;
+
+    fn parse_strs(args: &[&str], names: &[&str]) -> Result<Command, String> {
+        parse(args.iter().map(OsString::from), names)
+    }
+
+    #[test]
+    fn parses_every_flag_in_both_forms() {
+        let c = parse_strs(
+            &[
+                "b",
+                "--set",
+                "n=3",
+                "--set=files=a=b",
+                "--epochs=2",
+                "--json",
+                "--no-progress",
+                "--memory-budget-mb",
+                "4",
+            ],
+            &["a", "b"],
+        );
+        let expected = RunArgs {
+            set: vec![("n".into(), "3".into()), ("files".into(), "a=b".into())],
+            epochs: 2,
+            json: true,
+            progress: false,
+            memory_budget: Some(4 << 20),
+        };
+        assert_eq!(c, Ok(Command::Run(1, expected)));
+        assert_eq!(parse_strs(&[], &["only"]), Ok(Command::Run(0, RunArgs::default())));
+        assert_eq!(parse_strs(&["--help"], &["a"]), Ok(Command::Help));
+    }
+
+    #[test]
+    fn bad_command_lines_say_why() {
+        let err = |args: &[&str]| parse_strs(args, &["a", "b"]).unwrap_err();
+        assert_eq!(err(&["c"]), "no pipeline `c` (the file has a, b)");
+        assert_eq!(err(&[]), "name the pipeline to run: a, b");
+        assert_eq!(err(&["a", "--set", "n"]), "`--set n`: expected NAME=VALUE");
+        assert_eq!(err(&["a", "--set"]), "`--set` needs NAME=VALUE");
+        assert_eq!(err(&["a", "--epochs", "0"]), "`--epochs 0`: expected a positive integer");
+        assert_eq!(err(&["a", "--frobnicate"]), "unknown flag `--frobnicate`");
+        assert_eq!(err(&["a", "b"]), "unexpected argument `b`");
+        assert_eq!(err(&["a", "--json=yes"]), "`--json` takes no value");
+    }
+
+    /// Params of the test pipeline: `n` records.
+    fn params(set: &[(String, String)]) -> Result<u64, String> {
+        let mut n = 10;
+        for (k, v) in set {
+            match k.as_str() {
+                "n" => n = sluice_runtime::abi::param("n", v)?,
+                _ => return Err(format!("unknown parameter `{k}`")),
+            }
+        }
+        Ok(n)
+    }
+
+    /// `n` records of 8 bytes in batches of 4; record 7 fails when `n` is 13.
+    // `use<>`: the dataset must not borrow the parameters (edition 2024 captures `&u64`).
+    fn dataset(n: &u64) -> sluice_runtime::Result<impl Dataset<Item = Vec<Vec<u8>>> + use<>> {
+        let fail = *n == 13;
+        Ok(range(0..*n)
+            .try_map(move |i| {
+                if fail && i == 7 { Err(format!("record {i} is bad")) } else { Ok(i.to_le_bytes().to_vec()) }
+            })
+            .named("encode")
+            .chunks(4, false))
+    }
+
+    fn run_test(args: &RunArgs) -> (u8, String, String) {
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let code = run_to(args, "test", params, dataset, false, &mut out, &mut err);
+        (code, String::from_utf8(out).unwrap(), String::from_utf8(err).unwrap())
+    }
+
+    fn with_set(n: &str) -> RunArgs {
+        RunArgs { set: vec![("n".into(), n.into())], ..RunArgs::default() }
+    }
+
+    #[test]
+    fn json_report_counts_records_and_batches_over_epochs() {
+        let args = RunArgs { epochs: 3, json: true, ..with_set("10") };
+        let (code, out, err) = run_test(&args);
+        assert_eq!((code, err.as_str()), (0, ""));
+        let v: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(out.lines().count(), 1, "{out}");
+        assert_eq!(v["pipeline"], "test");
+        assert_eq!(v["epochs"], 3);
+        assert_eq!(v["records"], 30);
+        assert_eq!(v["batches"], 9);
+        for key in ["seconds", "records_per_sec", "peak_rss_bytes"] {
+            assert!(v[key].as_f64().is_some(), "{key}: {out}");
+        }
+        let stages = v["stages"].as_array().unwrap();
+        let names: Vec<&str> = stages.iter().map(|s| s["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["encode", "chunks"]);
+        assert_eq!(stages[0]["elements"], 30, "counters add up over the epochs");
+        for key in ["bytes", "parallelism", "busy_s", "wait_input_s", "wait_output_s"] {
+            assert!(stages[0][key].is_number(), "{key}: {out}");
+        }
+        assert!(v.get("bottleneck").is_some());
+    }
+
+    #[test]
+    fn text_report_has_the_summary_and_the_stage_table() {
+        let (code, out, _) = run_test(&with_set("10"));
+        assert_eq!(code, 0);
+        assert!(out.starts_with("test: 10 records in 3 batches, "), "{out}");
+        assert!(out.contains("records/s, peak RSS "), "{out}");
+        assert!(out.contains("\nstage "), "{out}");
+        assert!(out.contains("\nencode "), "{out}");
+    }
+
+    #[test]
+    fn a_bad_parameter_is_a_usage_error() {
+        let (code, out, err) = run_test(&with_set("many"));
+        assert_eq!(code, 2);
+        assert_eq!(out, "");
+        assert_eq!(
+            err,
+            "error: pipeline `test`: parameter `n`: expected an unsigned integer, found `many`\n"
+        );
+    }
+
+    #[test]
+    fn a_failing_record_is_a_data_error() {
+        let (code, out, err) = run_test(&with_set("13"));
+        assert_eq!(code, 1);
+        assert_eq!(out, "");
+        assert_eq!(err, "error: pipeline `test`: stage `encode`: record 7 is bad\n");
+    }
+}

@@ -18,8 +18,20 @@ pub use sluice_runtime::{CorruptKind, Error, Result, example, rng, synth, tfreco
 /// reorganise its public modules without breaking compiled pipelines.
 #[doc(hidden)]
 pub mod __private {
+    pub use sluice_runtime::abi::ops::{Array, Cast, Flip};
+    pub use sluice_runtime::abi::parse::{ExampleView, ParseError};
+    pub use sluice_runtime::abi::{FromParam, Rows, ops, param, parse};
+    pub use sluice_runtime::column::{
+        Batchable, ColumnBuilder, ColumnError, Columns, Dense, PadLen, PadShape, Ragged, Tensor, check_rows,
+    };
     pub use sluice_runtime::example;
+    pub use sluice_runtime::rng::Philox;
+    pub use sluice_runtime::stage::{
+        Buffer, Dataset, Element, Files, Indexed, Parallelism, files, sample_from, tfrecords,
+    };
     pub use sluice_runtime::tfrecord;
+    pub use sluice_runtime::tfrecord::{Compression, CorruptPolicy, ReaderOptions};
+    pub use sluice_runtime::{BoxError, Error, Result};
 
     pub use crate::runner;
     /// The global allocator of generated runner binaries (`sluice run`).

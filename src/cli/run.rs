@@ -428,7 +428,8 @@ mod tests {
     const CODE: &str = r#"//! Hand-written pipelines in the generated form.
 
 pub mod numbers {
-    use ::sluice::runtime::stage::{Dataset, range};
+    use ::sluice::__private::Dataset;
+    use ::sluice::runtime::stage::range;
 
     pub const NAME: &str = "numbers";
 
@@ -441,7 +442,7 @@ pub mod numbers {
             let mut params = Params { n: 10 };
             for (name, value) in set {
                 match name.as_str() {
-                    "n" => params.n = ::sluice::runtime::abi::param("n", value)?,
+                    "n" => params.n = ::sluice::__private::param("n", value)?,
                     _ => return Err(format!("unknown parameter `{name}`")),
                 }
             }
@@ -451,7 +452,7 @@ pub mod numbers {
 
     pub type Item = Vec<Vec<u8>>;
 
-    pub fn dataset(params: &Params) -> ::sluice::Result<impl Dataset<Item = Item> + use<>> {
+    pub fn dataset(params: &Params) -> ::sluice::__private::Result<impl Dataset<Item = Item> + use<>> {
         let n = params.n;
         Ok(range(0..n)
             .try_map(move |i| {
@@ -467,7 +468,8 @@ pub mod numbers {
 }
 
 pub mod evens {
-    use ::sluice::runtime::stage::{Dataset, range};
+    use ::sluice::__private::Dataset;
+    use ::sluice::runtime::stage::range;
 
     pub const NAME: &str = "evens";
 
@@ -484,7 +486,7 @@ pub mod evens {
 
     pub type Item = Vec<u8>;
 
-    pub fn dataset(_: &Params) -> ::sluice::Result<impl Dataset<Item = Item> + use<>> {
+    pub fn dataset(_: &Params) -> ::sluice::__private::Result<impl Dataset<Item = Item> + use<>> {
         Ok(range(0..10).filter(|i| i % 2 == 0).map(|i: u64| vec![i as u8]))
     }
 

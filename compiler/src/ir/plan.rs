@@ -112,6 +112,8 @@ pub enum MapOp {
         ty: TensorType,
         /// The fields the expression reads.
         reads: Vec<String>,
+        /// The expression, for code generation (already type-checked against the fields).
+        expr: crate::ast::Expr,
     },
 }
 
@@ -245,6 +247,9 @@ pub struct Filter {
     pub predicate: String,
     /// The fields the predicate reads.
     pub reads: Vec<String>,
+    /// The predicate's parts, all of which must hold (one per fused filter), for code
+    /// generation.
+    pub conditions: Vec<crate::ast::Expr>,
 }
 
 /// `map` then `filter`, fused by the optimizer: each worker maps an element and tests
@@ -265,6 +270,8 @@ pub struct MapFilter {
     pub predicate: String,
     /// The fields the predicate reads.
     pub reads: Vec<String>,
+    /// The predicate's parts, all of which must hold.
+    pub conditions: Vec<crate::ast::Expr>,
 }
 
 /// Mixes the elements of other pipelines of the file, each draw picking an input with

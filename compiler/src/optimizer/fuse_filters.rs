@@ -31,9 +31,11 @@ impl OptimizerRule for FuseFilters {
 fn fuse(plan: Plan) -> Transformed {
     let Plan::Filter(mut top) = plan else { return Transformed::no(plan) };
     let mut predicates = vec![std::mem::take(&mut top.predicate)];
+    let mut conditions = vec![std::mem::take(&mut top.conditions)];
     let mut input = top.input;
     while let Plan::Filter(f) = *input {
         predicates.push(f.predicate);
+        conditions.push(f.conditions);
         // The fused predicate reads what each part read (`prune_fields` relies on it).
         for r in f.reads {
             if !top.reads.contains(&r) {
@@ -44,6 +46,8 @@ fn fuse(plan: Plan) -> Transformed {
     }
     let changed = predicates.len() > 1;
     predicates.reverse();
+    conditions.reverse();
+    top.conditions = conditions.into_iter().flatten().collect();
     top.predicate = if changed {
         predicates.iter().map(|p| format!("({p})")).collect::<Vec<_>>().join(" && ")
     } else {

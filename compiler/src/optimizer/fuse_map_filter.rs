@@ -37,6 +37,7 @@ fn fuse(plan: Plan) -> Transformed {
             output: m.output,
             predicate: filter.predicate,
             reads: filter.reads,
+            conditions: filter.conditions,
         })),
         other => Transformed::no(Plan::Filter(crate::ir::plan::Filter { input: Box::new(other), ..filter })),
     }

@@ -223,7 +223,12 @@ pub fn lower(
                     );
                     return None;
                 }
-                Plan::Filter(Filter { input, predicate: pred.to_string(), reads: reads(pred, fields) })
+                Plan::Filter(Filter {
+                    input,
+                    predicate: pred.to_string(),
+                    reads: reads(pred, fields),
+                    conditions: vec![pred.clone()],
+                })
             }
             "select" => {
                 let element = input.output();
@@ -539,6 +544,7 @@ fn map_op(
         text: st.value.to_string(),
         ty,
         reads: reads(&st.value, fields),
+        expr: st.value.clone(),
     })
 }
 

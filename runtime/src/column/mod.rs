@@ -94,6 +94,18 @@ pub trait Columns: Element {
     fn row(&self, i: usize) -> Self::Row;
 }
 
+/// A batch of whole elements (what `chunks` makes, such as a batch of serialized
+/// records): `unbatch` gives them back.
+impl<T: Element + Clone> Columns for Vec<T> {
+    type Row = T;
+    fn num_rows(&self) -> Result<usize, ColumnError> {
+        Ok(self.len())
+    }
+    fn row(&self, i: usize) -> T {
+        self[i].clone()
+    }
+}
+
 /// Builds the columns of one batch from its elements, in order.
 ///
 /// After `push` returns an error the builder is in an unspecified state: drop it.

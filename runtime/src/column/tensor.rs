@@ -45,6 +45,11 @@ impl<T: Scalar> Tensor<T> {
         &self.data
     }
 
+    /// The values, row-major, to change in place.
+    pub fn as_mut_slice(&mut self) -> &mut [T] {
+        &mut self.data
+    }
+
     /// The shape and the values, without copying.
     pub fn into_parts(self) -> (Vec<usize>, Vec<T>) {
         (self.shape, self.data)

@@ -272,6 +272,16 @@ pub enum ParseError {
         /// Values in the record.
         actual: usize,
     },
+    /// A value does not fit the declared type (`u8` feature holding 300).
+    #[error("feature `{feature}`: value {value} does not fit {dtype}")]
+    OutOfRange {
+        /// The feature.
+        feature: String,
+        /// The value in the record.
+        value: i64,
+        /// The declared type.
+        dtype: &'static str,
+    },
     /// The columns passed in were made for another spec.
     #[error("the output columns were not made by this parser")]
     ColumnsMismatch,

@@ -72,6 +72,35 @@ impl Pixel for f32 {
     }
 }
 
+/// The other numeric types, so every per-field image operation works on any dtype:
+/// `as` conversions both ways (integers round toward zero and saturate).
+macro_rules! pixel_as {
+    ($($t:ty),*) => {$(
+        impl Pixel for $t {
+            #[inline(always)]
+            fn to_f32(self) -> f32 {
+                self as f32
+            }
+            #[inline(always)]
+            fn from_f32(v: f32) -> Self {
+                v as $t
+            }
+        }
+    )*};
+}
+pixel_as!(i8, i16, i32, u32, i64, u64, f64);
+
+impl Pixel for bool {
+    #[inline(always)]
+    fn to_f32(self) -> f32 {
+        if self { 1.0 } else { 0.0 }
+    }
+    #[inline(always)]
+    fn from_f32(v: f32) -> Self {
+        v != 0.0
+    }
+}
+
 /// An owned image in HWC layout: `data[(y * width + x) * channels + c]`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Image<T> {

@@ -75,6 +75,23 @@ impl<T: CacheCodec> CacheCodec for Vec<T> {
     }
 }
 
+impl<T: CacheCodec + crate::column::Scalar> CacheCodec for crate::column::Tensor<T> {
+    fn encode(&self, out: &mut Vec<u8>) {
+        let shape: Vec<u64> = self.shape().iter().map(|&d| d as u64).collect();
+        shape.encode(out);
+        (self.as_slice().len() as u64).encode(out);
+        for x in self.as_slice() {
+            x.encode(out);
+        }
+    }
+    fn decode(bytes: &mut &[u8]) -> std::result::Result<Self, String> {
+        let shape: Vec<u64> = Vec::decode(bytes)?;
+        let data: Vec<T> = Vec::decode(bytes)?;
+        let shape = shape.into_iter().map(|d| usize::try_from(d).map_err(|e| e.to_string())).collect::<Result<_, _>>()?;
+        crate::column::Tensor::new(shape, data).map_err(|e| e.to_string())
+    }
+}
+
 impl CacheCodec for String {
     fn encode(&self, out: &mut Vec<u8>) {
         (self.len() as u64).encode(out);

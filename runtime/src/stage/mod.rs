@@ -26,9 +26,11 @@
 
 mod autotune;
 mod batch;
+mod boxed;
 mod cache;
 mod chunks;
 mod element;
+mod enumerate;
 mod filter;
 mod interleave;
 mod map;
@@ -48,7 +50,9 @@ use std::time::{Duration, Instant};
 pub use batch::{Batch, BatchIter, MakeBuilder, Padded, PaddedBatch, Plain, Unbatch, UnbatchIter};
 pub use cache::{CacheCodec, CacheFile, CacheMemory};
 pub use chunks::{Chunks, ChunksIter};
+pub use boxed::{Boxed, DynDataset, Somes, SomesIter};
 pub use element::Element;
+pub use enumerate::{Enumerate, EnumerateIter, Indexed};
 pub use filter::{Fallible, Filter, FilterFn, Infallible};
 pub use interleave::{
     DEFAULT_BUFFER_PER_SLOT, Interleave, InterleaveFn, InterleaveIter, MAX_CYCLE_LENGTH, OpenTfRecord,
@@ -435,6 +439,31 @@ pub trait Dataset: Send + Sync + 'static {
         Self::Item: Batchable,
     {
         PaddedBatch::new(self, n, drop_remainder, padding)
+    }
+
+    /// The dataset behind a box ([`Boxed`]): one type for datasets of one element type.
+    fn boxed(self) -> Boxed<Self::Item>
+    where
+        Self: Sized,
+    {
+        Boxed::new(self)
+    }
+
+    /// The `Some` elements of a dataset of `Option`s ([`Somes`]).
+    fn somes<T: Element>(self) -> Somes<Self>
+    where
+        Self: Sized + Dataset<Item = Option<T>>,
+    {
+        Somes::new(self)
+    }
+
+    /// Tags each element with its pass's epoch and its position in the pass
+    /// ([`Indexed`]).
+    fn enumerate(self) -> Enumerate<Self>
+    where
+        Self: Sized,
+    {
+        Enumerate::new(self)
     }
 
     /// The rows of every batch, in order: the inverse of [`batch`](Dataset::batch).

@@ -36,6 +36,9 @@ impl Rows for Vec<Vec<u8>> {
     }
 }
 
+pub mod ops;
+pub mod parse;
+
 /// A pipeline parameter's value, parsed from the text given on the command line
 /// (`sluice run --set NAME=VALUE`).
 pub trait FromParam: Sized {

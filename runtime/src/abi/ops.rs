@@ -1,0 +1,413 @@
+//! The per-field operations of a `map` block, on the values generated code holds:
+//! scalars (`T`), variable-length lists (`Vec<T>`), tensors ([`Tensor<T>`]) and byte
+//! strings (`&[u8]`). Each is a thin, monomorphic wrapper over the runtime's image and
+//! column code, so the generated code stays short and the semantics live in one place.
+//!
+//! Elementwise arithmetic, `cast` and `scale` are generated as closures applied with
+//! [`Array::map`] / [`Array::zip`], so one fused loop computes a whole expression.
+
+use crate::column::{Scalar, Tensor};
+use crate::error::BoxError;
+use crate::image::{self, Image, Pixel};
+use crate::rng::Philox;
+
+/// A value with a flat buffer of numbers: a [`Tensor`] or a `Vec` (variable length).
+pub trait Array<T: Scalar>: Sized {
+    /// The same container holding another type.
+    type Out<U: Scalar>: Array<U>;
+    /// The values, row-major.
+    fn values(&self) -> &[T];
+    /// The values, to change in place.
+    fn values_mut(&mut self) -> &mut [T];
+    /// The size of the last dimension (channels of an image), 1 for a scalar shape.
+    fn last_dim(&self) -> usize;
+    /// The container with `values` instead, which must be as many.
+    fn with_values<U: Scalar>(&self, values: Vec<U>) -> Self::Out<U>;
+
+    /// Applies `f` to every value.
+    #[inline]
+    fn map<U: Scalar>(self, f: impl FnMut(T) -> U) -> Self::Out<U> {
+        let values = self.values().iter().copied().map(f).collect();
+        self.with_values(values)
+    }
+
+    /// Applies a fallible `f` to every value.
+    #[inline]
+    fn try_map<U: Scalar>(self, f: impl FnMut(T) -> Result<U, BoxError>) -> Result<Self::Out<U>, BoxError> {
+        let values = self.values().iter().copied().map(f).collect::<Result<Vec<U>, BoxError>>()?;
+        Ok(self.with_values(values))
+    }
+
+    /// Applies `f` to the values of `self` and `other` pairwise; they must be as many.
+    #[inline]
+    fn zip<B: Scalar, U: Scalar>(
+        self,
+        other: &impl Array<B>,
+        mut f: impl FnMut(T, B) -> Result<U, BoxError>,
+    ) -> Result<Self::Out<U>, BoxError> {
+        let (a, b) = (self.values(), other.values());
+        if a.len() != b.len() {
+            return Err(format!("elementwise operation on values of {} and {} elements", a.len(), b.len()).into());
+        }
+        let values = a.iter().zip(b).map(|(x, y)| f(*x, *y)).collect::<Result<Vec<U>, BoxError>>()?;
+        Ok(self.with_values(values))
+    }
+}
+
+impl<T: Scalar> Array<T> for Tensor<T> {
+    type Out<U: Scalar> = Tensor<U>;
+    #[inline]
+    fn values(&self) -> &[T] {
+        self.as_slice()
+    }
+    #[inline]
+    fn values_mut(&mut self) -> &mut [T] {
+        self.as_mut_slice()
+    }
+    #[inline]
+    fn last_dim(&self) -> usize {
+        self.shape().last().copied().unwrap_or(1)
+    }
+    #[inline]
+    fn with_values<U: Scalar>(&self, values: Vec<U>) -> Tensor<U> {
+        Tensor::new(self.shape().to_vec(), values).unwrap_or_else(|_| Tensor::from_vec(Vec::new()))
+    }
+}
+
+impl<T: Scalar> Array<T> for Vec<T> {
+    type Out<U: Scalar> = Vec<U>;
+    #[inline]
+    fn values(&self) -> &[T] {
+        self
+    }
+    #[inline]
+    fn values_mut(&mut self) -> &mut [T] {
+        self
+    }
+    #[inline]
+    fn last_dim(&self) -> usize {
+        1
+    }
+    #[inline]
+    fn with_values<U: Scalar>(&self, values: Vec<U>) -> Vec<U> {
+        values
+    }
+}
+
+/// `as`-style numeric conversion between any two value types (`cast`); to `bool` is
+/// "not zero", from `bool` is 0 or 1.
+pub trait Cast<U> {
+    /// The converted value.
+    fn cast(self) -> U;
+}
+
+macro_rules! cast_numbers {
+    ($($from:ty),*) => {$(
+        impl Cast<u8> for $from { #[inline(always)] fn cast(self) -> u8 { self as u8 } }
+        impl Cast<i8> for $from { #[inline(always)] fn cast(self) -> i8 { self as i8 } }
+        impl Cast<u16> for $from { #[inline(always)] fn cast(self) -> u16 { self as u16 } }
+        impl Cast<i16> for $from { #[inline(always)] fn cast(self) -> i16 { self as i16 } }
+        impl Cast<i32> for $from { #[inline(always)] fn cast(self) -> i32 { self as i32 } }
+        impl Cast<u32> for $from { #[inline(always)] fn cast(self) -> u32 { self as u32 } }
+        impl Cast<i64> for $from { #[inline(always)] fn cast(self) -> i64 { self as i64 } }
+        impl Cast<u64> for $from { #[inline(always)] fn cast(self) -> u64 { self as u64 } }
+        impl Cast<f32> for $from { #[inline(always)] fn cast(self) -> f32 { self as f32 } }
+        impl Cast<f64> for $from { #[inline(always)] fn cast(self) -> f64 { self as f64 } }
+        #[allow(clippy::float_cmp)]
+        impl Cast<bool> for $from { #[inline(always)] fn cast(self) -> bool { self != (0 as $from) } }
+        impl Cast<$from> for bool { #[inline(always)] fn cast(self) -> $from { u8::from(self) as $from } }
+    )*};
+}
+cast_numbers!(u8, i8, u16, i16, i32, u32, i64, u64, f32, f64);
+
+impl Cast<bool> for bool {
+    #[inline(always)]
+    fn cast(self) -> bool {
+        self
+    }
+}
+
+/// [`Cast`] as a function, for closures: `cast::<u8, f32>(v)`.
+#[inline(always)]
+pub fn cast<T: Cast<U>, U>(v: T) -> U {
+    v.cast()
+}
+
+/// Integer arithmetic that cannot panic: division and remainder by zero are errors (as
+/// in TensorFlow), overflow wraps.
+pub trait IntArith: Sized + Copy {
+    /// `a / b`.
+    fn div(self, b: Self) -> Result<Self, BoxError>;
+    /// `a % b`.
+    fn rem(self, b: Self) -> Result<Self, BoxError>;
+}
+
+macro_rules! int_arith {
+    ($($t:ty),*) => {$(
+        impl IntArith for $t {
+            #[inline(always)]
+            fn div(self, b: Self) -> Result<Self, BoxError> {
+                if b == 0 { Err("integer division by zero".into()) } else { Ok(self.wrapping_div(b)) }
+            }
+            #[inline(always)]
+            fn rem(self, b: Self) -> Result<Self, BoxError> {
+                if b == 0 { Err("integer remainder by zero".into()) } else { Ok(self.wrapping_rem(b)) }
+            }
+        }
+    )*};
+}
+int_arith!(u8, i8, u16, i16, i32, u32, i64, u64);
+
+/// `a / b` on integers, an error when `b` is zero.
+#[inline(always)]
+pub fn int_div<T: IntArith>(a: T, b: T) -> Result<T, BoxError> {
+    a.div(b)
+}
+
+/// `a % b` on integers, an error when `b` is zero.
+#[inline(always)]
+pub fn int_rem<T: IntArith>(a: T, b: T) -> Result<T, BoxError> {
+    a.rem(b)
+}
+
+/// The generator of one random operation on one element: keyed by the operation's
+/// `seed` and its position `op` among the pipeline's random operations, on the stream of
+/// (epoch, element index), so results do not depend on threads or timing.
+pub fn element_rng(seed: u64, op: u64, epoch: u64, index: u64) -> Philox {
+    let key = seed ^ op.wrapping_add(1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    Philox::new(key, (epoch << 40) ^ index)
+}
+
+/// A value type a byte string decodes to with `decode_raw` (little-endian).
+pub trait RawScalar: Scalar {
+    /// Bytes per value.
+    const SIZE: usize;
+    /// The value of `SIZE` little-endian bytes.
+    fn from_le(bytes: &[u8]) -> Self;
+}
+
+macro_rules! raw_scalar {
+    ($($t:ty),*) => {$(
+        impl RawScalar for $t {
+            const SIZE: usize = size_of::<$t>();
+            #[inline(always)]
+            fn from_le(bytes: &[u8]) -> Self {
+                let mut a = [0u8; size_of::<$t>()];
+                a.copy_from_slice(bytes);
+                <$t>::from_le_bytes(a)
+            }
+        }
+    )*};
+}
+raw_scalar!(u8, i8, u16, i16, i32, u32, i64, u64, f32, f64);
+
+/// `decode_raw(bytes, T)`: the bytes as little-endian values (as `tf.io.decode_raw`);
+/// a length that is not a multiple of the value size is an error.
+pub fn decode_raw<T: RawScalar>(bytes: &[u8]) -> Result<Vec<T>, BoxError> {
+    if !bytes.len().is_multiple_of(T::SIZE) {
+        return Err(format!("decode_raw: {} bytes is not a whole number of {}-byte values", bytes.len(), T::SIZE)
+            .into());
+    }
+    Ok(bytes.chunks_exact(T::SIZE).map(T::from_le).collect())
+}
+
+/// `reshape(x, [dims])`: the same values in a new shape, which must hold them all.
+pub fn reshape<T: Scalar, A: Array<T>>(x: A, shape: &[usize]) -> Result<Tensor<T>, BoxError> {
+    let n = x.values().len();
+    Tensor::new(shape.to_vec(), x.values().to_vec())
+        .map_err(|_| format!("reshape: {n} values do not fit the shape {shape:?}").into())
+}
+
+fn to_tensor<T: Scalar + Pixel>(image: Image<T>) -> Tensor<T> {
+    let shape = vec![image.height, image.width, image.channels];
+    let n = image.data.len();
+    Tensor::new(shape, image.data).unwrap_or_else(|_| Tensor::from_vec(vec![T::default(); n]))
+}
+
+fn to_image<T: Scalar + Pixel>(op: &str, t: &Tensor<T>) -> Result<Image<T>, BoxError> {
+    match *t.shape() {
+        [h, w, c] => Ok(Image::new(h, w, c, t.as_slice().to_vec())?),
+        _ => Err(format!("{op}: expected an image [height, width, channels], found shape {:?}", t.shape()).into()),
+    }
+}
+
+/// `decode_jpeg(bytes, channels)`.
+pub fn decode_jpeg(bytes: &[u8], channels: usize) -> Result<Tensor<u8>, BoxError> {
+    Ok(to_tensor(image::decode_jpeg(bytes, channels)?))
+}
+
+/// `decode_png(bytes, channels)` (8-bit components).
+pub fn decode_png(bytes: &[u8], channels: usize) -> Result<Tensor<u8>, BoxError> {
+    Ok(to_tensor(image::decode_png(bytes, channels)?))
+}
+
+/// `resize(image, h, w)`: bilinear, as `tf.image.resize`; floats out.
+pub fn resize<T: Scalar + Pixel>(t: &Tensor<T>, h: usize, w: usize) -> Result<Tensor<f32>, BoxError> {
+    Ok(to_tensor(image::resize_bilinear(&to_image("resize", t)?, h, w)?))
+}
+
+/// `decode_jpeg(bytes, 3)` → `resize(h, w)` → `scale(1 / 255)` → `normalize(mean, std)`
+/// in one pass, written into `out` (`h * w * 3` floats, a batch column's row): the
+/// fused form generated code uses for exactly that chain (bit-identical to it).
+/// `mean` and `std` hold one value, or one per channel.
+pub fn decode_resize_normalize_into(
+    bytes: &[u8],
+    h: usize,
+    w: usize,
+    mean: &[f32],
+    std: &[f32],
+    out: &mut [f32],
+) -> Result<(), BoxError> {
+    let three = |v: &[f32], what: &str| -> Result<[f32; 3], BoxError> {
+        match *v {
+            [x] => Ok([x; 3]),
+            [a, b, c] => Ok([a, b, c]),
+            _ => Err(format!("normalize: {} {what} values for 3 channels", v.len()).into()),
+        }
+    };
+    Ok(image::decode_resize_normalize(bytes, h, w, three(mean, "mean")?, three(std, "std")?, out)?)
+}
+
+/// `center_crop(image, h, w)`.
+pub fn center_crop<T: Scalar + Pixel>(t: &Tensor<T>, h: usize, w: usize) -> Result<Tensor<T>, BoxError> {
+    Ok(to_tensor(image::center_crop(&to_image("center_crop", t)?, h, w)?))
+}
+
+/// `random_crop(image, h, w, seed)`.
+pub fn random_crop<T: Scalar + Pixel>(
+    t: &Tensor<T>,
+    h: usize,
+    w: usize,
+    rng: &mut Philox,
+) -> Result<Tensor<T>, BoxError> {
+    Ok(to_tensor(image::random_crop(&to_image("random_crop", t)?, h, w, rng)?))
+}
+
+/// `random_flip(x, seed)`: with probability ½ (one draw whatever the value), an image is
+/// mirrored left to right, a list reversed; a scalar stays as it is.
+pub trait Flip: Sized {
+    /// The value, flipped or not.
+    fn random_flip(self, rng: &mut Philox) -> Self;
+}
+
+impl<T: Scalar + Pixel> Flip for Tensor<T> {
+    fn random_flip(mut self, rng: &mut Philox) -> Self {
+        if rng.next_f32() >= 0.5 {
+            return self;
+        }
+        let shape = self.shape().to_vec();
+        match shape[..] {
+            [_, w, c] if w > 0 && c > 0 => {
+                for row in self.as_mut_slice().chunks_exact_mut(w * c) {
+                    for x in 0..w / 2 {
+                        let (left, right) = row.split_at_mut((w - 1 - x) * c);
+                        left[x * c..x * c + c].swap_with_slice(&mut right[..c]);
+                    }
+                }
+            }
+            [_, w] if w > 0 => {
+                for row in self.as_mut_slice().chunks_exact_mut(w) {
+                    row.reverse();
+                }
+            }
+            _ => self.as_mut_slice().reverse(),
+        }
+        self
+    }
+}
+
+impl<T: Scalar> Flip for Vec<T> {
+    fn random_flip(mut self, rng: &mut Philox) -> Self {
+        if rng.next_f32() < 0.5 {
+            self.reverse();
+        }
+        self
+    }
+}
+
+macro_rules! flip_scalar {
+    ($($t:ty),*) => {$(
+        impl Flip for $t {
+            fn random_flip(self, rng: &mut Philox) -> Self {
+                let _ = rng.next_f32();
+                self
+            }
+        }
+    )*};
+}
+flip_scalar!(bool, u8, i8, u16, i16, i32, u32, i64, u64, f32, f64);
+
+/// `transpose(x, chw)`: `[h, w, c]` → `[c, h, w]`.
+pub fn transpose_chw<T: Scalar>(t: &Tensor<T>) -> Result<Tensor<T>, BoxError> {
+    let [h, w, c] = *t.shape() else { return Err(rank3("transpose", t.shape())) };
+    let src = t.as_slice();
+    let mut out = Vec::with_capacity(src.len());
+    for ch in 0..c {
+        out.extend((0..h * w).map(|i| src[i * c + ch]));
+    }
+    Ok(Tensor::new(vec![c, h, w], out)?)
+}
+
+/// `transpose(x, hwc)`: `[c, h, w]` → `[h, w, c]`.
+pub fn transpose_hwc<T: Scalar>(t: &Tensor<T>) -> Result<Tensor<T>, BoxError> {
+    let [c, h, w] = *t.shape() else { return Err(rank3("transpose", t.shape())) };
+    let src = t.as_slice();
+    let plane = h * w;
+    let mut out = Vec::with_capacity(src.len());
+    for i in 0..plane {
+        out.extend((0..c).map(|ch| src[ch * plane + i]));
+    }
+    Ok(Tensor::new(vec![h, w, c], out)?)
+}
+
+#[cold]
+fn rank3(op: &str, shape: &[usize]) -> BoxError {
+    format!("{op}: expected a value of rank 3, found shape {shape:?}").into()
+}
+
+/// `one_hot(label, depth)`: `depth` floats, 1 at `label`; a label outside `0..depth` is
+/// an error.
+pub fn one_hot<T: Cast<i64>>(label: T, depth: usize) -> Result<Tensor<f32>, BoxError> {
+    Ok(Tensor::from_vec(image::one_hot(label.cast(), depth)?))
+}
+
+/// `normalize(x, mean, std)` in place on floats: `(x - mean[c]) * (1 / std[c])` with `c`
+/// the position in the last dimension; one `mean`/`std` value applies to every channel.
+pub fn normalize<A: Array<f32>>(mut x: A, mean: &[f32], std: &[f32]) -> Result<A, BoxError> {
+    let channels = x.last_dim().max(1);
+    let spread = |v: &[f32], what: &str| -> Result<Vec<f32>, BoxError> {
+        match v.len() {
+            1 => Ok(vec![v[0]; channels]),
+            n if n == channels => Ok(v.to_vec()),
+            n => Err(format!("normalize: {n} {what} values for {channels} channel(s)").into()),
+        }
+    };
+    let (mean, std) = (spread(mean, "mean")?, spread(std, "std")?);
+    if let Some(bad) = std.iter().find(|s| !s.is_finite() || **s == 0.0) {
+        return Err(format!("normalize: standard deviation {bad} is not usable").into());
+    }
+    let inv: Vec<f32> = std.iter().map(|s| 1.0 / s).collect();
+    for px in x.values_mut().chunks_exact_mut(channels) {
+        for ((v, m), s) in px.iter_mut().zip(&mean).zip(&inv) {
+            *v = (*v - m) * s;
+        }
+    }
+    Ok(x)
+}
+
+/// `normalize` of a single float.
+pub fn normalize_scalar(x: f32, mean: &[f32], std: &[f32]) -> Result<f32, BoxError> {
+    Ok(normalize(vec![x], mean, std)?[0])
+}
+
+/// Appends one element's values of a fixed-size field to its batch column, checking the
+/// count (`per` values a row).
+#[inline]
+pub fn put<T: Copy>(column: &mut Vec<T>, values: &[T], per: usize, field: &str) -> Result<(), BoxError> {
+    if values.len() != per {
+        return Err(format!("field `{field}`: {} values, but its batch column holds {per} per row", values.len())
+            .into());
+    }
+    column.extend_from_slice(values);
+    Ok(())
+}

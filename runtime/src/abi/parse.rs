@@ -1,0 +1,251 @@
+//! What a generated, schema-specialised `tf.train.Example` parser calls.
+//!
+//! The generated parser walks a record's feature map once ([`ExampleView::entries`]),
+//! matching each name against the declared features with a `match` on string literals
+//! (the undeclared ones are skipped without being examined), then decodes each declared
+//! feature straight into its destination with one of these functions: a column buffer of
+//! a batch, or a value of a record. No `Example` message, map or per-feature allocation
+//! is built. Semantics are `tf.io.parse_example`'s (and [`ExampleParser`]'s): a missing
+//! feature takes its default or is an error, a fixed shape needs exactly its number of
+//! values, a list of the wrong kind is an error, and the last of repeated map entries
+//! wins.
+//!
+//! [`ExampleParser`]: crate::example::parse::ExampleParser
+
+pub use crate::example::parse::ParseError;
+pub use crate::example::view::{Entry, ExampleView, FeatureView, WireError};
+
+use crate::example::parse::DType as Kind;
+
+/// A record-level wire error (outside any declared feature).
+#[cold]
+pub fn malformed(error: WireError) -> ParseError {
+    ParseError::Malformed { feature: None, error }
+}
+
+/// The feature of a declared entry, examined.
+#[inline]
+fn view<'a>(name: &str, entry: Option<Entry<'a>>) -> Result<Option<FeatureView<'a>>, ParseError> {
+    entry
+        .map(|e| e.feature().map_err(|error| ParseError::Malformed { feature: Some(name.to_string()), error }))
+        .transpose()
+}
+
+#[cold]
+fn wrong_kind(name: &str, expected: Kind, view: &FeatureView<'_>) -> ParseError {
+    let actual = match view {
+        FeatureView::Floats(_) => Kind::F32,
+        FeatureView::Int64s(_) => Kind::I64,
+        FeatureView::Bytes(_) | FeatureView::None => Kind::Bytes,
+    };
+    ParseError::WrongKind { feature: name.to_string(), expected, actual }
+}
+
+#[cold]
+fn missing(name: &str) -> ParseError {
+    ParseError::Missing { feature: name.to_string() }
+}
+
+/// A value type a numeric feature decodes to: from a `float_list` (`f32`, `f64`) or an
+/// `int64_list` (the integer types and `bool`, range-checked).
+pub trait FromFeature: Copy + 'static {
+    /// The list kind it is read from.
+    const KIND: Kind;
+    /// The type's name, for errors.
+    const NAME: &'static str;
+    /// Appends the values of `view`, which has kind [`KIND`](FromFeature::KIND).
+    fn extend(name: &str, view: &FeatureView<'_>, out: &mut Vec<Self>) -> Result<(), ParseError>;
+}
+
+impl FromFeature for f32 {
+    const KIND: Kind = Kind::F32;
+    const NAME: &'static str = "f32";
+    #[inline]
+    fn extend(_: &str, view: &FeatureView<'_>, out: &mut Vec<Self>) -> Result<(), ParseError> {
+        if let FeatureView::Floats(f) = view {
+            f.extend_into(out);
+        }
+        Ok(())
+    }
+}
+
+impl FromFeature for f64 {
+    const KIND: Kind = Kind::F32;
+    const NAME: &'static str = "f64";
+    #[inline]
+    fn extend(_: &str, view: &FeatureView<'_>, out: &mut Vec<Self>) -> Result<(), ParseError> {
+        if let FeatureView::Floats(f) = view {
+            out.extend(f.iter().map(f64::from));
+        }
+        Ok(())
+    }
+}
+
+impl FromFeature for i64 {
+    const KIND: Kind = Kind::I64;
+    const NAME: &'static str = "i64";
+    #[inline]
+    fn extend(_: &str, view: &FeatureView<'_>, out: &mut Vec<Self>) -> Result<(), ParseError> {
+        if let FeatureView::Int64s(v) = view {
+            v.extend_into(out);
+        }
+        Ok(())
+    }
+}
+
+/// `u64` is stored in an `int64_list` as its two's complement (as TensorFlow casts).
+impl FromFeature for u64 {
+    const KIND: Kind = Kind::I64;
+    const NAME: &'static str = "u64";
+    #[inline]
+    fn extend(_: &str, view: &FeatureView<'_>, out: &mut Vec<Self>) -> Result<(), ParseError> {
+        if let FeatureView::Int64s(v) = view {
+            out.extend(v.iter().map(|x| x as u64));
+        }
+        Ok(())
+    }
+}
+
+macro_rules! narrow_int {
+    ($($t:ty => $n:literal),*) => {$(
+        impl FromFeature for $t {
+            const KIND: Kind = Kind::I64;
+            const NAME: &'static str = $n;
+            #[inline]
+            fn extend(name: &str, view: &FeatureView<'_>, out: &mut Vec<Self>) -> Result<(), ParseError> {
+                if let FeatureView::Int64s(v) = view {
+                    out.reserve(v.len());
+                    for x in v.iter() {
+                        let y = <$t>::try_from(x).map_err(|_| ParseError::OutOfRange {
+                            feature: name.to_string(),
+                            value: x,
+                            dtype: $n,
+                        })?;
+                        out.push(y);
+                    }
+                }
+                Ok(())
+            }
+        }
+    )*};
+}
+narrow_int!(i32 => "i32", u32 => "u32", u8 => "u8", i8 => "i8", i16 => "i16", u16 => "u16");
+
+/// `bool` from an `int64_list` of 0s and 1s.
+impl FromFeature for bool {
+    const KIND: Kind = Kind::I64;
+    const NAME: &'static str = "bool";
+    #[inline]
+    fn extend(name: &str, view: &FeatureView<'_>, out: &mut Vec<Self>) -> Result<(), ParseError> {
+        if let FeatureView::Int64s(v) = view {
+            for x in v.iter() {
+                match x {
+                    0 => out.push(false),
+                    1 => out.push(true),
+                    _ => {
+                        return Err(ParseError::OutOfRange { feature: name.to_string(), value: x, dtype: "bool" });
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Checks the list's kind (a kind-less feature holds no values of any kind).
+#[inline]
+fn check_kind<T: FromFeature>(name: &str, view: &FeatureView<'_>) -> Result<(), ParseError> {
+    match view {
+        FeatureView::None => Ok(()),
+        FeatureView::Floats(_) if T::KIND == Kind::F32 => Ok(()),
+        FeatureView::Int64s(_) if T::KIND == Kind::I64 => Ok(()),
+        other => Err(wrong_kind(name, T::KIND, other)),
+    }
+}
+
+/// Appends exactly `n` values of a fixed-shape feature (or its default) to `out`.
+#[inline]
+pub fn fixed<T: FromFeature>(
+    name: &str,
+    entry: Option<Entry<'_>>,
+    n: usize,
+    default: Option<&[T]>,
+    out: &mut Vec<T>,
+) -> Result<(), ParseError> {
+    let Some(view) = view(name, entry)? else {
+        let d = default.ok_or_else(|| missing(name))?;
+        out.extend_from_slice(d);
+        return Ok(());
+    };
+    check_kind::<T>(name, &view)?;
+    if view.len() != n {
+        return Err(ParseError::WrongLength { feature: name.to_string(), expected: n, actual: view.len() });
+    }
+    let before = out.len();
+    T::extend(name, &view, out).inspect_err(|_| out.truncate(before))
+}
+
+/// Appends every value of a variable-length feature (or its default; none when it has
+/// no default) to `out`; returns how many.
+#[inline]
+pub fn var<T: FromFeature>(
+    name: &str,
+    entry: Option<Entry<'_>>,
+    default: Option<&[T]>,
+    out: &mut Vec<T>,
+) -> Result<usize, ParseError> {
+    let before = out.len();
+    match view(name, entry)? {
+        None => out.extend_from_slice(default.unwrap_or_default()),
+        Some(view) => {
+            check_kind::<T>(name, &view)?;
+            T::extend(name, &view, out).inspect_err(|_| out.truncate(before))?;
+        }
+    }
+    Ok(out.len() - before)
+}
+
+/// The single value of a scalar feature (or its default).
+#[inline]
+pub fn scalar<T: FromFeature>(name: &str, entry: Option<Entry<'_>>, default: Option<T>) -> Result<T, ParseError> {
+    let Some(view) = view(name, entry)? else { return default.ok_or_else(|| missing(name)) };
+    check_kind::<T>(name, &view)?;
+    if view.len() != 1 {
+        return Err(ParseError::WrongLength { feature: name.to_string(), expected: 1, actual: view.len() });
+    }
+    let mut one = Vec::with_capacity(1);
+    T::extend(name, &view, &mut one)?;
+    one.pop().ok_or_else(|| missing(name))
+}
+
+/// The single byte string of a scalar `bytes` feature (or its default), borrowed from
+/// the record.
+#[inline]
+pub fn bytes<'a>(name: &str, entry: Option<Entry<'a>>, default: Option<&'a [u8]>) -> Result<&'a [u8], ParseError> {
+    let Some(view) = view(name, entry)? else { return default.ok_or_else(|| missing(name)) };
+    match &view {
+        FeatureView::Bytes(b) if b.len() == 1 => b.iter().next().ok_or_else(|| missing(name)),
+        FeatureView::Bytes(b) => {
+            Err(ParseError::WrongLength { feature: name.to_string(), expected: 1, actual: b.len() })
+        }
+        FeatureView::None => Err(ParseError::WrongLength { feature: name.to_string(), expected: 1, actual: 0 }),
+        other => Err(wrong_kind(name, Kind::Bytes, other)),
+    }
+}
+
+/// Every byte string of a `bytes[]` feature (or its default), borrowed from the record.
+#[inline]
+pub fn bytes_list<'a>(
+    name: &str,
+    entry: Option<Entry<'a>>,
+    default: Option<&'a [&'a [u8]]>,
+    out: &mut Vec<&'a [u8]>,
+) -> Result<(), ParseError> {
+    match view(name, entry)? {
+        None => out.extend_from_slice(default.unwrap_or_default()),
+        Some(FeatureView::Bytes(b)) => out.extend(b.iter()),
+        Some(FeatureView::None) => {}
+        Some(other) => return Err(wrong_kind(name, Kind::Bytes, &other)),
+    }
+    Ok(())
+}

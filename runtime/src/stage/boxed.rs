@@ -1,0 +1,110 @@
+//! Type erasure for the few places that need it, and the small adapters generated code
+//! chains between stages:
+//!
+//! - [`Boxed`]: a dataset behind a box, so datasets of different types with one element
+//!   type can go in one `Vec` (`sample_from` of generated pipelines). A pass pays one
+//!   virtual call per element; nothing else in a generated pipeline is boxed.
+//! - [`Somes`]: the `Some` elements of a dataset of `Option`s (a fused `map` + `filter`
+//!   whose workers return `None` for rejected elements).
+
+use super::{Ctx, DataIter, Dataset, Element};
+use crate::error::Result;
+
+/// A [`Dataset`] with its iterator type erased.
+pub trait DynDataset<T>: Send + Sync + 'static {
+    /// Starts a pass.
+    fn iter_dyn(&self, ctx: &Ctx) -> Result<Box<dyn DataIter<Item = T>>>;
+}
+
+impl<D: Dataset> DynDataset<D::Item> for D {
+    fn iter_dyn(&self, ctx: &Ctx) -> Result<Box<dyn DataIter<Item = D::Item>>> {
+        Ok(Box::new(self.iter(ctx)?))
+    }
+}
+
+impl<T: Element> DataIter for Box<dyn DataIter<Item = T>> {
+    type Item = T;
+    #[inline]
+    fn next(&mut self) -> Result<Option<T>> {
+        (**self).next()
+    }
+}
+
+/// A boxed dataset of `T`: see [`Dataset::boxed`].
+pub struct Boxed<T> {
+    inner: Box<dyn DynDataset<T>>,
+}
+
+impl<T> std::fmt::Debug for Boxed<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Boxed")
+    }
+}
+
+impl<T: Element> Boxed<T> {
+    pub(crate) fn new<D: Dataset<Item = T>>(d: D) -> Self {
+        Boxed { inner: Box::new(d) }
+    }
+}
+
+impl<T: Element> Dataset for Boxed<T> {
+    type Item = T;
+    type Iter = Box<dyn DataIter<Item = T>>;
+    fn iter(&self, ctx: &Ctx) -> Result<Self::Iter> {
+        self.inner.iter_dyn(ctx)
+    }
+}
+
+/// The `Some` elements of a dataset of `Option`s: see [`Dataset::somes`].
+#[must_use = "datasets are lazy: iterate them"]
+#[derive(Debug)]
+pub struct Somes<D> {
+    input: D,
+}
+
+impl<D> Somes<D> {
+    pub(crate) fn new(input: D) -> Self {
+        Somes { input }
+    }
+}
+
+impl<T: Element, D: Dataset<Item = Option<T>>> Dataset for Somes<D> {
+    type Item = T;
+    type Iter = SomesIter<D::Iter>;
+    fn iter(&self, ctx: &Ctx) -> Result<Self::Iter> {
+        Ok(SomesIter { input: self.input.iter(ctx)? })
+    }
+}
+
+/// One pass of [`Somes`].
+#[derive(Debug)]
+pub struct SomesIter<I> {
+    input: I,
+}
+
+impl<T: Element, I: DataIter<Item = Option<T>>> DataIter for SomesIter<I> {
+    type Item = T;
+    #[inline]
+    fn next(&mut self) -> Result<Option<T>> {
+        loop {
+            match self.input.next()? {
+                None => return Ok(None),
+                Some(Some(x)) => return Ok(Some(x)),
+                Some(None) => {}
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stage::range;
+
+    #[test]
+    fn boxed_and_somes() {
+        let a = range(0..4).map(|x| (x % 2 == 0).then_some(x)).somes().boxed();
+        let got: Vec<u64> = a.stream().unwrap().map(|x| x.unwrap()).collect();
+        assert_eq!(got, vec![0, 2]);
+    }
+}

@@ -9,8 +9,21 @@
 #[doc(hidden)]
 pub mod runner;
 
+/// Reached as `__private::runner`; public only because a re-export must be.
+#[doc(hidden)]
+pub mod runner;
+
 pub use sluice_runtime as runtime;
 pub use sluice_runtime::{CorruptKind, Error, Result, example, rng, synth, tfrecord};
+
+/// Includes the Rust that `sluice_compiler::build::compile` generated (in `build.rs`)
+/// from `NAME.pipe`: one module per pipeline of the file.
+#[macro_export]
+macro_rules! include_pipelines {
+    ($name:literal) => {
+        include!(concat!(env!("OUT_DIR"), "/sluice/", $name, ".rs"));
+    };
+}
 
 /// The codegen ABI: the only paths generated code names (`::sluice::__private::*`).
 ///
@@ -18,16 +31,18 @@ pub use sluice_runtime::{CorruptKind, Error, Result, example, rng, synth, tfreco
 /// reorganise its public modules without breaking compiled pipelines.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::runner;
     pub use sluice_runtime::abi::ops::{Array, Cast, Flip};
     pub use sluice_runtime::abi::parse::{ExampleView, ParseError};
-    pub use sluice_runtime::abi::{FromParam, Rows, ops, param, parse};
+    pub use sluice_runtime::abi::{self, FromParam, Rows, ops, param, parse};
     pub use sluice_runtime::column::{
         Batchable, ColumnBuilder, ColumnError, Columns, Dense, PadLen, PadShape, Ragged, Tensor, check_rows,
     };
     pub use sluice_runtime::example;
     pub use sluice_runtime::rng::Philox;
     pub use sluice_runtime::stage::{
-        Buffer, Dataset, Element, Files, Indexed, Parallelism, files, sample_from, tfrecords,
+        Buffer, CacheCodec, Dataset, Element, Files, Indexed, OpenTfRecord, Parallelism, files, sample_from,
+        tfrecords,
     };
     pub use sluice_runtime::tfrecord;
     pub use sluice_runtime::tfrecord::{Compression, CorruptPolicy, ReaderOptions};

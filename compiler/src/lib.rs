@@ -7,6 +7,7 @@
 //! [`physical`] plan with its static memory bound. Code generation follows ([4/9]).
 
 pub mod ast;
+pub mod build;
 pub mod codegen;
 pub mod diagnostic;
 pub mod ir;

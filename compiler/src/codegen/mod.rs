@@ -30,6 +30,10 @@
 //! `Item` implements `::sluice::__private::Rows`. Generated code names
 //! `::sluice::__private` only, plus the paths of the user's `extern fn`s.
 
+mod expr;
+mod pipeline;
+mod types;
+
 use proc_macro2::TokenStream;
 
 use crate::diagnostic::Diagnostic;
@@ -63,6 +67,23 @@ pub fn pretty(tokens: &TokenStream) -> String {
 /// diagnostic of the file.
 pub fn generate(source: &str) -> Result<Generated, Vec<Diagnostic>> {
     let checked = crate::compile(source)?;
-    let _ = checked;
-    Err(vec![Diagnostic::error("E0600", "code generation is being written", crate::ast::Span::default(), "")])
+    let mut tokens = TokenStream::new();
+    let mut pipelines = Vec::new();
+    let mut diags = Vec::new();
+    for c in &checked {
+        match pipeline::generate(c, &checked) {
+            Ok(t) => tokens.extend(t),
+            Err(msg) => diags.push(
+                Diagnostic::error(
+                    "E0600",
+                    format!("pipeline `{}` cannot be compiled to Rust: {msg}", c.decls.name),
+                    c.decls.span,
+                    "in this pipeline",
+                )
+                .with_note("the checker accepts it, but the code generator does not handle it yet"),
+            ),
+        }
+        pipelines.push(c.decls.name.clone());
+    }
+    if diags.is_empty() { Ok(Generated { pipelines, tokens }) } else { Err(diags) }
 }

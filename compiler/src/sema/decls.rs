@@ -68,6 +68,8 @@ pub struct ExternDecl {
 pub struct Declarations {
     /// The pipeline's name.
     pub name: String,
+    /// Where the pipeline's name is (for diagnostics about the whole pipeline).
+    pub span: Span,
     /// Its parameters, in order.
     pub params: Vec<ParamDecl>,
     /// The record schema (empty when the pipeline declares none).
@@ -110,7 +112,7 @@ struct Cx {
 
 impl Cx {
     fn pipeline(&mut self, p: &ast::Pipeline) -> Declarations {
-        let mut d = Declarations { name: p.name.name.clone(), ..Declarations::default() };
+        let mut d = Declarations { name: p.name.name.clone(), span: p.name.span, ..Declarations::default() };
         let mut seen: HashMap<&str, Span> = HashMap::new();
         for param in &p.params {
             if let Some(first) = seen.insert(&param.name.name, param.name.span) {

@@ -14,25 +14,37 @@ use crate::ir::types::{DType, Dim, Shape, TensorType};
 use super::args::BindError;
 use super::decls::{Declarations, closest};
 
-/// The built-in per-field operations.
-pub const OPS: &[&str] = &[
-    "decode_raw",
-    "decode_jpeg",
-    "decode_png",
-    "resize",
-    "center_crop",
-    "random_crop",
-    "random_flip",
-    "cast",
-    "scale",
-    "normalize",
-    "transpose",
-    "one_hot",
+/// The built-in per-field operations: name, parameters in order, how many are required.
+/// Typing and code generation bind arguments with this one table.
+pub const SIGNATURES: &[(&str, &[&str], usize)] = &[
+    ("decode_raw", &["bytes", "dtype"], 2),
+    ("decode_jpeg", &["bytes", "channels"], 1),
+    ("decode_png", &["bytes", "channels"], 1),
+    ("reshape", &["x", "shape"], 2),
+    ("resize", &["image", "height", "width"], 3),
+    ("center_crop", &["image", "height", "width"], 3),
+    ("random_crop", &["image", "height", "width", "seed"], 3),
+    ("random_flip", &["image", "seed"], 1),
+    ("cast", &["x", "dtype"], 2),
+    ("scale", &["x", "factor"], 2),
+    ("normalize", &["x", "mean", "std"], 3),
+    ("transpose", &["x", "layout"], 2),
+    ("one_hot", &["label", "depth"], 2),
 ];
+
+/// The names of the built-in operations.
+pub fn op_names() -> impl Iterator<Item = &'static str> {
+    SIGNATURES.iter().map(|(n, _, _)| *n)
+}
+
+/// The parameters of built-in operation `name` and how many are required.
+pub fn signature(name: &str) -> Option<(&'static [&'static str], usize)> {
+    SIGNATURES.iter().find(|(n, _, _)| *n == name).map(|(_, p, r)| (*p, *r))
+}
 
 /// What an argument expression is.
 #[derive(Debug, Clone)]
-enum Ty {
+pub(crate) enum Ty {
     /// A value of a field (or computed from fields).
     Tensor(TensorType),
     /// An integer constant (literal or integer parameter; `None` when only known at run time).
@@ -73,6 +85,11 @@ impl Typer<'_> {
                 None
             }
         }
+    }
+
+    /// The type of any (already checked) expression: for code generation.
+    pub(crate) fn type_of(&mut self, e: &ast::Expr) -> Option<Ty> {
+        self.ty(e)
     }
 
     fn ty(&mut self, e: &ast::Expr) -> Option<Ty> {
@@ -186,6 +203,17 @@ impl Typer<'_> {
             base.dtype
         };
         Some(Ty::Tensor(TensorType { dtype, shape }))
+    }
+
+    /// The arguments of built-in `op` bound to its parameters ([`SIGNATURES`]).
+    fn bind_op<'e>(
+        &mut self,
+        op: &str,
+        args: &'e [ast::Arg],
+        e: &ast::Expr,
+    ) -> Option<Vec<Option<&'e ast::Expr>>> {
+        let (params, required) = signature(op)?;
+        self.bind(op, params, required, args, e)
     }
 
     /// Positional then named arguments by name, as the op's parameter list `params`.
@@ -348,7 +376,7 @@ impl Typer<'_> {
         let fixed = |n: Option<u64>, named: &str| n.map_or(Dim::Named(named.to_string()), Dim::Fixed);
         match name.as_str() {
             "decode_raw" => {
-                let a = self.bind(&name, &["bytes", "dtype"], 2, args, e)?;
+                let a = self.bind_op(&name, args, e)?;
                 self.tensor_arg(&name, a[0]?, bytes, "bytes", Some(0))?;
                 let numeric_names: Vec<&str> =
                     DType::ALL.iter().filter(|d| d.is_int() || d.is_float()).map(|d| d.name()).collect();
@@ -356,7 +384,7 @@ impl Typer<'_> {
                 Some(TensorType { dtype: DType::from_name(&d)?, shape: Shape::Var })
             }
             "decode_jpeg" | "decode_png" => {
-                let a = self.bind(&name, &["bytes", "channels"], 1, args, e)?;
+                let a = self.bind_op(&name, args, e)?;
                 self.tensor_arg(&name, a[0]?, bytes, "bytes", Some(0))?;
                 let channels = match a[1] {
                     None => 3,
@@ -389,13 +417,55 @@ impl Typer<'_> {
                     ]),
                 })
             }
-            "resize" | "center_crop" | "random_crop" => {
-                let params: &[&str] = if name == "random_crop" {
-                    &["image", "height", "width", "seed"]
-                } else {
-                    &["image", "height", "width"]
+            "reshape" => {
+                let a = self.bind_op(&name, args, e)?;
+                let t = self.tensor_arg(&name, a[0]?, numeric, "numbers", None)?;
+                let shape = a[1]?;
+                let dims: Option<Vec<u64>> = match &shape.kind {
+                    ExprKind::List(items) if !items.is_empty() => items
+                        .iter()
+                        .map(|i| match i.kind {
+                            ExprKind::Int(n) if n > 0 => Some(n),
+                            _ => None,
+                        })
+                        .collect(),
+                    _ => None,
                 };
-                let a = self.bind(&name, params, 3, args, e)?;
+                let Some(dims) = dims else {
+                    self.diags.push(Diagnostic::error(
+                        "E0405",
+                        "`shape` of `reshape` is a list of positive integer sizes",
+                        shape.span,
+                        "such as `[64, 64, 3]`",
+                    ));
+                    return None;
+                };
+                let count = dims.iter().try_fold(1u64, |n, d| n.checked_mul(*d));
+                if let (Shape::Dims(src), Some(count)) = (&t.shape, count) {
+                    let fixed: Option<u64> = src.iter().try_fold(1u64, |n, d| match d {
+                        Dim::Fixed(k) => n.checked_mul(*k),
+                        Dim::Named(_) => None,
+                    });
+                    if let Some(have) = fixed.filter(|&h| h != count) {
+                        self.diags.push(
+                            Diagnostic::error(
+                                "E0404",
+                                format!("`reshape` of {have} values into a shape of {count}"),
+                                shape.span,
+                                "the sizes must multiply to the number of values",
+                            )
+                            .with_label(a[0]?.span, format!("`{t}`")),
+                        );
+                        return None;
+                    }
+                }
+                Some(TensorType {
+                    dtype: t.dtype,
+                    shape: Shape::Dims(dims.into_iter().map(Dim::Fixed).collect()),
+                })
+            }
+            "resize" | "center_crop" | "random_crop" => {
+                let a = self.bind_op(&name, args, e)?;
                 let t =
                     self.tensor_arg(&name, a[0]?, numeric, "numbers (decode the image first)", Some(3))?;
                 let h = self.count_arg(&name, "height", a[1]?)?;
@@ -405,11 +475,11 @@ impl Typer<'_> {
                 Some(TensorType { dtype, shape: Shape::Dims(vec![fixed(h, "h"), fixed(w, "w"), c]) })
             }
             "random_flip" => {
-                let a = self.bind(&name, &["image", "seed"], 1, args, e)?;
+                let a = self.bind_op(&name, args, e)?;
                 self.tensor_arg(&name, a[0]?, any, "a value", None)
             }
             "cast" => {
-                let a = self.bind(&name, &["x", "dtype"], 2, args, e)?;
+                let a = self.bind_op(&name, args, e)?;
                 let t = self.tensor_arg(&name, a[0]?, numeric, "numbers", None)?;
                 let numeric_names: Vec<&str> = DType::ALL
                     .iter()
@@ -420,7 +490,7 @@ impl Typer<'_> {
                 Some(TensorType { dtype: DType::from_name(&d)?, shape: t.shape })
             }
             "scale" => {
-                let a = self.bind(&name, &["x", "factor"], 2, args, e)?;
+                let a = self.bind_op(&name, args, e)?;
                 let t = self.tensor_arg(&name, a[0]?, numeric, "numbers", None)?;
                 match self.ty(a[1]?)? {
                     Ty::Int(_) | Ty::Float => {}
@@ -438,7 +508,7 @@ impl Typer<'_> {
                 Some(TensorType { dtype, shape: t.shape })
             }
             "normalize" => {
-                let a = self.bind(&name, &["x", "mean", "std"], 3, args, e)?;
+                let a = self.bind_op(&name, args, e)?;
                 let t = self.tensor_arg(&name, a[0]?, numeric, "numbers (decode and cast first)", None)?;
                 let channels = match &t.shape {
                     Shape::Dims(d) => match d.last() {
@@ -481,7 +551,7 @@ impl Typer<'_> {
                 Some(TensorType { dtype: DType::F32, shape: t.shape })
             }
             "transpose" => {
-                let a = self.bind(&name, &["x", "layout"], 2, args, e)?;
+                let a = self.bind_op(&name, args, e)?;
                 let t = self.tensor_arg(&name, a[0]?, any, "a value", Some(3))?;
                 let layout = self.word_arg(&name, "layout", a[1]?, &["chw", "hwc"])?;
                 let (d0, d1, d2) = dims3(&t)?;
@@ -489,7 +559,7 @@ impl Typer<'_> {
                 Some(TensorType { dtype: t.dtype, shape: Shape::Dims(dims) })
             }
             "one_hot" => {
-                let a = self.bind(&name, &["label", "depth"], 2, args, e)?;
+                let a = self.bind_op(&name, args, e)?;
                 self.tensor_arg(&name, a[0]?, |d| d.is_int(), "an integer label", Some(0))?;
                 let depth = self.count_arg(&name, "depth", a[1]?)?;
                 Some(TensorType { dtype: DType::F32, shape: Shape::Dims(vec![fixed(depth, "depth")]) })
@@ -524,12 +594,13 @@ impl Typer<'_> {
                 callee.span,
                 "not an operation",
             );
-            self.diags.push(match closest(name, OPS) {
+            let ops: Vec<&str> = op_names().collect();
+            self.diags.push(match closest(name, &ops) {
                 Some(c) => d.with_help(format!("did you mean `{c}`?")),
                 None if name.contains("::") => {
                     d.with_help(format!("declare it: `extern fn {name}(x: f32[N]) -> f32[N];`"))
                 }
-                None => d.with_note(format!("the operations: {}", OPS.join(", "))),
+                None => d.with_note(format!("the operations: {}", ops.join(", "))),
             });
             return None;
         };

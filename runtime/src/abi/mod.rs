@@ -78,3 +78,58 @@ impl FromParam for String {
 pub fn param<T: FromParam>(name: &str, text: &str) -> Result<T, String> {
     T::from_param(text).map_err(|e| format!("parameter `{name}`: {e}"))
 }
+
+/// Parses a size parameter: bytes, or a number with a unit (`512 MiB`, `2GiB`, `64k`).
+pub fn size_param(name: &str, text: &str) -> Result<u64, String> {
+    let t = text.trim().replace('_', "");
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("parameter `{name}`: expected a size such as `512 MiB`, found `{text}`"))?;
+    let mult: u64 = match unit.trim() {
+        "" | "B" => 1,
+        "k" | "K" | "KB" | "kB" => 1_000,
+        "KiB" => 1 << 10,
+        "M" | "MB" => 1_000_000,
+        "MiB" => 1 << 20,
+        "G" | "GB" => 1_000_000_000,
+        "GiB" => 1 << 30,
+        "TiB" => 1 << 40,
+        other => return Err(format!("parameter `{name}`: unknown size unit `{other}`")),
+    };
+    n.checked_mul(mult).ok_or_else(|| format!("parameter `{name}`: `{text}` is too large"))
+}
+
+/// A seed for a random stage declared without one: different on every run, as
+/// tf.data's unseeded shuffles are.
+pub fn fresh_seed() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos()),
+    );
+    h.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(size_param("s", "512 MiB"), Ok(512 << 20));
+        assert_eq!(size_param("s", "2GiB"), Ok(2 << 30));
+        assert_eq!(size_param("s", "100"), Ok(100));
+        assert!(size_param("s", "12 parsecs").unwrap_err().contains("unknown size unit"));
+        assert!(size_param("s", "lots").is_err());
+    }
+
+    #[test]
+    fn params() {
+        assert_eq!(param::<u32>("n", "1_000"), Ok(1000));
+        assert!(param::<u32>("n", "-1").unwrap_err().contains("parameter `n`"));
+        assert_eq!(param::<bool>("b", "true"), Ok(true));
+        assert_eq!(param::<f64>("x", "0.5"), Ok(0.5));
+    }
+}

@@ -47,7 +47,9 @@ pub trait Array<T: Scalar>: Sized {
     ) -> Result<Self::Out<U>, BoxError> {
         let (a, b) = (self.values(), other.values());
         if a.len() != b.len() {
-            return Err(format!("elementwise operation on values of {} and {} elements", a.len(), b.len()).into());
+            return Err(
+                format!("elementwise operation on values of {} and {} elements", a.len(), b.len()).into()
+            );
         }
         let values = a.iter().zip(b).map(|(x, y)| f(*x, *y)).collect::<Result<Vec<U>, BoxError>>()?;
         Ok(self.with_values(values))
@@ -205,8 +207,12 @@ raw_scalar!(u8, i8, u16, i16, i32, u32, i64, u64, f32, f64);
 /// a length that is not a multiple of the value size is an error.
 pub fn decode_raw<T: RawScalar>(bytes: &[u8]) -> Result<Vec<T>, BoxError> {
     if !bytes.len().is_multiple_of(T::SIZE) {
-        return Err(format!("decode_raw: {} bytes is not a whole number of {}-byte values", bytes.len(), T::SIZE)
-            .into());
+        return Err(format!(
+            "decode_raw: {} bytes is not a whole number of {}-byte values",
+            bytes.len(),
+            T::SIZE
+        )
+        .into());
     }
     Ok(bytes.chunks_exact(T::SIZE).map(T::from_le).collect())
 }
@@ -227,7 +233,10 @@ fn to_tensor<T: Scalar + Pixel>(image: Image<T>) -> Tensor<T> {
 fn to_image<T: Scalar + Pixel>(op: &str, t: &Tensor<T>) -> Result<Image<T>, BoxError> {
     match *t.shape() {
         [h, w, c] => Ok(Image::new(h, w, c, t.as_slice().to_vec())?),
-        _ => Err(format!("{op}: expected an image [height, width, channels], found shape {:?}", t.shape()).into()),
+        _ => {
+            Err(format!("{op}: expected an image [height, width, channels], found shape {:?}", t.shape())
+                .into())
+        }
     }
 }
 
@@ -405,8 +414,11 @@ pub fn normalize_scalar(x: f32, mean: &[f32], std: &[f32]) -> Result<f32, BoxErr
 #[inline]
 pub fn put<T: Copy>(column: &mut Vec<T>, values: &[T], per: usize, field: &str) -> Result<(), BoxError> {
     if values.len() != per {
-        return Err(format!("field `{field}`: {} values, but its batch column holds {per} per row", values.len())
-            .into());
+        return Err(format!(
+            "field `{field}`: {} values, but its batch column holds {per} per row",
+            values.len()
+        )
+        .into());
     }
     column.extend_from_slice(values);
     Ok(())

@@ -27,7 +27,9 @@ pub fn malformed(error: WireError) -> ParseError {
 #[inline]
 fn view<'a>(name: &str, entry: Option<Entry<'a>>) -> Result<Option<FeatureView<'a>>, ParseError> {
     entry
-        .map(|e| e.feature().map_err(|error| ParseError::Malformed { feature: Some(name.to_string()), error }))
+        .map(|e| {
+            e.feature().map_err(|error| ParseError::Malformed { feature: Some(name.to_string()), error })
+        })
         .transpose()
 }
 
@@ -143,7 +145,11 @@ impl FromFeature for bool {
                     0 => out.push(false),
                     1 => out.push(true),
                     _ => {
-                        return Err(ParseError::OutOfRange { feature: name.to_string(), value: x, dtype: "bool" });
+                        return Err(ParseError::OutOfRange {
+                            feature: name.to_string(),
+                            value: x,
+                            dtype: "bool",
+                        });
                     }
                 }
             }
@@ -207,7 +213,11 @@ pub fn var<T: FromFeature>(
 
 /// The single value of a scalar feature (or its default).
 #[inline]
-pub fn scalar<T: FromFeature>(name: &str, entry: Option<Entry<'_>>, default: Option<T>) -> Result<T, ParseError> {
+pub fn scalar<T: FromFeature>(
+    name: &str,
+    entry: Option<Entry<'_>>,
+    default: Option<T>,
+) -> Result<T, ParseError> {
     let Some(view) = view(name, entry)? else { return default.ok_or_else(|| missing(name)) };
     check_kind::<T>(name, &view)?;
     if view.len() != 1 {
@@ -221,14 +231,20 @@ pub fn scalar<T: FromFeature>(name: &str, entry: Option<Entry<'_>>, default: Opt
 /// The single byte string of a scalar `bytes` feature (or its default), borrowed from
 /// the record.
 #[inline]
-pub fn bytes<'a>(name: &str, entry: Option<Entry<'a>>, default: Option<&'a [u8]>) -> Result<&'a [u8], ParseError> {
+pub fn bytes<'a>(
+    name: &str,
+    entry: Option<Entry<'a>>,
+    default: Option<&'a [u8]>,
+) -> Result<&'a [u8], ParseError> {
     let Some(view) = view(name, entry)? else { return default.ok_or_else(|| missing(name)) };
     match &view {
         FeatureView::Bytes(b) if b.len() == 1 => b.iter().next().ok_or_else(|| missing(name)),
         FeatureView::Bytes(b) => {
             Err(ParseError::WrongLength { feature: name.to_string(), expected: 1, actual: b.len() })
         }
-        FeatureView::None => Err(ParseError::WrongLength { feature: name.to_string(), expected: 1, actual: 0 }),
+        FeatureView::None => {
+            Err(ParseError::WrongLength { feature: name.to_string(), expected: 1, actual: 0 })
+        }
         other => Err(wrong_kind(name, Kind::Bytes, other)),
     }
 }

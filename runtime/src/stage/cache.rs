@@ -87,7 +87,10 @@ impl<T: CacheCodec + crate::column::Scalar> CacheCodec for crate::column::Tensor
     fn decode(bytes: &mut &[u8]) -> std::result::Result<Self, String> {
         let shape: Vec<u64> = Vec::decode(bytes)?;
         let data: Vec<T> = Vec::decode(bytes)?;
-        let shape = shape.into_iter().map(|d| usize::try_from(d).map_err(|e| e.to_string())).collect::<Result<_, _>>()?;
+        let shape = shape
+            .into_iter()
+            .map(|d| usize::try_from(d).map_err(|e| e.to_string()))
+            .collect::<Result<_, _>>()?;
         crate::column::Tensor::new(shape, data).map_err(|e| e.to_string())
     }
 }

@@ -72,7 +72,8 @@ mod tests {
     #[test]
     fn tags_positions_per_pass() {
         let ds = range(5..8).enumerate();
-        let got: Vec<(u64, u64)> = ds.stream().unwrap().map(|x| x.unwrap()).map(|x| (x.index, x.value)).collect();
+        let got: Vec<(u64, u64)> =
+            ds.stream().unwrap().map(|x| x.unwrap()).map(|x| (x.index, x.value)).collect();
         assert_eq!(got, vec![(0, 5), (1, 6), (2, 7)]);
     }
 }

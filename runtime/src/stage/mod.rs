@@ -48,9 +48,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 pub use batch::{Batch, BatchIter, MakeBuilder, Padded, PaddedBatch, Plain, Unbatch, UnbatchIter};
+pub use boxed::{Boxed, DynDataset, Somes, SomesIter};
 pub use cache::{CacheCodec, CacheFile, CacheMemory};
 pub use chunks::{Chunks, ChunksIter};
-pub use boxed::{Boxed, DynDataset, Somes, SomesIter};
 pub use element::Element;
 pub use enumerate::{Enumerate, EnumerateIter, Indexed};
 pub use filter::{Fallible, Filter, FilterFn, Infallible};

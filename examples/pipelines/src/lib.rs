@@ -1,0 +1,42 @@
+//! The benchmark pipelines of `shared/bench/tfdata_bench.py` (`examples/bench/*.pipe`)
+//! and the test corpus (`tests/pipes/*.pipe`), compiled by `build.rs` and included here:
+//! one module per pipeline, each with `Params`, its record and batch types, and
+//! `dataset(&params)`.
+
+sluice::include_pipelines!("read");
+sluice::include_pipelines!("parse_tabular");
+sluice::include_pipelines!("shuffle_tabular");
+sluice::include_pipelines!("image_raw");
+sluice::include_pipelines!("jpeg");
+sluice::include_pipelines!("augment");
+
+/// The pipelines of `tests/pipes/`.
+pub mod corpus {
+    sluice::include_pipelines!("tabular");
+    sluice::include_pipelines!("image_train");
+    sluice::include_pipelines!("all_ops");
+    sluice::include_pipelines!("mixture");
+}
+
+/// The user function `augment.pipe` declares (`extern fn augment_fns::brighten`).
+pub mod augment_fns {
+    use sluice::runtime::column::Tensor;
+
+    /// Adds `amount` to every value.
+    pub fn brighten(mut image: Tensor<f32>, amount: f32) -> Tensor<f32> {
+        for v in image.as_mut_slice() {
+            *v += amount;
+        }
+        image
+    }
+}
+
+/// The user function `tests/pipes/image_train.pipe` declares.
+pub mod my_augment {
+    use sluice::runtime::column::Tensor;
+
+    /// Leaves the image as it is (the corpus only needs it to exist).
+    pub fn jitter(image: Tensor<f32>, _seed: u64) -> Tensor<f32> {
+        image
+    }
+}

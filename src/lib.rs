@@ -9,10 +9,6 @@
 #[doc(hidden)]
 pub mod runner;
 
-/// Reached as `__private::runner`; public only because a re-export must be.
-#[doc(hidden)]
-pub mod runner;
-
 pub use sluice_runtime as runtime;
 pub use sluice_runtime::{CorruptKind, Error, Result, example, rng, synth, tfrecord};
 
@@ -48,7 +44,6 @@ pub mod __private {
     pub use sluice_runtime::tfrecord::{Compression, CorruptPolicy, ReaderOptions};
     pub use sluice_runtime::{BoxError, Error, Result};
 
-    pub use crate::runner;
     /// The global allocator of generated runner binaries (`sluice run`).
     pub use mimalloc::MiMalloc;
 }

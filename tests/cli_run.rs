@@ -201,3 +201,17 @@ fn run_reports_bad_parameters_pipelines_and_data() {
     let err = stderr(&o);
     assert!(err.contains("bad.tfrecord: corrupt record 0 at byte offset 0"), "{err}");
 }
+
+#[test]
+fn run_refuses_a_file_that_calls_rust_functions() {
+    let cache = tempfile::tempdir().unwrap();
+    let file = root().join("tests/pipes/image_train.pipe");
+    let o = sluice_in(cache.path(), &["run", file.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(
+        err.contains("image_train.pipe:") && err.contains("calls `extern fn my_augment::jitter`"),
+        "{err}"
+    );
+    assert!(!cache.path().join("run").exists(), "nothing is built");
+}

@@ -2,10 +2,11 @@
 //! pipeline, formatted). Diagnostics and exit status as `sluice check`: 1 with the
 //! rendered diagnostics when the file has errors, 2 when it cannot be read.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
+use sluice_compiler::codegen::Generated;
 
 use super::Failure;
 use super::check::{read_source, report};
@@ -17,7 +18,8 @@ pub struct EmitArgs {
 }
 
 pub fn run(args: EmitArgs) -> Result<ExitCode, Failure> {
-    match generate(&args.file)? {
+    let source = read_source(&args.file)?;
+    match generate(&args.file, &source) {
         Some(generated) => {
             print!("{}", generated.to_pretty_string());
             Ok(ExitCode::SUCCESS)
@@ -26,23 +28,22 @@ pub fn run(args: EmitArgs) -> Result<ExitCode, Failure> {
     }
 }
 
-/// Checks and compiles `file`, reporting its diagnostics (warnings too) on stderr; `None`
-/// when it has errors.
-pub fn generate(file: &std::path::Path) -> Result<Option<sluice_compiler::codegen::Generated>, Failure> {
-    let source = read_source(file)?;
+/// Checks and compiles `source` (of `file`), reporting its diagnostics (warnings too) on
+/// stderr; `None` when it has errors.
+pub fn generate(file: &Path, source: &str) -> Option<Generated> {
     // `check` gives the warnings of a clean file too, which `generate` does not.
-    if report(file, &source, &sluice_compiler::check(&source)) {
-        return Ok(None);
+    if report(file, source, &sluice_compiler::check(source)) {
+        return None;
     }
-    match sluice_compiler::codegen::generate(&source) {
-        Ok(generated) => Ok(Some(generated)),
+    match sluice_compiler::codegen::generate(source) {
+        Ok(generated) => Some(generated),
         Err(diagnostics) => {
             // The warnings were shown above.
             let errors: Vec<_> = diagnostics.into_iter().filter(|d| d.is_error()).collect();
-            if !report(file, &source, &errors) {
+            if !report(file, source, &errors) {
                 eprintln!("error: {}: code generation failed", file.display());
             }
-            Ok(None)
+            None
         }
     }
 }

@@ -4,8 +4,8 @@
 //!
 //! The runner is a small crate, `<cache>/run/<hash>/`: the generated code as
 //! `src/pipelines.rs`, a `main` over its pipelines, a path dependency on these sluice
-//! sources and a copy of their `Cargo.lock`, so it links exactly the runtime this tool was
-//! built from. `<hash>` covers the generated code, the sluice version, the path of its
+//! sources (without the `cli` feature: no compiler) and a copy of their `Cargo.lock`, so
+//! it links exactly the runtime this tool was built from. `<hash>` covers the generated code, the sluice version, the path of its
 //! sources, this executable's size and time (a rebuilt `sluice` builds afresh) and the
 //! profile. Every runner shares one target directory, so the runtime compiles once. The
 //! built binary is kept in the crate directory: running an unchanged pipeline again
@@ -66,7 +66,9 @@ fn name_value(s: &str) -> Result<String, String> {
 }
 
 pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
-    let Some(generated) = super::emit::generate(&args.file)? else { return Ok(ExitCode::from(1)) };
+    let source = super::check::read_source(&args.file)?;
+    let Some(generated) = super::emit::generate(&args.file, &source) else { return Ok(ExitCode::from(1)) };
+    refuse_externs(&args.file, &source)?;
     let names = &generated.pipelines;
     match &args.pipeline {
         Some(p) if !names.contains(p) => {
@@ -106,6 +108,25 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     let mut command = Command::new(&bin);
     command.args(passthrough(&args));
     exec(command, &format!("sluice run {}", args.file.display()))
+}
+
+/// A runner links no Rust but the generated code and sluice's, so it cannot call the
+/// user's `extern fn`s: a file that declares one is compiled in the user's crate
+/// (`build.rs`) instead. (Every pipeline of a file is in the one runner, so one `extern
+/// fn` anywhere in the file stops them all.)
+fn refuse_externs(file: &Path, source: &str) -> Result<(), Failure> {
+    let Ok(checked) = sluice_compiler::compile(source) else { return Ok(()) };
+    let Some((pipeline, f)) = checked.iter().find_map(|c| Some((&c.decls.name, c.decls.externs.first()?)))
+    else {
+        return Ok(());
+    };
+    let (line, col) = sluice_compiler::diagnostic::line_col(source, f.span.start);
+    Err(Failure::Data(anyhow::anyhow!(
+        "{}:{line}:{col}: pipeline `{pipeline}` calls `extern fn {}`, Rust code of yours that `sluice run` \
+         cannot link; compile the file in your crate with `sluice_compiler::build` (build.rs) instead",
+        file.display(),
+        f.path
+    )))
 }
 
 /// The runner's arguments for the flags of `sluice run`.
@@ -338,7 +359,7 @@ edition = "2024"
 publish = false
 
 [dependencies]
-sluice = {{ path = {sources} }}
+sluice = {{ path = {sources}, default-features = false }}
 
 # A workspace of its own, whatever encloses the cache directory.
 [workspace]

@@ -2,7 +2,8 @@
 //!
 //! This facade re-exports the runtime (TFRecord and `tf.train.Example` I/O today; stages
 //! and the executor from issue [2/9]) and, later, the `pipeline!` macro. The `sluice`
-//! command-line tool (`src/main.rs`) is built from this package too.
+//! command-line tool (`src/main.rs`) is built from this package too, and so is the runner
+//! its `sluice run` command links generated pipelines with (`__private::runner`).
 
 /// Reached as `__private::runner`; public only because a re-export must be.
 #[doc(hidden)]
@@ -44,4 +45,7 @@ pub mod __private {
     pub use sluice_runtime::tfrecord;
     pub use sluice_runtime::tfrecord::{Compression, CorruptPolicy, ReaderOptions};
     pub use sluice_runtime::{BoxError, Error, Result};
+
+    /// The global allocator of generated runner binaries (`sluice run`).
+    pub use mimalloc::MiMalloc;
 }

@@ -1,11 +1,13 @@
 //! `sluice check FILE.pipe`: reports every diagnostic of a pipeline file, rendered like
 //! rustc's with `file:line:col`. Exit status 0 when the file is clean (warnings allowed),
-//! 1 when it has errors, 2 when it cannot be read.
+//! 1 when it has errors, 2 when it cannot be read. `emit` and `run` read and report the
+//! same way ([`read_source`], [`report`]).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
+use sluice_compiler::Diagnostic;
 use sluice_compiler::diagnostic::render;
 
 use super::Failure;
@@ -17,27 +19,32 @@ pub struct CheckArgs {
 }
 
 pub fn run(args: CheckArgs) -> Result<ExitCode, Failure> {
-    let bytes =
-        std::fs::read(&args.file).map_err(|e| Failure::Usage(format!("{}: {e}", args.file.display())))?;
-    let name = args.file.display().to_string();
-    let source = match String::from_utf8(bytes) {
-        Ok(s) => s,
-        Err(e) => {
-            let at = e.utf8_error().valid_up_to();
-            eprintln!("error: {name}: not valid UTF-8 (first bad byte at offset {at})");
-            return Ok(ExitCode::from(1));
-        }
-    };
+    let source = read_source(&args.file)?;
     let diagnostics = sluice_compiler::check(&source);
+    if report(&args.file, &source, &diagnostics) { Ok(ExitCode::from(1)) } else { Ok(ExitCode::SUCCESS) }
+}
+
+/// Reads a `.pipe` file: one that cannot be read is a usage error (exit 2), one that is
+/// not UTF-8 a data error (exit 1) saying where.
+pub fn read_source(file: &Path) -> Result<String, Failure> {
+    let bytes = std::fs::read(file).map_err(|e| Failure::Usage(format!("{}: {e}", file.display())))?;
+    String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        Failure::Data(anyhow::anyhow!("{}: not valid UTF-8 (first bad byte at offset {at})", file.display()))
+    })
+}
+
+/// Renders `diagnostics` of `file` on stderr, then a count of the errors if there are
+/// any; true when there are.
+pub fn report(file: &Path, source: &str, diagnostics: &[Diagnostic]) -> bool {
     if diagnostics.is_empty() {
-        return Ok(ExitCode::SUCCESS);
+        return false;
     }
-    eprint!("{}", render(&name, &source, &diagnostics));
+    let name = file.display().to_string();
+    eprint!("{}", render(&name, source, diagnostics));
     let errors = diagnostics.iter().filter(|d| d.is_error()).count();
     if errors > 0 {
         eprintln!("error: {name}: {errors} error{}", if errors == 1 { "" } else { "s" });
-        Ok(ExitCode::from(1))
-    } else {
-        Ok(ExitCode::SUCCESS)
     }
+    errors > 0
 }

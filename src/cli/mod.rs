@@ -3,10 +3,12 @@
 mod bench;
 mod cat;
 mod check;
+mod emit;
 mod explain;
 mod files;
 mod generate;
 mod pipelines;
+mod run;
 
 use std::process::ExitCode;
 
@@ -28,6 +30,10 @@ enum Command {
     Check(check::CheckArgs),
     /// Print the plan of each pipeline of a `.pipe` file.
     Explain(explain::ExplainArgs),
+    /// Print the Rust generated for a `.pipe` file.
+    Emit(emit::EmitArgs),
+    /// Compile a pipeline of a `.pipe` file and run it, reporting throughput and stages.
+    Run(run::RunArgs),
     /// Write a deterministic synthetic dataset of TFRecord files.
     Gen(generate::GenArgs),
     /// Measure throughput.
@@ -41,6 +47,8 @@ pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Cat(args) => cat::run(args),
         Command::Check(args) => check::run(args),
         Command::Explain(args) => explain::run(args),
+        Command::Emit(args) => emit::run(args),
+        Command::Run(args) => run::run(args),
         Command::Gen(args) => generate::run(args),
         Command::Bench(cmd) => bench::run(cmd),
     }

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::Args;
+use sluice::__private::runner::{self, peak_rss_bytes};
 use sluice_runtime::Result;
 use sluice_runtime::stage::{Dataset, RuntimeOptions, StatsReport, files};
 
@@ -145,18 +146,7 @@ pub fn run(args: PipelineArgs) -> Result<ExitCode, Failure> {
     let peak_rss_mb = peak_rss_bytes() as f64 / f64::from(1u32 << 20);
     let rps = epoch.records as f64 / epoch.seconds;
     if args.json {
-        let stages: Vec<_> = epoch
-            .report
-            .stages
-            .iter()
-            .map(|s| {
-                serde_json::json!({
-                    "name": s.name, "elements": s.elements, "bytes": s.bytes, "parallelism": s.parallelism,
-                    "busy_s": s.busy.as_secs_f64(), "wait_input_s": s.wait_input.as_secs_f64(),
-                    "wait_output_s": s.wait_output.as_secs_f64(),
-                })
-            })
-            .collect();
+        let stages = runner::stages_json(&epoch.report);
         let v = serde_json::json!({
             "pipeline": args.name,
             "records": epoch.records,
@@ -189,20 +179,6 @@ pub fn run(args: PipelineArgs) -> Result<ExitCode, Failure> {
 fn warm(path: &std::path::Path) -> std::io::Result<u64> {
     let mut f = std::fs::File::open(path)?;
     std::io::copy(&mut f, &mut std::io::sink())
-}
-
-/// Peak resident set size of this process (VmHWM), in bytes.
-pub fn peak_rss_bytes() -> u64 {
-    proc_status_kib("VmHWM:") * 1024
-}
-
-fn proc_status_kib(key: &str) -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find(|l| l.starts_with(key))
-        .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        .unwrap_or(0)
 }
 
 /// User + system CPU seconds of this process so far.

@@ -1,0 +1,49 @@
+//! `sluice emit FILE.pipe`: prints the Rust generated for a pipeline file (one module per
+//! pipeline, formatted). Diagnostics and exit status as `sluice check`: 1 with the
+//! rendered diagnostics when the file has errors, 2 when it cannot be read.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Args;
+use sluice_compiler::codegen::Generated;
+
+use super::Failure;
+use super::check::{read_source, report};
+
+#[derive(Debug, Args)]
+pub struct EmitArgs {
+    /// The `.pipe` file.
+    file: PathBuf,
+}
+
+pub fn run(args: EmitArgs) -> Result<ExitCode, Failure> {
+    let source = read_source(&args.file)?;
+    match generate(&args.file, &source) {
+        Some(generated) => {
+            print!("{}", generated.to_pretty_string());
+            Ok(ExitCode::SUCCESS)
+        }
+        None => Ok(ExitCode::from(1)),
+    }
+}
+
+/// Checks and compiles `source` (of `file`), reporting its diagnostics (warnings too) on
+/// stderr; `None` when it has errors.
+pub fn generate(file: &Path, source: &str) -> Option<Generated> {
+    // `check` gives the warnings of a clean file too, which `generate` does not.
+    if report(file, source, &sluice_compiler::check(source)) {
+        return None;
+    }
+    match sluice_compiler::codegen::generate(source) {
+        Ok(generated) => Some(generated),
+        Err(diagnostics) => {
+            // The warnings were shown above.
+            let errors: Vec<_> = diagnostics.into_iter().filter(|d| d.is_error()).collect();
+            if !report(file, source, &errors) {
+                eprintln!("error: {}: code generation failed", file.display());
+            }
+            None
+        }
+    }
+}

@@ -1,0 +1,602 @@
+//! `sluice run FILE.pipe [PIPELINE] [--set NAME=VALUE]... [--epochs N] [--json]`: compiles
+//! a pipeline file to Rust, builds it into a runner binary and runs it (the report of
+//! `sluice::__private::runner`).
+//!
+//! The runner is a small crate, `<cache>/run/<hash>/`: the generated code as
+//! `src/pipelines.rs`, a `main` over its pipelines, a path dependency on these sluice
+//! sources (without the `cli` feature: no compiler) and a copy of their `Cargo.lock`, so
+//! it links exactly the runtime this tool was built from. `<hash>` covers the generated code, the sluice version, the path of its
+//! sources, this executable's size and time (a rebuilt `sluice` builds afresh) and the
+//! profile. Every runner shares one target directory, so the runtime compiles once. The
+//! built binary is kept in the crate directory: running an unchanged pipeline again
+//! skips cargo and executes it at once.
+//!
+//! Environment: `SLUICE_CACHE_DIR` (else `$XDG_CACHE_HOME/sluice`, else
+//! `$HOME/.cache/sluice`); `SLUICE_TARGET_DIR` for the shared target directory (default
+//! `<cache>/target`); `SLUICE_RUN_PROFILE=dev` builds unoptimized (tests); `CARGO`
+//! names the cargo binary.
+//!
+//! Exit status: as `sluice check` for the file's diagnostics (1), 2 for a bad invocation,
+//! 1 when the runner does not build; otherwise the runner's own (1 on a data error, 2 on
+//! a bad parameter).
+
+use std::ffi::OsString;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+use anyhow::Context as _;
+use clap::Args;
+use sha2::{Digest, Sha256};
+
+use super::Failure;
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The `.pipe` file.
+    file: PathBuf,
+    /// The pipeline to run; may be left out when the file has one.
+    pipeline: Option<String>,
+    /// Sets a parameter of the pipeline (repeatable).
+    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = name_value)]
+    set: Vec<String>,
+    /// Full passes over the data.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    epochs: u64,
+    /// Print one JSON object (records, batches, seconds, records_per_sec, peak_rss_bytes,
+    /// stages, bottleneck) instead of the text report.
+    #[arg(long)]
+    json: bool,
+    /// No progress bar.
+    #[arg(long)]
+    no_progress: bool,
+    /// RAM (MiB) that AUTOTUNE may spend on buffers.
+    #[arg(long, value_name = "MIB")]
+    memory_budget_mb: Option<usize>,
+    /// Say where the runner is and whether it was built or reused.
+    #[arg(long)]
+    verbose: bool,
+}
+
+fn name_value(s: &str) -> Result<String, String> {
+    match s.split_once('=') {
+        Some((name, _)) if !name.trim().is_empty() => Ok(s.to_string()),
+        _ => Err(format!("expected NAME=VALUE, found `{s}`")),
+    }
+}
+
+pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
+    let source = super::check::read_source(&args.file)?;
+    let Some(generated) = super::emit::generate(&args.file, &source) else { return Ok(ExitCode::from(1)) };
+    refuse_externs(&args.file, &source)?;
+    let names = &generated.pipelines;
+    match &args.pipeline {
+        Some(p) if !names.contains(p) => {
+            return Err(Failure::Usage(format!(
+                "{}: no pipeline `{p}` (the file has {})",
+                args.file.display(),
+                names.join(", ")
+            )));
+        }
+        None if names.len() > 1 => {
+            return Err(Failure::Usage(format!(
+                "{}: name the pipeline to run: {}",
+                args.file.display(),
+                names.join(", ")
+            )));
+        }
+        _ => {}
+    }
+    let cache = Cache::from_env()?;
+    let runner = Runner::new(&cache, &generated.to_pretty_string(), names, &args.file);
+    let bin = match runner.cached() {
+        Some(bin) => {
+            if args.verbose {
+                eprintln!("sluice: running the cached runner {}", bin.display());
+            }
+            bin
+        }
+        None => {
+            eprintln!("sluice: compiling {}", args.file.display());
+            let bin = runner.build(&cache)?;
+            if args.verbose {
+                eprintln!("sluice: built the runner {}", bin.display());
+            }
+            bin
+        }
+    };
+    let mut command = Command::new(&bin);
+    command.args(passthrough(&args));
+    exec(command, &format!("sluice run {}", args.file.display()))
+}
+
+/// A runner links no Rust but the generated code and sluice's, so it cannot call the
+/// user's `extern fn`s: a file that declares one is compiled in the user's crate
+/// (`build.rs`) instead. (Every pipeline of a file is in the one runner, so one `extern
+/// fn` anywhere in the file stops them all.)
+fn refuse_externs(file: &Path, source: &str) -> Result<(), Failure> {
+    let Ok(checked) = sluice_compiler::compile(source) else { return Ok(()) };
+    let Some((pipeline, f)) = checked.iter().find_map(|c| Some((&c.decls.name, c.decls.externs.first()?)))
+    else {
+        return Ok(());
+    };
+    let (line, col) = sluice_compiler::diagnostic::line_col(source, f.span.start);
+    Err(Failure::Data(anyhow::anyhow!(
+        "{}:{line}:{col}: pipeline `{pipeline}` calls `extern fn {}`, Rust code of yours that `sluice run` \
+         cannot link; compile the file in your crate with `sluice_compiler::build` (build.rs) instead",
+        file.display(),
+        f.path
+    )))
+}
+
+/// The runner's arguments for the flags of `sluice run`.
+fn passthrough(args: &RunArgs) -> Vec<OsString> {
+    let mut out: Vec<OsString> = Vec::new();
+    out.extend(args.pipeline.iter().map(OsString::from));
+    for s in &args.set {
+        out.extend(["--set".into(), s.into()]);
+    }
+    out.extend(["--epochs".into(), args.epochs.to_string().into()]);
+    if args.json {
+        out.push("--json".into());
+    }
+    if args.no_progress {
+        out.push("--no-progress".into());
+    }
+    if let Some(mb) = args.memory_budget_mb {
+        out.extend(["--memory-budget-mb".into(), mb.to_string().into()]);
+    }
+    out
+}
+
+/// Replaces this process with the runner (named `arg0` in its messages).
+#[cfg(unix)]
+fn exec(mut command: Command, arg0: &str) -> Result<ExitCode, Failure> {
+    use std::os::unix::process::CommandExt;
+    let e = command.arg0(arg0).exec();
+    Err(Failure::Data(
+        anyhow::Error::new(e).context(format!("cannot run {}", command.get_program().display())),
+    ))
+}
+
+/// Runs the runner and exits as it did.
+#[cfg(not(unix))]
+fn exec(mut command: Command, _arg0: &str) -> Result<ExitCode, Failure> {
+    let status = command.status().with_context(|| format!("cannot run {}", command.get_program().display()));
+    let code = status.map_err(Failure::Data)?.code().unwrap_or(1);
+    Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
+}
+
+/// The sluice sources runners build against (this package's manifest directory).
+const SLUICE_SOURCES: &str = env!("CARGO_MANIFEST_DIR");
+
+/// Which cargo profile builds runners.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Profile {
+    Release,
+    /// Unoptimized: quick to build, for tests.
+    Dev,
+}
+
+impl Profile {
+    /// The directory of the target directory cargo builds this profile into.
+    fn dir(self) -> &'static str {
+        match self {
+            Profile::Release => "release",
+            Profile::Dev => "debug",
+        }
+    }
+}
+
+/// Where runners are built and kept, and how.
+#[derive(Debug)]
+struct Cache {
+    /// `<cache>/run`: one crate directory per runner.
+    runs: PathBuf,
+    /// The target directory every runner shares.
+    target: PathBuf,
+    profile: Profile,
+    cargo: OsString,
+}
+
+impl Cache {
+    fn from_env() -> Result<Cache, Failure> {
+        let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+        let dir = var("SLUICE_CACHE_DIR")
+            .or_else(|| var("XDG_CACHE_HOME").map(|d| d.join("sluice")))
+            .or_else(|| var("HOME").map(|h| h.join(".cache").join("sluice")))
+            .ok_or_else(|| {
+                Failure::Usage("no cache directory for the runner: set SLUICE_CACHE_DIR".into())
+            })?;
+        let absolute = |p: PathBuf| {
+            std::path::absolute(&p)
+                .map_err(|e| Failure::Usage(format!("cache directory {}: {e}", p.display())))
+        };
+        let dir = absolute(dir)?;
+        let target = absolute(var("SLUICE_TARGET_DIR").unwrap_or_else(|| dir.join("target")))?;
+        let profile = match std::env::var("SLUICE_RUN_PROFILE").as_deref() {
+            Err(_) | Ok("" | "release") => Profile::Release,
+            Ok("dev") => Profile::Dev,
+            Ok(other) => {
+                return Err(Failure::Usage(format!(
+                    "SLUICE_RUN_PROFILE={other}: expected `release` or `dev`"
+                )));
+            }
+        };
+        let cargo = std::env::var_os("CARGO").filter(|c| !c.is_empty()).unwrap_or_else(|| "cargo".into());
+        Ok(Cache { runs: dir.join("run"), target, profile, cargo })
+    }
+}
+
+/// The runner crate of one generated file.
+#[derive(Debug)]
+struct Runner {
+    /// `<cache>/run/<hash>`.
+    dir: PathBuf,
+    /// The cargo package (and binary) name, unique per runner so that runners sharing the
+    /// target directory never overwrite each other's binary.
+    package: String,
+    /// The file name of the kept binary: the `.pipe` file's stem.
+    bin: String,
+    /// The files of the crate: path within it, contents.
+    files: Vec<(&'static str, String)>,
+}
+
+impl Runner {
+    fn new(cache: &Cache, code: &str, pipelines: &[String], file: &Path) -> Runner {
+        let mut h = Sha256::new();
+        for part in [code, env!("CARGO_PKG_VERSION"), SLUICE_SOURCES, &this_build(), cache.profile.dir()] {
+            h.update(part.as_bytes());
+            h.update([0]);
+        }
+        let hash: String = h.finalize()[..16].iter().fold(String::new(), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        });
+        let package = format!("sluice-run-{}", &hash[..16]);
+        let stem = file.file_stem().map(|s| s.to_string_lossy()).unwrap_or_default();
+        let mut bin: String = stem
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
+            .collect();
+        if bin.is_empty() {
+            bin = "pipeline".into();
+        }
+        bin.push_str(std::env::consts::EXE_SUFFIX);
+        let files = vec![
+            ("Cargo.toml", manifest(&package, file)),
+            ("src/main.rs", main_rs(pipelines, file)),
+            ("src/pipelines.rs", code.to_string()),
+        ];
+        Runner { dir: cache.runs.join(hash), package, bin, files }
+    }
+
+    /// The kept binary, when an earlier run built it (it appears, complete, only then).
+    fn cached(&self) -> Option<PathBuf> {
+        let bin = self.dir.join(&self.bin);
+        bin.is_file().then_some(bin)
+    }
+
+    /// Writes the crate, builds it with cargo (its output shown only on failure) and keeps
+    /// the binary in the crate directory.
+    fn build(&self, cache: &Cache) -> Result<PathBuf, Failure> {
+        let sources = Path::new(SLUICE_SOURCES);
+        if !sources.join("Cargo.toml").is_file() {
+            return Err(Failure::Data(anyhow::anyhow!(
+                "sluice run builds pipelines against the sluice sources at {}, which are gone; reinstall sluice",
+                sources.display()
+            )));
+        }
+        for (path, text) in &self.files {
+            write_if_changed(&self.dir.join(path), text.as_bytes())?;
+        }
+        // The same dependency versions as sluice itself, and its toolchain.
+        for name in ["Cargo.lock", "rust-toolchain.toml"] {
+            if let Ok(bytes) = std::fs::read(sources.join(name)) {
+                write_if_changed(&self.dir.join(name), &bytes)?;
+            }
+        }
+        let mut cargo = Command::new(&cache.cargo);
+        cargo.arg("build").arg("--manifest-path").arg(self.dir.join("Cargo.toml"));
+        if cache.profile == Profile::Release {
+            cargo.arg("--release");
+        }
+        cargo.env("CARGO_TARGET_DIR", &cache.target);
+        let out = cargo
+            .output()
+            .with_context(|| format!("cannot run cargo ({})", cache.cargo.display()))
+            .map_err(Failure::Data)?;
+        if !out.status.success() {
+            eprint!("{}", String::from_utf8_lossy(&out.stderr));
+            let ours = String::from_utf8_lossy(&out.stderr)
+                .contains(&format!("could not compile `{}`", self.package));
+            let why = if ours {
+                "the generated code does not compile: this is a bug in sluice's code generator"
+            } else {
+                "cargo failed"
+            };
+            return Err(Failure::Data(anyhow::anyhow!(
+                "building the runner in {}: {why}",
+                self.dir.display()
+            )));
+        }
+        let built = cache.target.join(cache.profile.dir()).join(format!(
+            "{}{}",
+            self.package,
+            std::env::consts::EXE_SUFFIX
+        ));
+        let kept = self.dir.join(&self.bin);
+        let tmp = self.dir.join(format!(".{}.{}", self.bin, std::process::id()));
+        std::fs::copy(&built, &tmp)
+            .and_then(|_| std::fs::rename(&tmp, &kept))
+            .with_context(|| format!("cannot keep the runner {} as {}", built.display(), kept.display()))
+            .map_err(Failure::Data)?;
+        Ok(kept)
+    }
+}
+
+/// This executable's identity: its size and modification time, which change whenever
+/// it is rebuilt (and with it, maybe, the runtime runners link).
+fn this_build() -> String {
+    let meta = std::env::current_exe().and_then(std::fs::metadata);
+    match meta {
+        Ok(m) => {
+            let mtime = m.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
+            format!("{} {}", m.len(), mtime.map_or(0, |d| d.as_nanos()))
+        }
+        Err(_) => String::new(),
+    }
+}
+
+/// The runner's `Cargo.toml`.
+fn manifest(package: &str, file: &Path) -> String {
+    format!(
+        r#"# The runner of {file}, generated by `sluice run`; rewritten when it is rebuilt.
+[package]
+name = "{package}"
+version = "0.0.0"
+edition = "2024"
+publish = false
+
+[dependencies]
+sluice = {{ path = {sources}, default-features = false }}
+
+# A workspace of its own, whatever encloses the cache directory.
+[workspace]
+
+# Every runner has the same profiles, so the runtime they share compiles once.
+[profile.release]
+opt-level = 3
+debug = "line-tables-only"
+incremental = false
+
+[profile.dev]
+debug = false
+"#,
+        file = file.display(),
+        sources = toml_string(SLUICE_SOURCES),
+    )
+}
+
+/// `s` as a TOML basic string.
+fn toml_string(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if c.is_control() => {
+                let _ = write!(out, "\\u{:04X}", u32::from(c));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// The runner's `src/main.rs`: the generated runner `main` over every pipeline.
+fn main_rs(pipelines: &[String], file: &Path) -> String {
+    let mut entries = String::new();
+    for name in pipelines {
+        let _ = writeln!(entries, "        ({name:?}, pipelines::r#{name}::run),");
+    }
+    format!(
+        r#"//! The runner of {file}, generated by `sluice run`.
+
+#[global_allocator]
+static GLOBAL: ::sluice::__private::MiMalloc = ::sluice::__private::MiMalloc;
+
+mod pipelines;
+
+fn main() -> ::std::process::ExitCode {{
+    ::sluice::__private::runner::main(&[
+{entries}    ])
+}}
+"#,
+        file = file.display(),
+    )
+}
+
+/// Writes `bytes` to `path` (creating directories) unless it holds them already; a new
+/// file appears whole (written aside, then renamed), so concurrent runs never see half.
+fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
+    if std::fs::read(path).is_ok_and(|old| old == bytes) {
+        return Ok(());
+    }
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.{}", std::process::id()));
+    std::fs::create_dir_all(dir)
+        .and_then(|()| std::fs::write(&tmp, bytes))
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .with_context(|| format!("cannot write {}", path.display()))
+        .map_err(Failure::Data)
+}
+
+#[cfg(test)]
+mod tests {
+    //! The runner crate built from hand-written code that follows the code generator's
+    //! contract (`sluice_compiler::codegen`), so the crate, its cache and the runner binary
+    //! are tested apart from the generator. `tests/cli_run.rs` runs `sluice run` whole.
+
+    use std::process::Output;
+
+    use super::*;
+
+    /// Two pipelines as the generator writes them: `numbers` (batches of 4 of `n`
+    /// records; record 7 fails when `n` is 13) and `evens` (single records).
+    const CODE: &str = r#"//! Hand-written pipelines in the generated form.
+
+pub mod numbers {
+    use ::sluice::__private::Dataset;
+    use ::sluice::runtime::stage::range;
+
+    pub const NAME: &str = "numbers";
+
+    pub struct Params {
+        pub n: u64,
+    }
+
+    impl Params {
+        pub fn from_args(set: &[(String, String)]) -> Result<Params, String> {
+            let mut params = Params { n: 10 };
+            for (name, value) in set {
+                match name.as_str() {
+                    "n" => params.n = ::sluice::__private::param("n", value)?,
+                    _ => return Err(format!("unknown parameter `{name}`")),
+                }
+            }
+            Ok(params)
+        }
+    }
+
+    pub type Item = Vec<Vec<u8>>;
+
+    pub fn dataset(params: &Params) -> ::sluice::__private::Result<impl Dataset<Item = Item> + use<>> {
+        let n = params.n;
+        Ok(range(0..n)
+            .try_map(move |i| {
+                if n == 13 && i == 7 { Err(format!("record {i} is bad")) } else { Ok(i.to_le_bytes().to_vec()) }
+            })
+            .named("encode")
+            .chunks(4, false))
+    }
+
+    pub fn run(args: &::sluice::__private::runner::RunArgs) -> ::std::process::ExitCode {
+        ::sluice::__private::runner::run(args, NAME, Params::from_args, dataset)
+    }
+}
+
+pub mod evens {
+    use ::sluice::__private::Dataset;
+    use ::sluice::runtime::stage::range;
+
+    pub const NAME: &str = "evens";
+
+    pub struct Params;
+
+    impl Params {
+        pub fn from_args(set: &[(String, String)]) -> Result<Params, String> {
+            match set.first() {
+                Some((name, _)) => Err(format!("unknown parameter `{name}`")),
+                None => Ok(Params),
+            }
+        }
+    }
+
+    pub type Item = Vec<u8>;
+
+    pub fn dataset(_: &Params) -> ::sluice::__private::Result<impl Dataset<Item = Item> + use<>> {
+        Ok(range(0..10).filter(|i| i % 2 == 0).map(|i: u64| vec![i as u8]))
+    }
+
+    pub fn run(args: &::sluice::__private::runner::RunArgs) -> ::std::process::ExitCode {
+        ::sluice::__private::runner::run(args, NAME, Params::from_args, dataset)
+    }
+}
+"#;
+
+    /// A cache of its own in `dir`, sharing a target directory with every test run (under
+    /// the workspace's `target/tmp`) so the runtime compiles once.
+    fn cache(dir: &Path) -> Cache {
+        let exe = std::env::current_exe().unwrap();
+        // target/debug/deps/sluice-… → target
+        let target = exe.ancestors().nth(3).unwrap().join("tmp").join("sluice-run-target");
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| env!("CARGO").into());
+        Cache { runs: dir.join("run"), target, profile: Profile::Dev, cargo }
+    }
+
+    fn names() -> Vec<String> {
+        vec!["numbers".into(), "evens".into()]
+    }
+
+    fn exec(bin: &Path, args: &[&str]) -> (i32, String, String) {
+        let Output { status, stdout, stderr } = Command::new(bin).args(args).output().unwrap();
+        (status.code().unwrap(), String::from_utf8(stdout).unwrap(), String::from_utf8(stderr).unwrap())
+    }
+
+    #[test]
+    fn builds_a_runner_once_then_reuses_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = cache(dir.path());
+        let runner = Runner::new(&cache, CODE, &names(), Path::new("dir/my numbers.pipe"));
+        assert_eq!(runner.cached(), None);
+        let bin = runner.build(&cache).unwrap_or_else(|f| panic!("{f:?}"));
+        assert_eq!(bin, runner.dir.join(format!("my_numbers{}", std::env::consts::EXE_SUFFIX)));
+        assert!(runner.dir.join("Cargo.lock").is_file());
+        let again = Runner::new(&cache, CODE, &names(), Path::new("dir/my numbers.pipe"));
+        assert_eq!(again.cached(), Some(bin.clone()), "the same code reuses the binary");
+        let changed = Runner::new(&cache, &format!("{CODE}\n// changed\n"), &names(), Path::new("x.pipe"));
+        assert_ne!(changed.dir, runner.dir);
+
+        let (code, out, err) = exec(&bin, &["numbers", "--set", "n=10", "--json", "--epochs", "2"]);
+        assert_eq!(code, 0, "{err}");
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(
+            (v["pipeline"].as_str(), v["records"].as_u64(), v["batches"].as_u64()),
+            (Some("numbers"), Some(20), Some(6))
+        );
+        let (code, out, err) = exec(&bin, &["evens"]);
+        assert_eq!(code, 0, "{err}");
+        assert!(out.starts_with("evens: 5 records in 0 batches, "), "{out}");
+        let (code, _, err) = exec(&bin, &["numbers", "--set", "n=ten"]);
+        assert_eq!(
+            (code, err.lines().next()),
+            (2, Some("error: pipeline `numbers`: parameter `n`: expected an unsigned integer, found `ten`"))
+        );
+        let (code, _, err) = exec(&bin, &["numbers", "--set", "n=13"]);
+        assert_eq!((code, err.as_str()), (1, "error: pipeline `numbers`: stage `encode`: record 7 is bad\n"));
+        let (code, _, err) = exec(&bin, &[]);
+        assert_eq!((code, err.lines().next()), (2, Some("error: name the pipeline to run: numbers, evens")));
+    }
+
+    #[test]
+    fn code_that_does_not_compile_is_a_generator_bug() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = cache(dir.path());
+        let code = CODE.replace("pub type Item = Vec<u8>;", "pub type Item = Vec<u16>;");
+        let runner = Runner::new(&cache, &code, &names(), Path::new("bad.pipe"));
+        let Err(Failure::Data(e)) = runner.build(&cache) else { panic!("the build fails") };
+        assert!(
+            e.to_string()
+                .ends_with("the generated code does not compile: this is a bug in sluice's code generator"),
+            "{e}"
+        );
+        assert_eq!(runner.cached(), None);
+    }
+
+    #[test]
+    fn the_crate_names_every_pipeline_and_quotes_paths() {
+        let main = main_rs(&names(), Path::new("a.pipe"));
+        assert!(
+            main.contains(
+                "(\"numbers\", pipelines::r#numbers::run),\n        (\"evens\", pipelines::r#evens::run),"
+            ),
+            "{main}"
+        );
+        assert_eq!(toml_string(r#"C:\a "b""#), r#""C:\\a \"b\"""#);
+        assert_eq!(name_value("a=b=c"), Ok("a=b=c".into()));
+        assert!(name_value("=b").is_err() && name_value("ab").is_err());
+    }
+}

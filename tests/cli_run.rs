@@ -1,0 +1,217 @@
+//! End-to-end tests of `sluice emit` and `sluice run`: run the built binary on `.pipe`
+//! files, check output, exit status and messages. Runners build with the dev profile in a
+//! cache of each test's own, sharing one target directory under `target/tmp` so the
+//! runtime compiles once.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Runs `sluice args…` with its runner cache in `cache`.
+fn sluice_in(cache: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(args)
+        .env("SLUICE_CACHE_DIR", cache)
+        .env("SLUICE_TARGET_DIR", Path::new(env!("CARGO_TARGET_TMPDIR")).join("sluice-run-target"))
+        .env("SLUICE_RUN_PROFILE", "dev")
+        .output()
+        .expect("sluice runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8(o.stderr.clone()).unwrap()
+}
+
+#[test]
+fn emit_and_run_render_the_diagnostics_of_a_bad_file() {
+    let cache = tempfile::tempdir().unwrap();
+    let bad = root().join("tests/errors/missing_semicolon.pipe");
+    for command in ["emit", "run"] {
+        let o = sluice_in(cache.path(), &[command, bad.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(1), "{command}");
+        assert_eq!(stdout(&o), "", "{command}");
+        let err = stderr(&o);
+        assert!(
+            err.contains("error[E0001]: expected `;`") && err.contains("missing_semicolon.pipe:2:21"),
+            "{err}"
+        );
+        assert!(err.ends_with("missing_semicolon.pipe: 1 error\n"), "{err}");
+    }
+    assert!(!cache.path().join("run").exists(), "nothing is built for a bad file");
+}
+
+#[test]
+fn emit_and_run_of_a_missing_file_are_usage_errors() {
+    let cache = tempfile::tempdir().unwrap();
+    for command in ["emit", "run"] {
+        let o = sluice_in(cache.path(), &[command, "/no/such/file.pipe"]);
+        assert_eq!(o.status.code(), Some(2), "{command}");
+        assert!(stderr(&o).starts_with("error: /no/such/file.pipe: "), "{}", stderr(&o));
+    }
+}
+
+#[test]
+fn run_refuses_a_malformed_set_before_compiling() {
+    let cache = tempfile::tempdir().unwrap();
+    let file = root().join("tests/pipes/tabular.pipe");
+    let o = sluice_in(cache.path(), &["run", file.to_str().unwrap(), "--set", "batch"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("expected NAME=VALUE, found `batch`"), "{}", stderr(&o));
+    let o = sluice_in(cache.path(), &["run", file.to_str().unwrap(), "--epochs", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+/// Two pipelines over tabular records: `train` parses and batches them, `raw` passes the
+/// serialized records through.
+const PIPES: &str = r#"
+pipeline train(files: glob, batch: u32 = 4) {
+    schema { x: f32[16], label: i64 }
+    tfrecords(files);
+    map { parse_example(); x = x * 2.0; }
+    batch(batch);
+}
+
+pipeline raw(files: glob) {
+    tfrecords(files);
+}
+"#;
+
+/// `PIPES` as `dir/pipes.pipe`, and 30 tabular records in 2 files under `dir/data`.
+fn setup(dir: &Path) -> (PathBuf, String) {
+    let file = dir.join("pipes.pipe");
+    std::fs::write(&file, PIPES).unwrap();
+    let data = dir.join("data");
+    let o = sluice_in(
+        dir,
+        &["gen", "tabular", "--records", "30", "--shards", "2", "--out", data.to_str().unwrap()],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    (file, format!("files={}/*.tfrecord", data.display()))
+}
+
+#[test]
+fn emit_prints_one_module_per_pipeline() {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, _) = setup(dir.path());
+    let o = sluice_in(dir.path(), &["emit", file.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("pub mod train {") && out.contains("pub mod raw {"), "{out}");
+    assert!(out.contains("pub fn run(args: &__sl::runner::RunArgs)"), "{out}");
+}
+
+#[test]
+fn run_builds_once_then_reuses_the_runner() {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, files) = setup(dir.path());
+    let file = file.to_str().unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec!["run", file, "train", "--set", &files, "--verbose"];
+        args.extend_from_slice(extra);
+        sluice_in(dir.path(), &args)
+    };
+
+    let o = run(&["--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("sluice: compiling ") && err.contains("sluice: built the runner "), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("one JSON object");
+    let mut keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    let expected = [
+        "batches",
+        "bottleneck",
+        "epochs",
+        "peak_rss_bytes",
+        "pipeline",
+        "records",
+        "records_per_sec",
+        "seconds",
+        "stages",
+    ];
+    assert_eq!(keys, expected);
+    assert_eq!(
+        (v["pipeline"].as_str(), v["records"].as_u64(), v["batches"].as_u64()),
+        (Some("train"), Some(30), Some(8))
+    );
+    let stage = &v["stages"][0];
+    for key in ["name", "elements", "bytes", "parallelism", "busy_s", "wait_input_s", "wait_output_s"] {
+        assert!(stage.get(key).is_some(), "{key}: {stage}");
+    }
+
+    let o = run(&["--epochs", "2", "--set", "batch=10"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.starts_with("sluice: running the cached runner ") && !err.contains("compiling"), "{err}");
+    let out = stdout(&o);
+    assert!(out.starts_with("train: 60 records in 6 batches over 2 epochs, "), "{out}");
+    assert!(out.contains("bottleneck: "), "{out}");
+}
+
+#[test]
+fn run_reports_bad_parameters_pipelines_and_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, files) = setup(dir.path());
+    let file = file.to_str().unwrap();
+
+    let o = sluice_in(dir.path(), &["run", file, "--set", &files]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("name the pipeline to run: train, raw"), "{}", stderr(&o));
+    let o = sluice_in(dir.path(), &["run", file, "test", "--set", &files]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("no pipeline `test` (the file has train, raw)"), "{}", stderr(&o));
+    assert!(!dir.path().join("run").exists(), "naming no pipeline or a wrong one builds nothing");
+
+    let o = sluice_in(dir.path(), &["run", file, "raw", "--set", &files, "--set", "batch=3"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        stderr(&o).lines().last(),
+        Some("error: pipeline `raw`: unknown parameter `batch` (parameters: files)")
+    );
+
+    let o = sluice_in(dir.path(), &["run", file, "train", "--set", &files, "--set", "batch=many"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).ends_with(
+            "error: pipeline `train`: parameter `batch`: expected an unsigned 32-bit integer, found `many`\n"
+        ),
+        "{}",
+        stderr(&o)
+    );
+
+    let o = sluice_in(dir.path(), &["run", file, "raw", "--set", "files=/no/such/dir/*.tfrecord"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).ends_with("error: pipeline `raw`: no files match `/no/such/dir/*.tfrecord`\n"),
+        "{}",
+        stderr(&o)
+    );
+
+    let bad = dir.path().join("bad.tfrecord");
+    std::fs::write(&bad, [7u8; 40]).unwrap();
+    let o = sluice_in(dir.path(), &["run", file, "raw", "--set", &format!("files={}", bad.display())]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(err.contains("bad.tfrecord: corrupt record 0 at byte offset 0"), "{err}");
+}
+
+#[test]
+fn run_refuses_a_file_that_calls_rust_functions() {
+    let cache = tempfile::tempdir().unwrap();
+    let file = root().join("tests/pipes/image_train.pipe");
+    let o = sluice_in(cache.path(), &["run", file.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(
+        err.contains("image_train.pipe:") && err.contains("calls `extern fn my_augment::jitter`"),
+        "{err}"
+    );
+    assert!(!cache.path().join("run").exists(), "nothing is built");
+}

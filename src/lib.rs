@@ -45,7 +45,4 @@ pub mod __private {
     pub use sluice_runtime::tfrecord;
     pub use sluice_runtime::tfrecord::{Compression, CorruptPolicy, ReaderOptions};
     pub use sluice_runtime::{BoxError, Error, Result};
-
-    /// The global allocator of generated runner binaries (`sluice run`).
-    pub use mimalloc::MiMalloc;
 }

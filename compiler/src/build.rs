@@ -1,10 +1,8 @@
 //! The `build.rs` API: compiles `.pipe` files into Rust modules under `$OUT_DIR/sluice/`.
 //!
 //! ```no_run
-//! // build.rs
-//! fn main() {
-//!     sluice_compiler::build::compile(&["pipes/train.pipe"]);
-//! }
+//! // build.rs, in `fn main()`:
+//! sluice_compiler::build::compile(&["pipes/train.pipe"]);
 //! ```
 //!
 //! ```ignore

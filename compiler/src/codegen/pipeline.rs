@@ -979,9 +979,7 @@ impl Gen<'_> {
         for f in out_fields {
             let id = field_ident(&f.name);
             let (l, c) = (local(&f.name), format_ident!("c_{}", f.name));
-            outs.push(if assigned.contains(&f.name) {
-                quote!(#id: { let (shape, data) = #l.into_parts(); __sl::Dense::new(shape, data)? })
-            } else if read.contains(&f.name) {
+            outs.push(if assigned.contains(&f.name) || read.contains(&f.name) {
                 quote!(#id: { let (shape, data) = #l.into_parts(); __sl::Dense::new(shape, data)? })
             } else if in_fields.iter().any(|g| g.name == f.name) {
                 quote!(#id: #c)

@@ -95,7 +95,7 @@ pub fn record_items(k: usize, fields: &[FieldType], batched: bool, cached: bool)
     let rec = format_ident!("Record{}", k);
     let names: Vec<Ident> = fields.iter().map(|f| field_ident(&f.name)).collect();
     let strs: Vec<&str> = fields.iter().map(|f| f.name.as_str()).collect();
-    let tys: Vec<TensorType> = fields.iter().map(|f| f.ty.clone().unwrap_or_else(|| scalar_u8())).collect();
+    let tys: Vec<TensorType> = fields.iter().map(|f| f.ty.clone().unwrap_or_else(scalar_u8)).collect();
     let rust_tys: Vec<TokenStream> = tys.iter().map(rust).collect();
     let doc = format!(
         " One element: {}.",

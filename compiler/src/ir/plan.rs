@@ -113,7 +113,7 @@ pub enum MapOp {
         /// The fields the expression reads.
         reads: Vec<String>,
         /// The expression, for code generation (already type-checked against the fields).
-        expr: crate::ast::Expr,
+        expr: Box<crate::ast::Expr>,
     },
 }
 

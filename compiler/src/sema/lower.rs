@@ -544,7 +544,7 @@ fn map_op(
         text: st.value.to_string(),
         ty,
         reads: reads(&st.value, fields),
-        expr: st.value.clone(),
+        expr: Box::new(st.value.clone()),
     })
 }
 

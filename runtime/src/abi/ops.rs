@@ -113,17 +113,28 @@ pub trait Cast<U> {
     fn cast(self) -> U;
 }
 
+// `as` on purpose for every pair: one rule (Rust's `as`) whatever the types.
 macro_rules! cast_numbers {
     ($($from:ty),*) => {$(
+        #[allow(clippy::cast_lossless)]
         impl Cast<u8> for $from { #[inline(always)] fn cast(self) -> u8 { self as u8 } }
+        #[allow(clippy::cast_lossless)]
         impl Cast<i8> for $from { #[inline(always)] fn cast(self) -> i8 { self as i8 } }
+        #[allow(clippy::cast_lossless)]
         impl Cast<u16> for $from { #[inline(always)] fn cast(self) -> u16 { self as u16 } }
+        #[allow(clippy::cast_lossless)]
         impl Cast<i16> for $from { #[inline(always)] fn cast(self) -> i16 { self as i16 } }
+        #[allow(clippy::cast_lossless)]
         impl Cast<i32> for $from { #[inline(always)] fn cast(self) -> i32 { self as i32 } }
+        #[allow(clippy::cast_lossless)]
         impl Cast<u32> for $from { #[inline(always)] fn cast(self) -> u32 { self as u32 } }
+        #[allow(clippy::cast_lossless)]
         impl Cast<i64> for $from { #[inline(always)] fn cast(self) -> i64 { self as i64 } }
+        #[allow(clippy::cast_lossless)]
         impl Cast<u64> for $from { #[inline(always)] fn cast(self) -> u64 { self as u64 } }
+        #[allow(clippy::cast_lossless)]
         impl Cast<f32> for $from { #[inline(always)] fn cast(self) -> f32 { self as f32 } }
+        #[allow(clippy::cast_lossless)]
         impl Cast<f64> for $from { #[inline(always)] fn cast(self) -> f64 { self as f64 } }
         #[allow(clippy::float_cmp)]
         impl Cast<bool> for $from { #[inline(always)] fn cast(self) -> bool { self != (0 as $from) } }

@@ -76,6 +76,7 @@ impl Pixel for f32 {
 /// `as` conversions both ways (integers round toward zero and saturate).
 macro_rules! pixel_as {
     ($($t:ty),*) => {$(
+        #[allow(clippy::cast_lossless)]
         impl Pixel for $t {
             #[inline(always)]
             fn to_f32(self) -> f32 {

@@ -114,7 +114,7 @@ pub fn tfrecord_batches<D: Dataset<Item = PathBuf>>(
     cycle_length: usize,
     n: usize,
     drop_remainder: bool,
-) -> TfRecordBatches<D, fn(RecordBatch) -> std::result::Result<RecordBatch, BoxError>> {
+) -> TfRecordBatches<D, Unchanged> {
     TfRecordBatches {
         files,
         options: Arc::new(options),
@@ -126,6 +126,9 @@ pub fn tfrecord_batches<D: Dataset<Item = PathBuf>>(
         f: Arc::new(Ok),
     }
 }
+
+/// The batch function of plain [`tfrecord_batches`]: the batch as it is.
+pub type Unchanged = fn(RecordBatch) -> std::result::Result<RecordBatch, BoxError>;
 
 /// A function applied to each batch by the reader thread that filled it.
 pub trait BatchFn: Send + Sync + 'static {

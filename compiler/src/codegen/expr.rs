@@ -11,7 +11,7 @@ use quote::{format_ident, quote};
 
 use super::types::{Repr, field_ident, repr, rust, scalar};
 use crate::ast::{self, BinaryOp, ExprKind, UnaryOp};
-use crate::ir::plan::FieldType;
+use crate::ir::plan::{FieldType, MapOp};
 use crate::ir::types::{DType, ParamType, Shape, TensorType};
 use crate::sema::Declarations;
 use crate::sema::ops::{Ty, Typer};
@@ -79,6 +79,85 @@ impl<'a> Scope<'a> {
             None => self.fields.push(FieldType { name: target.to_string(), ty: Some(ty.clone()) }),
         }
         Ok(quote!(let #name #annotation = #value;))
+    }
+
+    /// `decode_jpeg(b, 3)`, `resize(h, w)`, `scale(1/255)`, `normalize(mean, std)` on
+    /// one field in a row: one fused pass (`ops::decode_resize_normalize_into`,
+    /// bit-identical to the four steps), or `None` when `ops` does not start so.
+    pub fn decode_resize_normalize(&mut self, ops: &[MapOp]) -> R<Option<TokenStream>> {
+        let [MapOp::Assign { target, expr: e0, .. }, MapOp::Assign { target: t1, expr: e1, .. }, MapOp::Assign { target: t2, expr: e2, .. }, MapOp::Assign { target: t3, expr: e3, ty, .. }, ..] =
+            ops
+        else {
+            return Ok(None);
+        };
+        if [t1, t2, t3].iter().any(|t| *t != target) {
+            return Ok(None);
+        }
+        let call = |e: &ast::Expr, name: &str| -> Option<Vec<(Option<String>, ast::Expr)>> {
+            match &e.kind {
+                ExprKind::Call { callee, args, .. } if callee.to_string() == name => {
+                    Some(args.iter().map(|a| (a.name.as_ref().map(|n| n.name.clone()), a.value.clone())).collect())
+                }
+                _ => None,
+            }
+        };
+        let reads_target = |args: &[(Option<String>, ast::Expr)]| {
+            matches!(&args.first(), Some((None, a)) if a.to_string() == *target)
+        };
+        let (Some(dec), Some(res), Some(sc), Some(norm)) =
+            (call(e0, "decode_jpeg"), call(e1, "resize"), call(e2, "scale"), call(e3, "normalize"))
+        else {
+            return Ok(None);
+        };
+        let channels_ok = match dec.get(1) {
+            None => true,
+            Some((_, c)) => matches!(c.kind, ExprKind::Int(3)),
+        };
+        let factor_ok = match sc.get(1) {
+            Some((None, f)) => const_f64(f).is_some_and(|v| v as f32 == 1.0f32 / 255.0),
+            _ => false,
+        };
+        let named = |args: &[(Option<String>, ast::Expr)], i: usize, name: &str| {
+            args.iter()
+                .find(|(n, _)| n.as_deref() == Some(name))
+                .or_else(|| args.get(i).filter(|(n, _)| n.is_none()))
+                .map(|(_, e)| e.clone())
+        };
+        if !channels_ok
+            || !factor_ok
+            || dec.len() > 2
+            || res.len() != 3
+            || norm.len() != 3
+            || !reads_target(&res)
+            || !reads_target(&sc)
+            || !reads_target(&norm)
+            || res.iter().any(|(n, _)| n.is_some())
+        {
+            return Ok(None);
+        }
+        let (Some(src), Some(mean), Some(std)) = (dec.first().map(|(_, e)| e.clone()), named(&norm, 1, "mean"), named(&norm, 2, "std")) else {
+            return Ok(None);
+        };
+        let bytes = self.bytes(&src)?;
+        let h = self.count(&res[1].1)?;
+        let w = self.count(&res[2].1)?;
+        let mean = self.floats(&mean)?;
+        let std = self.floats(&std)?;
+        let name = local(target);
+        for (t, ty) in [(target, ty)] {
+            match self.fields.iter_mut().find(|f| &f.name == t) {
+                Some(f) => f.ty = Some(ty.clone()),
+                None => self.fields.push(FieldType { name: t.clone(), ty: Some(ty.clone()) }),
+            }
+        }
+        Ok(Some(quote! {
+            let #name: __sl::Tensor<f32> = {
+                let (h, w) = (#h, #w);
+                let mut v = ::std::vec![0f32; h * w * 3];
+                __sl::ops::decode_resize_normalize_into(#bytes, h, w, &[#(#mean),*], &[#(#std),*], &mut v)?;
+                __sl::Tensor::new(::std::vec![h, w, 3], v)?
+            };
+        }))
     }
 
     /// A field read as an owned value (moved when allowed, else cloned).
@@ -199,6 +278,10 @@ impl<'a> Scope<'a> {
                 self.collect_leaves(r, out)
             }
             ExprKind::Unary(_, x) => self.collect_leaves(x, out),
+            // `cast` and `scale` are per-value: part of the one loop, not operands of it.
+            ExprKind::Call { callee, args, .. } if is_per_value(&callee.to_string(), args) => {
+                self.collect_leaves(&args[0].value, out)
+            }
             _ => {
                 if let Ty::Tensor(t) = self.ty(e)?
                     && t.shape != Shape::scalar()
@@ -307,6 +390,22 @@ impl<'a> Scope<'a> {
                     own
                 };
                 Ok(convert(v, have, want))
+            }
+            ExprKind::Call { callee, args, .. } if !leaves.is_empty() && is_per_value(&callee.to_string(), args) => {
+                // Inside an elementwise loop: `cast(x, T)` is a conversion of each value,
+                // `scale(x, f)` a conversion and a product.
+                let t = self.tensor_ty(e)?;
+                let x = &args[0].value;
+                let from = self.tensor_ty(x)?.dtype;
+                let v = self.scalar_with(x, from, leaves, dts)?;
+                let v = convert(v, from, t.dtype);
+                let v = if callee.to_string() == "scale" {
+                    let factor = self.scalar(&args[1].value, t.dtype)?;
+                    quote!((#v * #factor))
+                } else {
+                    v
+                };
+                Ok(convert(v, t.dtype, want))
             }
             ExprKind::Call { callee, args, .. } => {
                 let t = self.tensor_ty(e)?;
@@ -480,6 +579,32 @@ impl<'a> Scope<'a> {
             None => quote!(0u64),
         };
         Ok(quote!(let mut __rng = __sl::ops::element_rng(#seed, #id, __epoch, __index);))
+    }
+}
+
+/// Whether a call is a per-value conversion (`cast(x, T)`, `scale(x, f)` with both
+/// arguments positional) that an elementwise loop can apply to each value.
+fn is_per_value(callee: &str, args: &[ast::Arg]) -> bool {
+    matches!(callee, "cast" | "scale") && args.len() == 2 && args.iter().all(|a| a.name.is_none())
+}
+
+/// The value of a constant number expression (`1.0 / 255.0`).
+fn const_f64(e: &ast::Expr) -> Option<f64> {
+    match &e.kind {
+        ExprKind::Int(n) => Some(*n as f64),
+        ExprKind::Float(x) => Some(*x),
+        ExprKind::Unary(UnaryOp::Neg, x) => const_f64(x).map(|v| -v),
+        ExprKind::Binary(op, l, r) => {
+            let (a, b) = (const_f64(l)?, const_f64(r)?);
+            match op {
+                BinaryOp::Add => Some(a + b),
+                BinaryOp::Sub => Some(a - b),
+                BinaryOp::Mul => Some(a * b),
+                BinaryOp::Div => Some(a / b),
+                _ => None,
+            }
+        }
+        _ => None,
     }
 }
 

@@ -36,6 +36,12 @@ pub fn generate(c: &Checked, all: &[Checked]) -> R<TokenStream> {
         node = n.input();
     }
     chain.reverse();
+    // A map + batch followed by elementwise operations on the batch (which
+    // `vectorize_past_batch` moved there) runs them per row instead, in the same loop:
+    // for the Rust code the two are the same work, and per row they can fuse with the
+    // decoding before them (`decode_jpeg → resize → scale → normalize` in one pass).
+    let merged: Vec<Plan> = merge_elementwise(&chain);
+    let chain: Vec<&Plan> = merged.iter().collect();
     let mut stmts = TokenStream::new();
     let mut i = 0;
     while i < chain.len() {
@@ -65,8 +71,32 @@ pub fn generate(c: &Checked, all: &[Checked]) -> R<TokenStream> {
             };
             match map {
                 Some(f) if !f.random => {
-                    let call = &f.name;
-                    stmts.extend(quote!(let ds = { let p = __params.clone(); #read.map_batches(move |x| #call(&p, 0, 0, x)) };));
+                    // Maps over the batches that follow run in the same closure.
+                    let mut calls = vec![f.name];
+                    let mut later = TokenStream::new();
+                    let mut used = used;
+                    while let Some(Plan::Map(m)) = chain.get(i + used)
+                        && matches!(m.input.output(), Element::Batch(_))
+                        && later.is_empty()
+                    {
+                        let f = g.map_fn(&m.input.output(), &m.ops, &m.output)?;
+                        if f.random {
+                            later = g.apply(&f, &m.parallel, m.deterministic, None)?;
+                        } else {
+                            calls.push(f.name);
+                        }
+                        used += 1;
+                    }
+                    stmts.extend(quote! {
+                        let ds = {
+                            let p = __params.clone();
+                            #read.map_batches(move |x| {
+                                #( let x = #calls(&p, 0, 0, x)?; )*
+                                ::std::result::Result::Ok(x)
+                            })
+                        };
+                    });
+                    stmts.extend(later);
                     i += used;
                 }
                 Some(_) if used == 2 => {
@@ -205,6 +235,33 @@ fn string_arg(v: &ArgValue) -> R<TokenStream> {
 
 fn pass_arg<'p>(args: &'p [(&'static str, ArgValue)], name: &str) -> Option<&'p ArgValue> {
     args.iter().find(|(k, _)| *k == name).map(|(_, v)| v)
+}
+
+/// The chain (source first) with each `MapBatch` + elementwise `Map` over its batches
+/// merged into one `MapBatch` (each node re-linked to a copy of its input).
+fn merge_elementwise(chain: &[&Plan]) -> Vec<Plan> {
+    const ELEMENTWISE: &[&str] = &["cast", "scale", "normalize", "expr"];
+    let mut out: Vec<Plan> = Vec::new();
+    for n in chain {
+        if let (Plan::Map(m), Some(Plan::MapBatch(prev))) = (n, out.last_mut())
+            && m.ops.iter().all(|op| matches!(op, MapOp::Assign { op, .. } if ELEMENTWISE.contains(&op.as_str())))
+            && let Element::Batch(inner) = &m.output
+        {
+            prev.ops.extend(m.ops.iter().cloned());
+            prev.map_output = (**inner).clone();
+            continue;
+        }
+        out.push((*n).clone());
+    }
+    // Inputs are boxed copies of the original chain: re-link each node to the node
+    // before it in `out`, so `input()` agrees with the merged chain.
+    for k in 1..out.len() {
+        let prev = out[k - 1].clone();
+        if let Some(input) = out[k].input_mut() {
+            *input = prev;
+        }
+    }
+    out
 }
 
 /// The reader options of an interleave.
@@ -808,11 +865,18 @@ impl Gen<'_> {
         }
         let mut next_rng = self.next_rng;
         let mut scope = Scope::new(fields, self.decls, &mut next_rng);
-        for op in ops {
-            match op {
+        let mut k = 0;
+        while k < ops.len() {
+            if let Some(fused) = scope.decode_resize_normalize(&ops[k..])? {
+                body.extend(fused);
+                k += 4;
+                continue;
+            }
+            match &ops[k] {
                 MapOp::Assign { target, expr, ty, .. } => body.extend(scope.statement(target, expr, ty)?),
                 MapOp::ParseExample { .. } => return Err("`parse_example` after other operations".into()),
             }
+            k += 1;
         }
         let random = scope.random;
         self.next_rng = next_rng;

@@ -1,6 +1,8 @@
 //! `insert_prefetch`: a pipeline whose last stage is not a `prefetch` gets
 //! `prefetch(auto)` on top, so that producing the next element overlaps the
-//! consumer's work on this one (tf.data's `inject_prefetch`).
+//! consumer's work on this one (tf.data's `inject_prefetch`). A pipeline that ends in
+//! a parallel stage (interleave or map) is left alone: its workers already fill a queue
+//! ahead of the consumer, and a prefetch would only add a hand-over per element.
 //!
 //! ```text
 //! before                      after
@@ -10,6 +12,7 @@
 //! ```
 
 use crate::ir::plan::{ArgValue, Pass, Plan};
+use crate::ir::types::Value;
 
 use super::{OptimizerRule, Transformed};
 
@@ -24,7 +27,16 @@ impl OptimizerRule for InsertPrefetch {
 
     /// Only the last stage matters: this rule does not walk the chain.
     fn rewrite(&self, plan: Plan) -> Transformed {
-        if matches!(plan, Plan::Prefetch(_)) {
+        let asynchronous = |p: &ArgValue| !matches!(p, ArgValue::Const(Value::Int(1)));
+        let done = match &plan {
+            Plan::Prefetch(_) => true,
+            Plan::Interleave(n) => asynchronous(&n.parallel),
+            Plan::Map(n) => asynchronous(&n.parallel),
+            Plan::MapFilter(n) => asynchronous(&n.parallel),
+            Plan::MapBatch(n) => asynchronous(&n.parallel),
+            _ => false,
+        };
+        if done {
             return Transformed::no(plan);
         }
         Transformed::yes(Plan::Prefetch(Pass {
@@ -49,6 +61,16 @@ mod tests {
             Prefetch: buffer=2 -> record
               Interleave: reader=tfrecord, cycle_length=1, block_length=1, parallel=1, deterministic=true, compression=auto, on_corrupt=fail, verify_crc=true -> record
                 Files: pattern=$files, shuffle_seed=none -> path
+        ");
+    }
+
+    #[test]
+    fn does_not_apply_after_a_parallel_stage() {
+        let text = check(&InsertPrefetch, &pipeline("tfrecords(files, cycle: 4, parallel: auto);"));
+        insta::assert_snapshot!(text, @r"
+        changed=false
+        Interleave: reader=tfrecord, cycle_length=4, block_length=1, parallel=auto, deterministic=true, compression=auto, on_corrupt=fail, verify_crc=true -> record
+          Files: pattern=$files, shuffle_seed=none -> path
         ");
     }
 

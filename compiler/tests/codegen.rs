@@ -36,7 +36,10 @@ fn bench(name: &str) -> String {
 fn snapshots_of_generated_code() {
     for name in ["parse_tabular.pipe", "image_raw.pipe", "jpeg.pipe"] {
         let code = generate(&bench(name)).unwrap_or_else(|d| panic!("{name}: {d:?}"));
-        insta::assert_snapshot!(format!("generated_{}", name.trim_end_matches(".pipe")), code.to_pretty_string());
+        insta::assert_snapshot!(
+            format!("generated_{}", name.trim_end_matches(".pipe")),
+            code.to_pretty_string()
+        );
     }
     let code = generate(&corpus("mixture.pipe")).expect("mixture");
     insta::assert_snapshot!("generated_mixture", code.to_pretty_string());
@@ -46,18 +49,32 @@ fn snapshots_of_generated_code() {
 /// runtime crate directly.
 #[test]
 fn generated_code_names_only_the_private_abi() {
-    let sources: Vec<String> = CORPUS.iter().map(|n| corpus(n)).chain(
-        ["read.pipe", "parse_tabular.pipe", "shuffle_tabular.pipe", "image_raw.pipe", "jpeg.pipe", "augment.pipe"]
+    let sources: Vec<String> = CORPUS
+        .iter()
+        .map(|n| corpus(n))
+        .chain(
+            [
+                "read.pipe",
+                "parse_tabular.pipe",
+                "shuffle_tabular.pipe",
+                "image_raw.pipe",
+                "jpeg.pipe",
+                "augment.pipe",
+            ]
             .iter()
             .map(|n| bench(n)),
-    )
-    .collect();
+        )
+        .collect();
     for src in sources {
         let text = generate(&src).expect("generates").to_pretty_string();
         assert!(!text.contains("sluice_runtime"), "names the runtime crate");
         assert!(!text.contains("sluice_compiler"), "names the compiler crate");
         for (i, _) in text.match_indices("::sluice::") {
-            assert!(text[i..].starts_with("::sluice::__private"), "a path outside the ABI: {}", &text[i..i + 40]);
+            assert!(
+                text[i..].starts_with("::sluice::__private"),
+                "a path outside the ABI: {}",
+                &text[i..i + 40]
+            );
         }
     }
 }

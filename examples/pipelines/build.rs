@@ -13,5 +13,6 @@ fn main() {
         "../../tests/pipes/image_train.pipe",
         "../../tests/pipes/all_ops.pipe",
         "../../tests/pipes/mixture.pipe",
+        "pipes/tf_fixtures.pipe",
     ]);
 }

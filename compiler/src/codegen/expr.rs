@@ -85,8 +85,13 @@ impl<'a> Scope<'a> {
     /// one field in a row: one fused pass (`ops::decode_resize_normalize_into`,
     /// bit-identical to the four steps), or `None` when `ops` does not start so.
     pub fn decode_resize_normalize(&mut self, ops: &[MapOp]) -> R<Option<TokenStream>> {
-        let [MapOp::Assign { target, expr: e0, .. }, MapOp::Assign { target: t1, expr: e1, .. }, MapOp::Assign { target: t2, expr: e2, .. }, MapOp::Assign { target: t3, expr: e3, ty, .. }, ..] =
-            ops
+        let [
+            MapOp::Assign { target, expr: e0, .. },
+            MapOp::Assign { target: t1, expr: e1, .. },
+            MapOp::Assign { target: t2, expr: e2, .. },
+            MapOp::Assign { target: t3, expr: e3, ty, .. },
+            ..,
+        ] = ops
         else {
             return Ok(None);
         };
@@ -95,15 +100,13 @@ impl<'a> Scope<'a> {
         }
         let call = |e: &ast::Expr, name: &str| -> Option<Vec<(Option<String>, ast::Expr)>> {
             match &e.kind {
-                ExprKind::Call { callee, args, .. } if callee.to_string() == name => {
-                    Some(args.iter().map(|a| (a.name.as_ref().map(|n| n.name.clone()), a.value.clone())).collect())
-                }
+                ExprKind::Call { callee, args, .. } if callee.to_string() == name => Some(
+                    args.iter().map(|a| (a.name.as_ref().map(|n| n.name.clone()), a.value.clone())).collect(),
+                ),
                 _ => None,
             }
         };
-        let reads_target = |args: &[(Option<String>, ast::Expr)]| {
-            matches!(&args.first(), Some((None, a)) if a.to_string() == *target)
-        };
+        let reads_target = |args: &[(Option<String>, ast::Expr)]| matches!(&args.first(), Some((None, a)) if a.to_string() == *target);
         let (Some(dec), Some(res), Some(sc), Some(norm)) =
             (call(e0, "decode_jpeg"), call(e1, "resize"), call(e2, "scale"), call(e3, "normalize"))
         else {
@@ -135,7 +138,9 @@ impl<'a> Scope<'a> {
         {
             return Ok(None);
         }
-        let (Some(src), Some(mean), Some(std)) = (dec.first().map(|(_, e)| e.clone()), named(&norm, 1, "mean"), named(&norm, 2, "std")) else {
+        let (Some(src), Some(mean), Some(std)) =
+            (dec.first().map(|(_, e)| e.clone()), named(&norm, 1, "mean"), named(&norm, 2, "std"))
+        else {
             return Ok(None);
         };
         let bytes = self.bytes(&src)?;
@@ -391,7 +396,9 @@ impl<'a> Scope<'a> {
                 };
                 Ok(convert(v, have, want))
             }
-            ExprKind::Call { callee, args, .. } if !leaves.is_empty() && is_per_value(&callee.to_string(), args) => {
+            ExprKind::Call { callee, args, .. }
+                if !leaves.is_empty() && is_per_value(&callee.to_string(), args) =>
+            {
                 // Inside an elementwise loop: `cast(x, T)` is a conversion of each value,
                 // `scale(x, f)` a conversion and a product.
                 let t = self.tensor_ty(e)?;

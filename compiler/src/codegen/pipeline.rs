@@ -244,7 +244,9 @@ fn merge_elementwise(chain: &[&Plan]) -> Vec<Plan> {
     let mut out: Vec<Plan> = Vec::new();
     for n in chain {
         if let (Plan::Map(m), Some(Plan::MapBatch(prev))) = (n, out.last_mut())
-            && m.ops.iter().all(|op| matches!(op, MapOp::Assign { op, .. } if ELEMENTWISE.contains(&op.as_str())))
+            && m.ops
+                .iter()
+                .all(|op| matches!(op, MapOp::Assign { op, .. } if ELEMENTWISE.contains(&op.as_str())))
             && let Element::Batch(inner) = &m.output
         {
             prev.ops.extend(m.ops.iter().cloned());

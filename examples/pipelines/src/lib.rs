@@ -10,6 +10,11 @@ sluice::include_pipelines!("image_raw");
 sluice::include_pipelines!("jpeg");
 sluice::include_pipelines!("augment");
 
+/// Parses TensorFlow-written fixtures (`tests/tf_fixtures.rs`).
+pub mod fixtures {
+    sluice::include_pipelines!("tf_fixtures");
+}
+
 /// The pipelines of `tests/pipes/`.
 pub mod corpus {
     sluice::include_pipelines!("tabular");

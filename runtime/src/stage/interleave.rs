@@ -750,7 +750,13 @@ where
     workers: Vec<JoinHandle<()>>,
     block_length: usize,
     deterministic: bool,
+    /// Non-deterministic mode: elements taken under one lock with the one returned, so
+    /// the consumer locks once per chunk rather than once per element.
+    local: VecDeque<Result<InnerItem<G, I::Item>>>,
 }
+
+/// Elements the consumer takes from a slot under one lock (non-deterministic mode).
+const CONSUMER_CHUNK: usize = 32;
 
 impl<I, G> Par<I, G>
 where
@@ -792,6 +798,7 @@ where
             workers: Vec::with_capacity(c.workers),
             block_length: c.block_length,
             deterministic: c.deterministic,
+            local: VecDeque::new(),
         };
         for i in 0..c.workers {
             let sh = par.shared.clone();
@@ -812,6 +819,9 @@ where
     }
 
     fn next(&mut self) -> Result<Option<InnerItem<G, I::Item>>> {
+        if let Some(r) = self.local.pop_front() {
+            return r.map(Some);
+        }
         let sh = &*self.shared;
         let mut st = lock(&sh.state);
         loop {
@@ -826,6 +836,9 @@ where
                             st.block_index += 1;
                             if st.block_index == self.block_length {
                                 st.advance();
+                            }
+                            if !self.deterministic {
+                                Self::drain(sh, &mut st, j, &mut self.local);
                             }
                         }
                         return r.map(Some);
@@ -854,8 +867,11 @@ where
             }
             // Nothing is ready where the sequential order takes from next.
             if !self.deterministic
-                && let Some(r) = self.pop_any(&mut st)
+                && let Some((j, r)) = self.pop_any(&mut st)
             {
+                if r.is_ok() {
+                    Self::drain(sh, &mut st, j, &mut self.local);
+                }
                 return r.map(Some);
             }
             st.consumer_waiting = true;
@@ -864,17 +880,36 @@ where
         }
     }
 
-    /// An element from any other slot that has one ready (non-deterministic mode).
-    fn pop_any(&self, st: &mut SharedState<I, G>) -> Option<Result<InnerItem<G, I::Item>>> {
+    /// An element from any other slot that has one ready, and the slot (non-deterministic
+    /// mode).
+    fn pop_any(&self, st: &mut SharedState<I, G>) -> Option<(usize, Result<InnerItem<G, I::Item>>)> {
         let n = st.slots.len();
         for k in 1..n {
             if let Some(j) = st.slots[(st.cycle_index + k) % n]
                 && let Some(r) = self.shared.pop(st, j)
             {
-                return Some(r);
+                return Some((j, r));
             }
         }
         None
+    }
+
+    /// Moves up to a chunk more of slot `j`'s ready elements into `local`, stopping after
+    /// an error (non-deterministic mode: order is free, and one lock serves them all).
+    fn drain(
+        sh: &Shared<I, G>,
+        st: &mut SharedState<I, G>,
+        j: usize,
+        local: &mut VecDeque<Result<InnerItem<G, I::Item>>>,
+    ) {
+        while local.len() < CONSUMER_CHUNK - 1 {
+            let Some(r) = sh.pop(st, j) else { break };
+            let failed = r.is_err();
+            local.push_back(r);
+            if failed {
+                break;
+            }
+        }
     }
 
     /// Stops and joins the workers, then drops the open passes and buffered elements.

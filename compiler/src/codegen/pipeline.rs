@@ -112,6 +112,28 @@ pub fn generate(c: &Checked, all: &[Checked]) -> R<TokenStream> {
             }
             continue;
         }
+        // `batch` of records then a map over the batches: the map's workers gather each
+        // batch's records into one buffer, not the thread that pulls them.
+        if let (Plan::Batch(b), Some(Plan::Map(m))) = (chain[i], chain.get(i + 1))
+            && b.padded.is_none()
+            && m.input.output() == Element::Batch(Box::new(Element::Record))
+        {
+            let f = g.map_fn(&m.input.output(), &m.ops, &m.output)?;
+            if !f.random {
+                let (size, drop, call) = (usize_arg(&b.size)?, b.drop_remainder, &f.name);
+                let (par, det) = (parallel(&m.parallel)?, m.deterministic);
+                stmts.extend(quote! {
+                    let ds = ds.chunks(#size, #drop);
+                    let ds = {
+                        let p = __params.clone();
+                        ds.try_map(move |x: ::std::vec::Vec<::std::vec::Vec<u8>>| #call(&p, 0, 0, __sl::RecordBatch::from(x)))
+                    }
+                    .num_parallel(#par).deterministic(#det).named("map");
+                });
+                i += 2;
+                continue;
+            }
+        }
         stmts.extend(g.stage(chain[i])?);
         i += 1;
     }

@@ -1,0 +1,171 @@
+//! The corpus pipelines that use the remaining stages, run end to end on small data
+//! written here: `tests/pipes/all_ops.pipe` (GZIP files, `skip`, `decode_raw`,
+//! `decode_png`, `resize`, `center_crop`, arithmetic, `filter`, `cache(file)`,
+//! `padded_batch`, `unbatch`) and `tests/pipes/mixture.pipe` (`sample_from` of two
+//! pipelines, `shuffle`, `batch(drop_remainder)`).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use prost::Message;
+use sluice::example::feature::Kind;
+use sluice::example::{BytesList, Example, Feature, Features, FloatList, Int64List};
+use sluice::runtime::stage::Dataset;
+use sluice::tfrecord::{Compression, create};
+use sluice_examples::corpus::{all_ops, clean, noisy, train};
+
+fn feature(kind: Kind) -> Feature {
+    Feature { kind: Some(kind) }
+}
+
+fn write(path: &Path, compression: Compression, examples: &[Example]) {
+    let mut w = create(path, compression).unwrap();
+    for e in examples {
+        w.write_record(&e.encode_to_vec()).unwrap();
+    }
+    w.finish().unwrap();
+}
+
+/// Record `i` of the all_ops data: `raw` holds `i % 5 + 1` floats, odd records have no
+/// `score` (default -1.5), `id` is `i`.
+fn all_ops_record(i: u64, png: &[u8]) -> Example {
+    let raw: Vec<u8> = (0..i % 5 + 1).flat_map(|k| (i as f32 + k as f32 * 0.25).to_le_bytes()).collect();
+    let mut f = BTreeMap::new();
+    f.insert("raw".to_string(), feature(Kind::BytesList(BytesList { value: vec![raw] })));
+    f.insert("png".to_string(), feature(Kind::BytesList(BytesList { value: vec![png.to_vec()] })));
+    if i % 2 == 0 {
+        f.insert("score".to_string(), feature(Kind::FloatList(FloatList { value: vec![i as f32 - 20.0] })));
+    }
+    f.insert("id".to_string(), feature(Kind::Int64List(Int64List { value: vec![i as i64] })));
+    Example { features: Some(Features { feature: f }) }
+}
+
+#[test]
+fn all_ops_runs_every_stage() {
+    let dir = tempfile::tempdir().unwrap();
+    let png =
+        std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/image/rgba_20x24.png"))
+            .unwrap();
+    let records: Vec<Example> = (0..60).map(|i| all_ops_record(i, &png)).collect();
+    write(&dir.path().join("d-0.tfrecord.gz"), Compression::Gzip, &records[..30]);
+    write(&dir.path().join("d-1.tfrecord.gz"), Compression::Gzip, &records[30..]);
+    let cache = dir.path().join("cache.bin");
+    let params = all_ops::Params {
+        files: format!("{}/*.tfrecord.gz", dir.path().display()),
+        cache_file: cache.display().to_string(),
+    };
+    // What the pipeline keeps: skip(10), then score' = score / 2 + 1 (default -1.5), and
+    // `score' >= 0 || id % 2 == 0`.
+    let kept: Vec<(u64, f64)> = (10..60u64)
+        .map(|i| (i, if i % 2 == 0 { f64::from(i as f32 - 20.0) } else { -1.5 } / 2.0 + 1.0))
+        .filter(|&(i, s)| s >= 0.0 || i % 2 == 0)
+        .collect();
+    let run = || -> Vec<all_ops::Batch> {
+        all_ops::dataset(&params).unwrap().stream().unwrap().map(|b| b.unwrap()).collect()
+    };
+    let batches = run();
+    assert!(cache.exists(), "the first pass wrote the cache file");
+    assert_eq!(batches.len(), kept.len() / 8, "padded_batch(8, drop_remainder) of {} rows", kept.len());
+    // `map(parallel: 2, deterministic: false)`: any order, so compare by id.
+    let mut seen = std::collections::BTreeSet::new();
+    for b in &batches {
+        assert_eq!(b.raw.shape(), [8, 64], "raw padded to 64");
+        assert_eq!(b.png.shape(), [8, 32, 32, 4]);
+        assert_eq!(b.mask.shape(), [8, 8, 8]);
+        for r in 0..8 {
+            let i = b.id.as_slice()[r];
+            assert!(seen.insert(i), "id {i} twice");
+            let &(_, score) =
+                kept.iter().find(|(k, _)| *k == i).unwrap_or_else(|| panic!("id {i} was filtered out"));
+            assert_eq!(b.score.as_slice()[r], score);
+            let raw = &b.raw.as_slice()[r * 64..(r + 1) * 64];
+            let n = (i % 5 + 1) as usize;
+            for (k, v) in raw.iter().enumerate() {
+                let want = if k < n { i as f32 + k as f32 * 0.25 } else { 0.0 };
+                assert_eq!(*v, want, "raw[{k}] of id {i}");
+            }
+            assert!(b.mask.as_slice()[r * 64..(r + 1) * 64].iter().all(|&m| m == 0));
+        }
+    }
+    // The second pass reads the cache: the same elements.
+    let again = run();
+    assert_eq!(again.len(), batches.len());
+    for (a, b) in again.iter().zip(&batches) {
+        assert_eq!(a.id.as_slice(), b.id.as_slice());
+        assert_eq!(a.png.as_slice(), b.png.as_slice());
+    }
+}
+
+fn tabular(label: i64, n: usize) -> Vec<Example> {
+    (0..n)
+        .map(|i| {
+            let mut f = BTreeMap::new();
+            f.insert("x".to_string(), feature(Kind::FloatList(FloatList { value: vec![i as f32; 16] })));
+            f.insert("label".to_string(), feature(Kind::Int64List(Int64List { value: vec![label] })));
+            Example { features: Some(Features { feature: f }) }
+        })
+        .collect()
+}
+
+#[test]
+fn mixture_samples_from_both_pipelines() {
+    let dir = tempfile::tempdir().unwrap();
+    write(&dir.path().join("clean-0.tfrecord"), Compression::None, &tabular(0, 300));
+    write(&dir.path().join("noisy-0.tfrecord"), Compression::None, &tabular(1, 300));
+    let params = |seed| train::Params {
+        seed,
+        clean: clean::Params { files: format!("{}/clean-*.tfrecord", dir.path().display()) },
+        noisy: noisy::Params { files: format!("{}/noisy-*.tfrecord", dir.path().display()) },
+    };
+    let run = |seed| -> Vec<(i64, u32)> {
+        let batches: Vec<train::Batch> =
+            train::dataset(&params(seed)).unwrap().stream().unwrap().map(|b| b.unwrap()).collect();
+        assert_eq!(batches.len(), 2, "600 records, batch(256, drop_remainder)");
+        batches
+            .iter()
+            .flat_map(|b| {
+                assert_eq!(b.x.shape(), [256, 16]);
+                let x = b.x.as_slice().to_vec();
+                b.label
+                    .as_slice()
+                    .iter()
+                    .enumerate()
+                    .map(move |(r, &l)| (l, x[r * 16].to_bits()))
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    };
+    let a = run(7);
+    assert_eq!(a, run(7), "the same seed gives the same mixture");
+    assert_ne!(a, run(8), "another seed gives another");
+    // Every record of both inputs is drawn (the mix goes on after `clean` runs out), then
+    // shuffled with a buffer larger than the data: 512 of the 600 come out, about half
+    // from each, and none twice.
+    let clean_rows = a.iter().filter(|(l, _)| *l == 0).count();
+    assert!((200..=312).contains(&clean_rows), "{clean_rows} of 512 from clean");
+    assert!(a.iter().all(|(l, _)| *l == 0 || *l == 1));
+    let mut distinct = a.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    assert_eq!(distinct.len(), 512, "no record twice");
+}
+
+/// `--set` names the mixed pipelines' parameters with their pipeline's name.
+#[test]
+fn mixture_params_nest() {
+    let p = train::Params::from_args(&[
+        ("clean.files".into(), "a/*".into()),
+        ("noisy.files".into(), "b/*".into()),
+        ("seed".into(), "3".into()),
+    ])
+    .unwrap();
+    assert_eq!((p.seed, p.clean.files.as_str(), p.noisy.files.as_str()), (3, "a/*", "b/*"));
+    // The mixed pipelines' parameters keep their defaults.
+    let d = train::Params::from_args(&[]).unwrap();
+    assert_eq!((d.seed, d.clean.files.as_str()), (7, "data/clean-*.tfrecord"));
+    let err = train::Params::from_args(&[("clean.nope".into(), "1".into())]).unwrap_err();
+    assert!(err.starts_with("clean.") && err.contains("unknown parameter `nope`"), "{err}");
+    assert!(
+        train::Params::from_args(&[("nope".into(), "1".into())]).unwrap_err().contains("unknown parameter")
+    );
+}

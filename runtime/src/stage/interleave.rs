@@ -752,8 +752,11 @@ where
     deterministic: bool,
     /// Non-deterministic mode: elements taken under one lock with the one returned, so
     /// the consumer locks once per chunk rather than once per element.
-    local: VecDeque<Result<InnerItem<G, I::Item>>>,
+    local: VecDeque<Ready<G, I::Item>>,
 }
+
+/// An element (or the error in its place) taken from a slot.
+type Ready<G, T> = Result<InnerItem<G, T>>;
 
 /// Elements the consumer takes from a slot under one lock (non-deterministic mode).
 const CONSUMER_CHUNK: usize = 32;
@@ -882,7 +885,7 @@ where
 
     /// An element from any other slot that has one ready, and the slot (non-deterministic
     /// mode).
-    fn pop_any(&self, st: &mut SharedState<I, G>) -> Option<(usize, Result<InnerItem<G, I::Item>>)> {
+    fn pop_any(&self, st: &mut SharedState<I, G>) -> Option<(usize, Ready<G, I::Item>)> {
         let n = st.slots.len();
         for k in 1..n {
             if let Some(j) = st.slots[(st.cycle_index + k) % n]
@@ -900,7 +903,7 @@ where
         sh: &Shared<I, G>,
         st: &mut SharedState<I, G>,
         j: usize,
-        local: &mut VecDeque<Result<InnerItem<G, I::Item>>>,
+        local: &mut VecDeque<Ready<G, I::Item>>,
     ) {
         while local.len() < CONSUMER_CHUNK - 1 {
             let Some(r) = sh.pop(st, j) else { break };

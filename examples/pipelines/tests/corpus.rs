@@ -33,7 +33,7 @@ fn all_ops_record(i: u64, png: &[u8]) -> Example {
     let mut f = BTreeMap::new();
     f.insert("raw".to_string(), feature(Kind::BytesList(BytesList { value: vec![raw] })));
     f.insert("png".to_string(), feature(Kind::BytesList(BytesList { value: vec![png.to_vec()] })));
-    if i % 2 == 0 {
+    if i.is_multiple_of(2) {
         f.insert("score".to_string(), feature(Kind::FloatList(FloatList { value: vec![i as f32 - 20.0] })));
     }
     f.insert("id".to_string(), feature(Kind::Int64List(Int64List { value: vec![i as i64] })));
@@ -57,8 +57,8 @@ fn all_ops_runs_every_stage() {
     // What the pipeline keeps: skip(10), then score' = score / 2 + 1 (default -1.5), and
     // `score' >= 0 || id % 2 == 0`.
     let kept: Vec<(u64, f64)> = (10..60u64)
-        .map(|i| (i, if i % 2 == 0 { f64::from(i as f32 - 20.0) } else { -1.5 } / 2.0 + 1.0))
-        .filter(|&(i, s)| s >= 0.0 || i % 2 == 0)
+        .map(|i| (i, if i.is_multiple_of(2) { f64::from(i as f32 - 20.0) } else { -1.5 } / 2.0 + 1.0))
+        .filter(|&(i, s)| s >= 0.0 || i.is_multiple_of(2))
         .collect();
     let run = || -> Vec<all_ops::Batch> {
         all_ops::dataset(&params).unwrap().stream().unwrap().map(|b| b.unwrap()).collect()

@@ -955,7 +955,7 @@ impl Gen<'_> {
         if let ([MapOp::ParseExample { fields }], Element::Record) = (ops, inner)
             && let Some(columns) = self.parse_columns_fn(fields)?
         {
-            return Ok(quote!(#columns(x.iter())));
+            return Ok(quote!(#columns(x.iter(), |i| x.locate(i))));
         }
         if let Element::Fields(in_fields) = inner
             && let Some(body) = self.column_body(in_fields, ops, out_fields)?
@@ -983,12 +983,16 @@ impl Gen<'_> {
                 #body
             }
         });
+        let at = match inner {
+            Element::Record => quote!(x.locate(i)),
+            _ => quote!(format!("element {i} of the batch")),
+        };
         Ok(quote! {
             let n = #count;
             let mut out = #builder;
             for (i, row) in #rows.enumerate() {
                 let r = #row_fn(p, __epoch, (__index << 20) | i as u64, row)
-                    .map_err(|e| format!("element {i} of the batch: {e}"))?;
+                    .map_err(|e| format!("{}: {e}", #at))?;
                 __sl::ColumnBuilder::push(&mut out, r)?;
             }
             ::std::result::Result::Ok(__sl::ColumnBuilder::finish(out))
@@ -1302,13 +1306,24 @@ impl Gen<'_> {
         let b = self.batch(fields)?;
         let first = !self.public_columns;
         self.public_columns = true;
-        let name = if first { format_ident!("parse_examples") } else { self.fresh("parse_columns") };
-        let vis = if first { quote!(pub) } else { quote!() };
+        let name = self.fresh("parse_columns");
+        if first {
+            self.items.extend(quote! {
+                /// Parses a batch of serialized `tf.train.Example`s straight into the
+                /// batch's column buffers (the pipeline's specialised parser).
+                pub fn parse_examples<'r>(records: impl ExactSizeIterator<Item = &'r [u8]>) -> ::std::result::Result<#b, __sl::BoxError> {
+                    #name(records, |i| format!("record {i} of the batch"))
+                }
+            });
+        }
         let walk = Self::entries_walk(fields);
         self.items.extend(quote! {
             /// Parses a batch of serialized `tf.train.Example`s straight into the batch's
             /// column buffers: only the declared features, no per-record allocation.
-            #vis fn #name<'r>(records: impl ExactSizeIterator<Item = &'r [u8]>) -> ::std::result::Result<#b, __sl::BoxError> {
+            fn #name<'r>(
+                records: impl ExactSizeIterator<Item = &'r [u8]>,
+                at: impl Fn(usize) -> ::std::string::String,
+            ) -> ::std::result::Result<#b, __sl::BoxError> {
                 let n = records.len();
                 #(#decls)*
                 for (i, record) in records.enumerate() {
@@ -1317,7 +1332,7 @@ impl Gen<'_> {
                         #( #per_row?; )*
                         ::std::result::Result::Ok(())
                     };
-                    one().map_err(|e| format!("record {i} of the batch: {e}"))?;
+                    one().map_err(|e| format!("{}: {e}", at(i)))?;
                 }
                 ::std::result::Result::Ok(#b { #(#finish,)* })
             }

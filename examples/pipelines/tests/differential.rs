@@ -796,6 +796,15 @@ fn a_missing_or_malformed_feature_is_an_error_naming_it() {
     let (shuf_args, shuf_ds) = (shuffle_tabular::Params::from_args, shuffle_tabular::dataset);
     let (eval_args, eval_ds) = (corpus::eval::Params::from_args, corpus::eval::dataset);
     assert_error("parse_tabular", tab_args, tab_ds, &set(&*no_label), &label);
+    // Where the fused reader filled the batch, the error names the file and the record.
+    assert_error("parse_tabular", tab_args, tab_ds, &set(&*no_label), &["no-label.tfrecord: record "]);
+    assert_error(
+        "image_raw",
+        image_raw::Params::from_args,
+        image_raw::dataset,
+        &set(&*no_image),
+        &["no-image.tfrecord: record "],
+    );
     assert_error("shuffle_tabular", shuf_args, shuf_ds, &set(&*no_label), &label);
     assert_error("eval", eval_args, eval_ds, &set(&*no_label), &label);
     assert_error("parse_tabular", tab_args, tab_ds, &set(&*short_x), &x);

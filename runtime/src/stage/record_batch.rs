@@ -13,7 +13,7 @@
 //! interleave followed by `batch` allows; every record is delivered exactly once, and
 //! every batch but the last holds exactly `n`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -24,20 +24,56 @@ use crate::column::ColumnError;
 use crate::error::{BoxError, Error, Result};
 use crate::tfrecord::{self, ReaderOptions};
 
-/// Serialized records end to end, with their offsets.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// Serialized records end to end, with their offsets, and where they came from when
+/// the reader that filled the batch knew (so an error can name the file and record).
+#[derive(Debug, Clone, Default)]
 pub struct RecordBatch {
     data: Vec<u8>,
     /// `len + 1` offsets into `data`, starting at 0.
     offsets: Vec<usize>,
+    /// Runs of consecutive records of one file: (first row, file, its record index).
+    sources: Vec<(usize, Arc<Path>, u64)>,
 }
+
+impl PartialEq for RecordBatch {
+    fn eq(&self, other: &Self) -> bool {
+        self.data == other.data && self.offsets == other.offsets
+    }
+}
+
+impl Eq for RecordBatch {}
 
 impl RecordBatch {
     /// An empty batch with room for `records` records of `bytes` bytes in all.
     pub fn with_capacity(records: usize, bytes: usize) -> Self {
         let mut offsets = Vec::with_capacity(records + 1);
         offsets.push(0);
-        RecordBatch { data: Vec::with_capacity(bytes), offsets }
+        RecordBatch { data: Vec::with_capacity(bytes), offsets, sources: Vec::new() }
+    }
+
+    /// Appends record `index` of file `path` (recorded once per run of records).
+    #[inline]
+    pub fn push_from(&mut self, record: &[u8], path: &Arc<Path>, index: u64) {
+        let row = self.len();
+        let continues = self
+            .sources
+            .last()
+            .is_some_and(|(start, p, first)| Arc::ptr_eq(p, path) && first + (row - start) as u64 == index);
+        if !continues {
+            self.sources.push((row, path.clone(), index));
+        }
+        self.push(record);
+    }
+
+    /// Where row `i` came from: `file: record N`, or `record i of the batch` when the
+    /// batch was not filled by a reader.
+    pub fn locate(&self, i: usize) -> String {
+        match self.sources.iter().rev().find(|(start, _, _)| *start <= i) {
+            Some((start, path, first)) => {
+                format!("{}: record {}", path.display(), first + (i - start) as u64)
+            }
+            None => format!("record {i} of the batch"),
+        }
     }
 
     /// Appends a record.
@@ -48,6 +84,14 @@ impl RecordBatch {
         }
         self.data.extend_from_slice(record);
         self.offsets.push(self.data.len());
+    }
+
+    /// Appends row `i` of `from`, keeping where it came from.
+    fn push_located(&mut self, record: &[u8], from: &RecordBatch, i: usize) {
+        match from.sources.iter().rev().find(|(start, _, _)| *start <= i) {
+            Some((start, path, first)) => self.push_from(record, path, first + (i - start) as u64),
+            None => self.push(record),
+        }
     }
 
     /// The number of records.
@@ -281,10 +325,12 @@ fn worker<I: DataIter<Item = PathBuf>, F: BatchFn>(
             }
         };
         let started = Instant::now();
+        let source: Arc<Path> = Arc::from(path.as_path());
         loop {
+            let index = reader.record_index();
             match reader.next_record() {
                 Ok(Some(record)) => {
-                    batch.push(record);
+                    batch.push_from(record, &source, index);
                     if batch.len() == n {
                         let bytes = batch.bytes();
                         let full = std::mem::replace(&mut batch, RecordBatch::with_capacity(n, bytes));
@@ -381,8 +427,8 @@ impl<F: BatchFn> DataIter for TfRecordBatchesIter<F> {
         if self.merged.is_none() {
             let mut all = RecordBatch::with_capacity(0, 0);
             for b in self.rest.drain(..) {
-                for r in b.iter() {
-                    all.push(r);
+                for (i, r) in b.iter().enumerate() {
+                    all.push_located(r, &b, i);
                 }
             }
             self.merged = Some((all, 0));
@@ -395,7 +441,7 @@ impl<F: BatchFn> DataIter for TfRecordBatchesIter<F> {
         let take = left.min(self.n);
         let mut out = RecordBatch::with_capacity(take, 0);
         for i in *pos..*pos + take {
-            out.push(all.get(i).unwrap_or_default());
+            out.push_located(all.get(i).unwrap_or_default(), all, i);
         }
         *pos += take;
         match call(&*self.f, out) {
@@ -461,6 +507,25 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn rows_know_their_file_and_record() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), 3, 7);
+        let fs = files(&format!("{}/*.tfrecord", dir.path().display())).unwrap();
+        let ds = tfrecord_batches(fs, ReaderOptions::default(), 3, 4, false).num_parallel(2);
+        for b in ds.stream().unwrap() {
+            let b = b.unwrap();
+            for (i, r) in b.iter().enumerate() {
+                // Record `s-k` is record k of file f{s}.
+                let text = std::str::from_utf8(r).unwrap();
+                let (s, k) = text.split_once('-').unwrap();
+                let at = b.locate(i);
+                assert!(at.ends_with(&format!("f{s}.tfrecord: record {k}")), "{at} for {text}");
+            }
+        }
+        assert_eq!(RecordBatch::from(vec![b"x".to_vec()]).locate(0), "record 0 of the batch");
     }
 
     #[test]

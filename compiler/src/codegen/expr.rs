@@ -84,7 +84,9 @@ impl<'a> Scope<'a> {
     /// `decode_jpeg(b, 3)`, `resize(h, w)`, `scale(1/255)`, `normalize(mean, std)` on
     /// one field in a row: one fused pass (`ops::decode_resize_normalize_into`,
     /// bit-identical to the four steps), or `None` when `ops` does not start so.
-    pub fn decode_resize_normalize(&mut self, ops: &[MapOp]) -> R<Option<TokenStream>> {
+    /// With `into`, the pixels are appended to that field's column `c_<into>` instead
+    /// of making a local.
+    pub fn decode_resize_normalize(&mut self, ops: &[MapOp], into: Option<&str>) -> R<Option<TokenStream>> {
         let [
             MapOp::Assign { target, expr: e0, .. },
             MapOp::Assign { target: t1, expr: e1, .. },
@@ -154,6 +156,17 @@ impl<'a> Scope<'a> {
                 Some(f) => f.ty = Some(ty.clone()),
                 None => self.fields.push(FieldType { name: t.clone(), ty: Some(ty.clone()) }),
             }
+        }
+        if let Some(field) = into {
+            let c = format_ident!("c_{}", field);
+            return Ok(Some(quote! {
+                {
+                    let (h, w) = (#h, #w);
+                    let start = #c.len();
+                    #c.resize(start + h * w * 3, 0.0);
+                    __sl::ops::decode_resize_normalize_into(#bytes, h, w, &[#(#mean),*], &[#(#std),*], &mut #c[start..])?;
+                }
+            }));
         }
         Ok(Some(quote! {
             let #name: __sl::Tensor<f32> = {

@@ -868,6 +868,32 @@ impl Gen<'_> {
         ops: &[MapOp],
         out_fields: &[FieldType],
     ) -> R<(TokenStream, bool)> {
+        let (mut body, random, _) = self.row_statements(input, ops, &[])?;
+        let out = self.record(out_fields)?;
+        let names: Vec<Ident> = out_fields.iter().map(|f| field_ident(&f.name)).collect();
+        let values: Vec<TokenStream> = out_fields
+            .iter()
+            .map(|f| {
+                let l = local(&f.name);
+                match f.ty.as_ref().map(repr) {
+                    Some(Ok(Repr::Bytes)) => quote!(::core::convert::Into::<::std::vec::Vec<u8>>::into(#l)),
+                    _ => quote!(#l),
+                }
+            })
+            .collect();
+        body.extend(quote!(::std::result::Result::Ok(#out { #(#names: #values,)* })));
+        Ok((body, random))
+    }
+
+    /// The statements of a row function up to its result; fields in `direct` whose last
+    /// statement is the fused JPEG path write straight into their column `c_<name>`
+    /// (returned: the fields written so).
+    fn row_statements(
+        &mut self,
+        input: &Element,
+        ops: &[MapOp],
+        direct: &[String],
+    ) -> R<(TokenStream, bool, Vec<String>)> {
         let mut body = TokenStream::new();
         let mut fields: Vec<FieldType> = match input {
             Element::Fields(f) => {
@@ -889,10 +915,26 @@ impl Gen<'_> {
         }
         let mut next_rng = self.next_rng;
         let mut scope = Scope::new(fields, self.decls, &mut next_rng);
+        let mut written = Vec::new();
         let mut k = 0;
         while k < ops.len() {
-            if let Some(fused) = scope.decode_resize_normalize(&ops[k..])? {
+            // The column is the destination when nothing after the fused four touches
+            // the field.
+            let into = match &ops[k] {
+                MapOp::Assign { target, .. }
+                    if direct.contains(target)
+                        && !ops[(k + 4).min(ops.len())..].iter().any(|op| match op {
+                            MapOp::Assign { target: t, reads, .. } => t == target || reads.contains(target),
+                            MapOp::ParseExample { .. } => true,
+                        }) =>
+                {
+                    Some(target.clone())
+                }
+                _ => None,
+            };
+            if let Some(fused) = scope.decode_resize_normalize(&ops[k..], into.as_deref())? {
                 body.extend(fused);
+                written.extend(into);
                 k += 4;
                 continue;
             }
@@ -904,20 +946,58 @@ impl Gen<'_> {
         }
         let random = scope.random;
         self.next_rng = next_rng;
-        let out = self.record(out_fields)?;
-        let names: Vec<Ident> = out_fields.iter().map(|f| field_ident(&f.name)).collect();
-        let values: Vec<TokenStream> = out_fields
-            .iter()
-            .map(|f| {
-                let l = local(&f.name);
-                match f.ty.as_ref().map(repr) {
-                    Some(Ok(Repr::Bytes)) => quote!(::core::convert::Into::<::std::vec::Vec<u8>>::into(#l)),
-                    _ => quote!(#l),
-                }
-            })
-            .collect();
-        body.extend(quote!(::std::result::Result::Ok(#out { #(#names: #values,)* })));
-        Ok((body, random))
+        Ok((body, random, written))
+    }
+
+    /// A batch of serialized records mapped straight into the batch's column buffers, when
+    /// every output field has a fixed size and nothing is random: each row's values are
+    /// appended to their columns (the fused JPEG path decodes into its column directly).
+    fn direct_columns_body(&mut self, ops: &[MapOp], out_fields: &[FieldType]) -> R<Option<TokenStream>> {
+        let mut cols = Vec::new();
+        for f in out_fields {
+            let Some(ty) = f.ty.as_ref() else { return Ok(None) };
+            let (Ok(Repr::Scalar | Repr::Tensor), Some(dims)) = (repr(ty), fixed_dims(ty)) else {
+                return Ok(None);
+            };
+            cols.push((f.name.clone(), scalar(ty.dtype), dims, repr(ty)?));
+        }
+        let names: Vec<String> = out_fields.iter().map(|f| f.name.clone()).collect();
+        let saved = self.next_rng;
+        let (stmts, random, written) = self.row_statements(&Element::Record, ops, &names)?;
+        if random {
+            self.next_rng = saved;
+            return Ok(None);
+        }
+        let mut decls = TokenStream::new();
+        let mut puts = TokenStream::new();
+        let mut finish = Vec::new();
+        for (name, t, dims, r) in &cols {
+            let (c, l, id) = (format_ident!("c_{}", name), local(name), field_ident(name));
+            let per: usize = dims.iter().product();
+            decls.extend(quote!(let mut #c: ::std::vec::Vec<#t> = ::std::vec::Vec::with_capacity(n * #per);));
+            if !written.contains(name) {
+                puts.extend(match r {
+                    Repr::Scalar => quote!(#c.push(#l);),
+                    _ => quote!(__sl::ops::put(&mut #c, #l.as_slice(), #per, #name)?;),
+                });
+            }
+            finish.push(quote!(#id: __sl::Dense::new(::std::vec![n #(, #dims)*], #c)?));
+        }
+        let b = self.batch(out_fields)?;
+        Ok(Some(quote! {
+            let n = x.len();
+            #decls
+            for (i, record) in x.iter().enumerate() {
+                let mut row = || -> ::std::result::Result<(), __sl::BoxError> {
+                    let x: &[u8] = record;
+                    #stmts
+                    #puts
+                    ::std::result::Result::Ok(())
+                };
+                row().map_err(|e| format!("{}: {e}", x.locate(i)))?;
+            }
+            ::std::result::Result::Ok(#b { #(#finish,)* })
+        }))
     }
 
     /// The rows of a batch `x` of `inner` elements, and how many there are.
@@ -959,6 +1039,11 @@ impl Gen<'_> {
         }
         if let Element::Fields(in_fields) = inner
             && let Some(body) = self.column_body(in_fields, ops, out_fields)?
+        {
+            return Ok(body);
+        }
+        if *inner == Element::Record
+            && let Some(body) = self.direct_columns_body(ops, out_fields)?
         {
             return Ok(body);
         }

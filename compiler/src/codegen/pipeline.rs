@@ -48,7 +48,7 @@ pub fn generate(c: &Checked, all: &[Checked]) -> R<TokenStream> {
         // A non-deterministic TFRecord interleave straight into a batch of the records
         // (plain, or fused with a map) is one stage: the readers fill the batches.
         if let (Plan::Interleave(il), Some(next)) = (chain[i], chain.get(i + 1))
-            && !il.deterministic
+            && crate::physical::reads_batches(chain[i], next)
             && let Some((size, drop)) = match next {
                 Plan::Batch(b) if b.padded.is_none() => Some((&b.size, b.drop_remainder)),
                 Plan::MapBatch(m) => Some((&m.size, m.drop_remainder)),

@@ -89,7 +89,24 @@ pub fn plan(
         node = n.input();
     }
     // From the source up, so each stage knows how many rows an element holds.
-    let mut stages: Vec<ExecStage> = chain.iter().rev().map(|n| cx.stage(n)).collect();
+    let mut stages: Vec<ExecStage> = Vec::new();
+    let source_first: Vec<&Plan> = chain.iter().rev().copied().collect();
+    let mut i = 0;
+    while i < source_first.len() {
+        let n = source_first[i];
+        if let Some(next) = source_first.get(i + 1)
+            && reads_batches(n, next)
+        {
+            // One stage: its readers fill the batches (see `reads_batches`).
+            let interleave = cx.stage(n);
+            let batch = cx.stage(next);
+            stages.push(cx.read_batches(n, next, &interleave, &batch));
+            i += 2;
+            continue;
+        }
+        stages.push(cx.stage(n));
+        i += 1;
+    }
     stages.reverse();
     let memory_bound = stages.iter().map(|s| s.bytes).fold(0u64, u64::saturating_add);
     cx.assumptions.sort_unstable();
@@ -121,6 +138,20 @@ pub fn plan(
         return Err(Box::new(d));
     }
     Ok(physical)
+}
+
+/// Whether `interleave` and the `next` node run as one stage (`tfrecord_batches`): a
+/// non-deterministic TFRecord interleave straight into a plain `batch` of its records or a
+/// fused map + batch. Each reader thread fills its own batch and hands over whole ones.
+/// The code generator asks this too, so what `explain` shows is what runs.
+pub fn reads_batches(interleave: &Plan, next: &Plan) -> bool {
+    let Plan::Interleave(i) = interleave else { return false };
+    !i.deterministic
+        && match next {
+            Plan::Batch(b) => b.padded.is_none(),
+            Plan::MapBatch(_) => true,
+            _ => false,
+        }
 }
 
 struct Cx<'a> {
@@ -167,6 +198,28 @@ impl Cx<'_> {
                 self.assumptions.push(what);
                 fallback
             }
+        }
+    }
+
+    /// The fused reader of `reads_batches`: each worker holds the batch it fills, and the
+    /// hand-over queue two finished batches per worker.
+    fn read_batches(&mut self, il: &Plan, next: &Plan, read: &ExecStage, batch: &ExecStage) -> ExecStage {
+        let Plan::Interleave(i) = il else { return batch.clone() };
+        let (threads, workers) = self.threads(&i.parallel);
+        let cycle = self.count(&i.cycle_length, 1, "parameters at their defaults' scale (cycle length 1)");
+        let workers = workers.min(cycle.max(1));
+        let held = workers.saturating_mul(3);
+        // A batch's bytes: the batch stage's own figure counts it twice (staging + batch).
+        let per_batch = match next {
+            Plan::Batch(_) => batch.bytes / 2,
+            _ => batch.bytes / batch.held.max(1),
+        };
+        let _ = read;
+        ExecStage {
+            name: "ReadBatchesExec",
+            threads,
+            held,
+            bytes: held.saturating_mul(per_batch).saturating_add(workers.saturating_mul(READ_BUFFER_BYTES)),
         }
     }
 

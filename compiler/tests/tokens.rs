@@ -38,6 +38,10 @@ fn corpus_parses_the_same_from_tokens() {
         let from_tokens = from_tokens.unwrap_or_else(|d| panic!("{}: {d:?}", path.display()));
         assert_eq!(from_tokens, from_text, "{}", path.display());
         assert_eq!(explain(&from_tokens), explain(&from_text), "{}", path.display());
+        // `pipeline!` expands to the code `build.rs` generates for the same text.
+        let inline = sluice_compiler::codegen::generate_ast(&from_tokens).unwrap().to_pretty_string();
+        let built = sluice_compiler::codegen::generate(&source).unwrap().to_pretty_string();
+        assert_eq!(inline, built, "{}", path.display());
         seen += 1;
     }
     assert!(seen >= 4);

@@ -102,7 +102,8 @@ fn a_field_named_in_filter_stays_a_field() {
 
 #[test]
 fn syntax_errors_are_one_e0001_on_the_token() {
-    let (r, map) = parse_tokens(TokenStream::from_str("pipeline p() { tfrecords(\"a\") batch(2); }").unwrap());
+    let (r, map) =
+        parse_tokens(TokenStream::from_str("pipeline p() { tfrecords(\"a\") batch(2); }").unwrap());
     let d = r.unwrap_err();
     assert_eq!(d.len(), 1);
     assert_eq!(d[0].code, "E0001");
@@ -112,7 +113,8 @@ fn syntax_errors_are_one_e0001_on_the_token() {
 
 #[test]
 fn rust_code_outside_map_and_filter_is_an_error() {
-    let f = tokens("pipeline p(files: glob) { tfrecords(files); map { parse_example(); } take(|x| x); }").unwrap();
+    let f = tokens("pipeline p(files: glob) { tfrecords(files); map { parse_example(); } take(|x| x); }")
+        .unwrap();
     let d = sluice_compiler::compile_ast(&f).unwrap_err();
     assert!(d.iter().any(|d| d.code == "E0205"), "{d:?}");
 }

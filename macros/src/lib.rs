@@ -85,7 +85,9 @@ fn from_file(path: &syn::LitStr) -> TokenStream {
     let names = source.parse::<TokenStream>().map(pipeline_names).unwrap_or_default();
     let full_str = full.display().to_string();
     // Tracks the file: cargo rebuilds the crate when it changes.
-    let track = quote!(const _: &[u8] = ::core::include_bytes!(#full_str););
+    let track = quote!(
+        const _: &[u8] = ::core::include_bytes!(#full_str);
+    );
     match sluice_compiler::codegen::generate(&source) {
         Ok(generated) => {
             let tokens = generated.tokens;
@@ -196,7 +198,12 @@ fn use_super(tokens: TokenStream) -> TokenStream {
         if let syn::Item::Mod(m) = item
             && let Some((_, items)) = &mut m.content
         {
-            items.insert(0, syn::parse_quote!(use super::*;));
+            items.insert(
+                0,
+                syn::parse_quote!(
+                    use super::*;
+                ),
+            );
         }
     }
     quote!(#file)

@@ -807,7 +807,9 @@ impl Gen<'_> {
     /// A `map` or `filter` with Rust code (`pipeline!`): the code is called as written,
     /// with the tokens' own spans, so a type error in it points at it.
     fn rust_stage(&mut self, r: &crate::ir::plan::RustStage, input: Option<Element>) -> R<TokenStream> {
-        let Some(Element::Fields(fields)) = input else { return Err("Rust code on elements without fields".into()) };
+        let Some(Element::Fields(fields)) = input else {
+            return Err("Rust code on elements without fields".into());
+        };
         let rec = self.record(&fields)?;
         let code = if r.code.tokens.is_empty() {
             r.code.text.parse::<TokenStream>().map_err(|e| format!("Rust code `{}`: {e}", r.code.text))?

@@ -69,7 +69,8 @@ pub fn parse_tokens(tokens: TokenStream) -> (Result<File, Vec<Diagnostic>>, Span
         Err(e) => {
             spans.push(e.span());
             let i = spans.len() - 1;
-            errors.insert(0, Diagnostic::error("E0001", e.to_string(), Span::new(i, i + 1), "unexpected here"));
+            errors
+                .insert(0, Diagnostic::error("E0001", e.to_string(), Span::new(i, i + 1), "unexpected here"));
             None
         }
     };
@@ -168,7 +169,8 @@ impl P {
     }
 
     fn ident(&self, input: ParseStream<'_>) -> R<Ident> {
-        let is_name = input.cursor().ident().is_some_and(|(i, _)| !KEYWORDS.contains(&i.to_string().as_str()));
+        let is_name =
+            input.cursor().ident().is_some_and(|(i, _)| !KEYWORDS.contains(&i.to_string().as_str()));
         if !is_name {
             return Err(expected(input, "an identifier"));
         }
@@ -177,7 +179,12 @@ impl P {
     }
 
     /// The contents of the next group, delimited by `d`, parsed by `f` to the end.
-    fn group<T>(&self, input: ParseStream<'_>, d: Delimiter, f: impl FnOnce(ParseStream<'_>) -> R<T>) -> R<T> {
+    fn group<T>(
+        &self,
+        input: ParseStream<'_>,
+        d: Delimiter,
+        f: impl FnOnce(ParseStream<'_>) -> R<T>,
+    ) -> R<T> {
         let (content, span) = match d {
             Delimiter::Parenthesis => {
                 let content;
@@ -410,8 +417,7 @@ impl P {
     /// `+ -` < `* / %` < prefix operators (as the pest front end's Pratt parser).
     fn binary(&self, input: ParseStream<'_>, min: u8) -> R<Expr> {
         let mut lhs = self.unary(input)?;
-        loop {
-            let Some((op, prec)) = infix(input) else { break };
+        while let Some((op, prec)) = infix(input) {
             if prec < min {
                 break;
             }
@@ -492,7 +498,8 @@ impl P {
             syn::Lit::Int(n) => {
                 let value = self.int(n, sp);
                 let unit = if n.suffix().is_empty() {
-                    let unit_next = input.cursor().ident().is_some_and(|(i, _)| UNITS.contains(&i.to_string().as_str()));
+                    let unit_next =
+                        input.cursor().ident().is_some_and(|(i, _)| UNITS.contains(&i.to_string().as_str()));
                     if unit_next {
                         let i = input.call(syn::Ident::parse_any)?;
                         Some(Ident { name: i.to_string(), span: self.push(i.span()) })
@@ -513,8 +520,13 @@ impl P {
                 Ok(v) if v.is_finite() => ExprKind::Float(v),
                 _ => {
                     self.errors.borrow_mut().push(
-                        Diagnostic::error("E0002", "number literal out of range", sp, "not a finite 64-bit float")
-                            .with_help("write a smaller number"),
+                        Diagnostic::error(
+                            "E0002",
+                            "number literal out of range",
+                            sp,
+                            "not a finite 64-bit float",
+                        )
+                        .with_help("write a smaller number"),
                     );
                     ExprKind::Float(0.0)
                 }
@@ -585,7 +597,8 @@ fn rust_paths(p: &mut Pipeline, map: &SpanMap) {
                     let ExprKind::Path(path) = &a.value.kind else { continue };
                     let single = path.segments.len() == 1;
                     let name = &path.segments[0].name;
-                    let data = params.contains(name) || (is_filter && fields.contains(name)) || name == "auto";
+                    let data =
+                        params.contains(name) || (is_filter && fields.contains(name)) || name == "auto";
                     if single && data {
                         continue;
                     }

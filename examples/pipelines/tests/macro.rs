@@ -72,12 +72,13 @@ fn a_pipeline_file_through_the_macro_is_the_build_rs_pipeline() {
     assert_eq!(from_file::tf_unpacked::NAME, sluice_examples::fixtures::tf_unpacked::NAME);
     let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/tf/unpacked.tfrecord");
     let set = [("files".to_string(), fixture.to_string())];
-    let macro_rows: Vec<String> = from_file::tf_unpacked::dataset(&from_file::tf_unpacked::Params::from_args(&set).unwrap())
-        .unwrap()
-        .stream()
-        .unwrap()
-        .map(|r| format!("{:?}", r.unwrap().z_int))
-        .collect();
+    let macro_rows: Vec<String> =
+        from_file::tf_unpacked::dataset(&from_file::tf_unpacked::Params::from_args(&set).unwrap())
+            .unwrap()
+            .stream()
+            .unwrap()
+            .map(|r| format!("{:?}", r.unwrap().z_int))
+            .collect();
     let build_rows: Vec<String> = sluice_examples::fixtures::tf_unpacked::dataset(
         &sluice_examples::fixtures::tf_unpacked::Params::from_args(&set).unwrap(),
     )

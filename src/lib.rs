@@ -1,7 +1,8 @@
 //! Sluice: a declarative input-pipeline compiler for ML training.
 //!
 //! This facade re-exports the runtime (TFRecord and `tf.train.Example` I/O today; stages
-//! and the executor from issue [2/9]) and, later, the `pipeline!` macro. The `sluice`
+//! and the executor from issue [2/9]) and the `pipeline!` macro (pipelines written inline
+//! or read from a `.pipe` file at compile time). The `sluice`
 //! command-line tool (`src/main.rs`) is built from this package too, and so is the runner
 //! its `sluice run` command links generated pipelines with (`__private::runner`).
 
@@ -9,6 +10,7 @@
 #[doc(hidden)]
 pub mod runner;
 
+pub use sluice_macros::pipeline;
 pub use sluice_runtime as runtime;
 pub use sluice_runtime::{CorruptKind, Error, Result, example, rng, synth, tfrecord};
 
@@ -40,7 +42,7 @@ pub mod __private {
     pub use sluice_runtime::rng::Philox;
     pub use sluice_runtime::stage::{
         Buffer, CacheCodec, Dataset, Element, Files, Indexed, OpenTfRecord, Parallelism, RecordBatch, files,
-        sample_from, tfrecord_batches, tfrecords,
+        from_vec, sample_from, tfrecord_batches, tfrecords,
     };
     pub use sluice_runtime::tfrecord;
     pub use sluice_runtime::tfrecord::{Compression, CorruptPolicy, ReaderOptions};

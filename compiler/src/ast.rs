@@ -286,6 +286,33 @@ pub enum ExprKind {
     Unary(UnaryOp, Box<Expr>),
     /// `lhs op rhs`.
     Binary(BinaryOp, Box<Expr>, Box<Expr>),
+    /// A Rust closure or function path, the argument of `map` or `filter` inside
+    /// `pipeline!` only (the `.pipe` grammar has no such expression).
+    Rust(RustCode),
+}
+
+/// Rust code written inside `pipeline!`: a closure (`|r| r.label >= 0`) or a function
+/// path (`my_crate::keep`), called directly by the generated code.
+#[derive(Clone)]
+pub struct RustCode {
+    /// The code as text (what equality compares and `explain` prints).
+    pub text: String,
+    /// The tokens as written, with their spans, so that a type error in the code points
+    /// at it.
+    pub tokens: proc_macro2::TokenStream,
+}
+
+impl fmt::Debug for RustCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("RustCode").field(&self.text).finish()
+    }
+}
+
+/// Compares the text: spans never make two trees different.
+impl PartialEq for RustCode {
+    fn eq(&self, other: &RustCode) -> bool {
+        self.text == other.text
+    }
 }
 
 /// Prefix operators.

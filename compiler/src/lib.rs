@@ -25,8 +25,13 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 /// Parses and checks a `.pipe` file: the checked pipelines, or every diagnostic when
 /// there is an error (warnings alone do not prevent the result).
 pub fn compile(source: &str) -> Result<Vec<sema::Checked>, Vec<Diagnostic>> {
-    let file = syntax::parse(source)?;
-    let (mut checked, mut diagnostics) = sema::check_file(&file);
+    compile_ast(&syntax::parse(source)?)
+}
+
+/// Checks a parsed file (from either front end): the checked pipelines, or every
+/// diagnostic when there is an error.
+pub fn compile_ast(file: &ast::File) -> Result<Vec<sema::Checked>, Vec<Diagnostic>> {
+    let (mut checked, mut diagnostics) = sema::check_file(file);
     plan_physical(&mut checked, &mut diagnostics);
     if diagnostics.iter().any(Diagnostic::is_error) {
         diagnostics.sort_by_key(|d| d.primary.span.start);

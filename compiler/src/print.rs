@@ -165,6 +165,7 @@ impl fmt::Display for Expr {
             ExprKind::Bool(b) => write!(f, "{b}"),
             ExprKind::Quantity(n, unit) => write!(f, "{n} {unit}"),
             ExprKind::Path(p) => write!(f, "{p}"),
+            ExprKind::Rust(code) => f.write_str(&code.text),
             ExprKind::List(items) => {
                 f.write_char('[')?;
                 for (i, e) in items.iter().enumerate() {

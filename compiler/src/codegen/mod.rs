@@ -66,7 +66,13 @@ pub fn pretty(tokens: &TokenStream) -> String {
 /// Compiles `source` (a whole `.pipe` file) to Rust: every pipeline, or every
 /// diagnostic of the file.
 pub fn generate(source: &str) -> Result<Generated, Vec<Diagnostic>> {
-    let checked = crate::compile(source)?;
+    generate_ast(&crate::syntax::parse(source)?)
+}
+
+/// Compiles a parsed file (from either front end: `pipeline!` calls this on the tree of
+/// its tokens) to Rust.
+pub fn generate_ast(file: &crate::ast::File) -> Result<Generated, Vec<Diagnostic>> {
+    let checked = crate::compile_ast(file)?;
     let mut tokens = TokenStream::new();
     let mut pipelines = Vec::new();
     let mut diags = Vec::new();

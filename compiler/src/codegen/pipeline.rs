@@ -634,6 +634,7 @@ impl Gen<'_> {
                 let pred = self.predicate(&input, &f.conditions)?;
                 quote!(let ds = { let p = __params.clone(); ds.try_filter(move |x| #pred(&p, x)) };)
             }
+            Plan::Rust(r) => self.rust_stage(r, input)?,
             Plan::Select(s) => {
                 let input = input.ok_or("select without input")?;
                 let (Element::Fields(from), out) = (&input, n.output()) else {
@@ -800,6 +801,43 @@ impl Gen<'_> {
                 }
                 .num_parallel(#par).deterministic(#det).named("map_filter").somes();
             },
+        })
+    }
+
+    /// A `map` or `filter` with Rust code (`pipeline!`): the code is called as written,
+    /// with the tokens' own spans, so a type error in it points at it.
+    fn rust_stage(&mut self, r: &crate::ir::plan::RustStage, input: Option<Element>) -> R<TokenStream> {
+        let Some(Element::Fields(fields)) = input else {
+            return Err("Rust code on elements without fields".into());
+        };
+        let rec = self.record(&fields)?;
+        let code = if r.code.tokens.is_empty() {
+            r.code.text.parse::<TokenStream>().map_err(|e| format!("Rust code `{}`: {e}", r.code.text))?
+        } else {
+            r.code.tokens.clone()
+        };
+        let span = code.clone().into_iter().next().map_or_else(proc_macro2::Span::call_site, |t| t.span());
+        Ok(match r.kind {
+            crate::ir::plan::RustKind::Filter => {
+                let f = quote::quote_spanned!(span=> __sluice_filter(#code));
+                quote! {
+                    let ds = {
+                        fn __sluice_filter<F: Fn(&#rec) -> bool + Send + Sync + 'static>(f: F) -> F { f }
+                        let f = #f;
+                        ds.filter(move |x: &#rec| f(x))
+                    };
+                }
+            }
+            crate::ir::plan::RustKind::Map => {
+                let f = quote::quote_spanned!(span=> __sluice_map(#code));
+                quote! {
+                    let ds = {
+                        fn __sluice_map<F: Fn(#rec) -> #rec + Send + Sync + 'static>(f: F) -> F { f }
+                        let f = #f;
+                        ds.map(move |x: #rec| f(x)).named("map")
+                    };
+                }
+            }
         })
     }
 

@@ -252,6 +252,29 @@ pub struct Filter {
     pub conditions: Vec<crate::ast::Expr>,
 }
 
+/// `map(code)` or `filter(code)` with Rust code (a closure or a function path, inside
+/// `pipeline!` only). The element type does not change: a Rust `map` takes a record and
+/// returns one of the same type. Opaque to the optimizer: the code may read any field,
+/// so no rule fuses it or moves anything across it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RustStage {
+    /// Input.
+    pub input: Box<Plan>,
+    /// A map or a filter.
+    pub kind: RustKind,
+    /// The code, called as written.
+    pub code: crate::ast::RustCode,
+}
+
+/// What a [`RustStage`] does with its code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RustKind {
+    /// `Fn(Record) -> Record`.
+    Map,
+    /// `Fn(&Record) -> bool`.
+    Filter,
+}
+
 /// `map` then `filter`, fused by the optimizer: each worker maps an element and tests
 /// it in one pass, so rejected elements never cross a queue.
 #[derive(Debug, Clone, PartialEq)]
@@ -386,6 +409,8 @@ pub enum Plan {
     Filter(Filter),
     /// `select(field, ...)`.
     Select(Select),
+    /// `map` or `filter` with Rust code (`pipeline!` only).
+    Rust(RustStage),
     /// A map and the filter on it, fused.
     MapFilter(MapFilter),
     /// `shuffle(...)`.
@@ -421,6 +446,7 @@ impl Plan {
             Plan::Map(n) => Some(&n.input),
             Plan::Filter(n) => Some(&n.input),
             Plan::Select(n) => Some(&n.input),
+            Plan::Rust(n) => Some(&n.input),
             Plan::MapFilter(n) => Some(&n.input),
             Plan::Shuffle(n) => Some(&n.input),
             Plan::Batch(n) => Some(&n.input),
@@ -444,6 +470,7 @@ impl Plan {
             Plan::Map(n) => Some(&mut n.input),
             Plan::Filter(n) => Some(&mut n.input),
             Plan::Select(n) => Some(&mut n.input),
+            Plan::Rust(n) => Some(&mut n.input),
             Plan::MapFilter(n) => Some(&mut n.input),
             Plan::Shuffle(n) => Some(&mut n.input),
             Plan::Batch(n) => Some(&mut n.input),
@@ -543,6 +570,13 @@ impl Plan {
             Plan::Filter(n) => {
                 s.push_str("Filter:");
                 kv(&mut s, &[("predicate", n.predicate.clone())]);
+            }
+            Plan::Rust(n) => {
+                s.push_str(match n.kind {
+                    RustKind::Map => "RustMap:",
+                    RustKind::Filter => "RustFilter:",
+                });
+                kv(&mut s, &[("code", n.code.text.clone())]);
             }
             Plan::Shuffle(n) => {
                 s.push_str("Shuffle:");

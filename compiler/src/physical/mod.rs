@@ -287,6 +287,15 @@ impl Cx<'_> {
                 }
             }
             Plan::Filter(_) => ExecStage { name: "FilterExec", threads: "1".into(), held: 0, bytes: 0 },
+            Plan::Rust(r) => ExecStage {
+                name: match r.kind {
+                    crate::ir::plan::RustKind::Map => "RustMapExec",
+                    crate::ir::plan::RustKind::Filter => "RustFilterExec",
+                },
+                threads: "1".into(),
+                held: 0,
+                bytes: 0,
+            },
             Plan::Select(_) => ExecStage { name: "SelectExec", threads: "1".into(), held: 0, bytes: 0 },
             Plan::Shuffle(s) => {
                 let held = self.count(

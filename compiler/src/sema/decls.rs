@@ -472,7 +472,7 @@ impl Cx {
                     }
                 }
             }
-            ExprKind::Path(_) | ExprKind::Call { .. } => {
+            ExprKind::Path(_) | ExprKind::Call { .. } | ExprKind::Rust(_) => {
                 self.diags.push(
                     Diagnostic::error(
                         "E0104",

@@ -10,7 +10,8 @@
 //! `batch` of fields whose size varies, E0407 a `filter` predicate that is not one bool;
 //! `select` of an unknown field is E0401; E0309 a pipeline that mixes itself (directly or
 //! through others), E0310 `sample_from` of an unknown pipeline, E0311 mixed pipelines of
-//! different element types, E0312 bad weights.
+//! different element types, E0312 bad weights, E0313 Rust code in `map`/`filter`
+//! (`pipeline!`) on elements without fields.
 //!
 //! Per-field operations other than `parse_example` are kept as written; typing them is
 //! the next step of [3/9].
@@ -71,7 +72,15 @@ pub fn lower(
     for s in stages {
         // Unknown stages were reported by the stage checks.
         let sig = stage(&s.name.name)?;
-        let args = bind(sig, &s.args);
+        // A `map`'s Rust code is not one of its options (see `stages`).
+        let options: Vec<ast::Arg>;
+        let stage_args = if sig.name == "map" {
+            options = s.args.iter().filter(|a| !super::stages::is_rust(&a.value)).cloned().collect();
+            &options
+        } else {
+            &s.args
+        };
+        let args = bind(sig, stage_args);
         let a = |name: &str| {
             sig.args.iter().position(|x| x.name == name).and_then(|i| args[i]).map(|e| value(e, decls))
         };
@@ -176,6 +185,9 @@ pub fn lower(
                         _ => true,
                     },
                 })
+            }
+            "map" | "filter" if s.args.iter().any(|a| super::stages::is_rust(&a.value)) => {
+                rust_stage(s, input, diags)?
             }
             "map" => {
                 let mut element = input.output();
@@ -303,6 +315,29 @@ pub fn lower(
         plan = Some(node);
     }
     plan
+}
+
+/// `map(code)` / `filter(code)` with Rust code: records with fields in, the same out.
+fn rust_stage(s: &ast::Stage, input: Box<Plan>, diags: &mut Vec<Diagnostic>) -> Option<Plan> {
+    let code = s.args.iter().find_map(|a| match &a.value.kind {
+        ExprKind::Rust(code) => Some(code.clone()),
+        _ => None,
+    })?;
+    let element = input.output();
+    if !matches!(element, Element::Fields(_)) {
+        diags.push(
+            Diagnostic::error(
+                "E0313",
+                format!("Rust code in `{}` takes records with fields", s.name),
+                s.span,
+                format!("its input is {element}"),
+            )
+            .with_help("put it after `map { parse_example(); }` and before `batch`"),
+        );
+        return None;
+    }
+    let kind = if s.name.name == "map" { RustKind::Map } else { RustKind::Filter };
+    Some(Plan::Rust(RustStage { input, kind, code }))
 }
 
 /// `sample_from(a, b, weights: [...], seed: s)`: checks the pipelines mixed and the

@@ -134,6 +134,18 @@ impl Typer<'_> {
             ExprKind::Path(p) => Ty::Word(p.to_string()),
             ExprKind::Binary(op, l, r) => self.binary(*op, l, r, e)?,
             ExprKind::Call { callee, args, .. } => Ty::Tensor(self.call(callee, args, e)?),
+            ExprKind::Rust(_) => {
+                self.diags.push(
+                    Diagnostic::error(
+                        "E0408",
+                        "Rust code is a whole `map` or `filter` argument, not part of an expression",
+                        e.span,
+                        "Rust code here",
+                    )
+                    .with_help("write `filter(|r| ...)` or `map(|r| ...)`"),
+                );
+                return None;
+            }
         })
     }
 

@@ -264,6 +264,25 @@ fn check_stage(s: &ast::Stage, decls: &Declarations, diags: &mut Vec<Diagnostic>
         }
         options = s.args.iter().filter(|a| a.name.is_some()).cloned().collect();
         &options
+    } else if sig.name == "map" {
+        // Rust code (`pipeline!` only) is the map itself, not one of its options.
+        let code: Vec<&ast::Arg> = s.args.iter().filter(|a| is_rust(&a.value)).collect();
+        if let Some(b) = code.first().and(s.body.as_ref()) {
+            diags.push(Diagnostic::error(
+                "E0208",
+                "a `map` with Rust code does not take a block",
+                b.span,
+                "unexpected block",
+            ));
+        }
+        for extra in code.iter().skip(1) {
+            diags.push(
+                Diagnostic::error("E0202", "a `map` calls one Rust function", extra.span, "one too many")
+                    .with_help("write a second `map`"),
+            );
+        }
+        options = s.args.iter().filter(|a| !is_rust(&a.value)).cloned().collect();
+        &options
     } else {
         &s.args
     };
@@ -325,6 +344,7 @@ fn check_stage(s: &ast::Stage, decls: &Declarations, diags: &mut Vec<Diagnostic>
             b.span,
             "unexpected block",
         )),
+        (BlockKind::Statements, None) if s.args.iter().any(|a| is_rust(&a.value)) => {}
         (BlockKind::Statements | BlockKind::Stages, None) => diags.push(
             Diagnostic::error("E0208", format!("`{}` needs a block", sig.name), s.span, "no block")
                 .with_help(match sig.block {
@@ -466,6 +486,11 @@ fn check_arg(sig: &StageSig, a: &ArgSig, e: &ast::Expr, decls: &Declarations, di
     }
 }
 
+/// Whether an argument is Rust code (a closure or function path in `pipeline!`).
+pub(crate) fn is_rust(e: &ast::Expr) -> bool {
+    matches!(e.kind, ExprKind::Rust(_))
+}
+
 fn describe(e: &ExprKind) -> &'static str {
     match e {
         ExprKind::Int(_) => "an integer",
@@ -477,5 +502,6 @@ fn describe(e: &ExprKind) -> &'static str {
         ExprKind::List(_) => "a list",
         ExprKind::Call { .. } => "a call",
         ExprKind::Unary(..) | ExprKind::Binary(..) => "an expression",
+        ExprKind::Rust(_) => "Rust code",
     }
 }

@@ -596,7 +596,8 @@ impl<'a> Scope<'a> {
         *self.next_rng += 1;
         let seed = match seed {
             Some(s) => self.scalar(s, DType::U64)?,
-            None => quote!(0u64),
+            // No seed: different on every run, as an unseeded `shuffle` (and tf.data).
+            None => quote!(__sl::abi::fresh_seed()),
         };
         Ok(quote!(let mut __rng = __sl::ops::element_rng(#seed, #id, __epoch, __index);))
     }

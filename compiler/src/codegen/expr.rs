@@ -630,7 +630,7 @@ fn const_f64(e: &ast::Expr) -> Option<f64> {
 }
 
 /// How often `e` reads field `name`.
-fn count_reads(e: &ast::Expr, name: &str) -> usize {
+pub fn count_reads(e: &ast::Expr, name: &str) -> usize {
     match &e.kind {
         ExprKind::Path(p) => usize::from(p.segments.len() == 1 && p.segments[0].name == name),
         ExprKind::List(items) => items.iter().map(|i| count_reads(i, name)).sum(),

@@ -6,7 +6,7 @@
 use proc_macro2::{Ident, Literal, TokenStream};
 use quote::{format_ident, quote};
 
-use super::expr::{Scope, local};
+use super::expr::{Scope, count_reads, local};
 use super::types::{Repr, field_ident, fixed_dims, record_items, repr, scalar};
 use crate::ir::plan::{ArgValue, Element, FieldType, MapOp, Plan};
 use crate::ir::types::{DType, ParamType, TensorType, Value};
@@ -262,13 +262,10 @@ fn pass_arg<'p>(args: &'p [(&'static str, ArgValue)], name: &str) -> Option<&'p 
 /// The chain (source first) with each `MapBatch` + elementwise `Map` over its batches
 /// merged into one `MapBatch` (each node re-linked to a copy of its input).
 fn merge_elementwise(chain: &[&Plan]) -> Vec<Plan> {
-    const ELEMENTWISE: &[&str] = &["cast", "scale", "normalize", "expr"];
     let mut out: Vec<Plan> = Vec::new();
     for n in chain {
         if let (Plan::Map(m), Some(Plan::MapBatch(prev))) = (n, out.last_mut())
-            && m.ops
-                .iter()
-                .all(|op| matches!(op, MapOp::Assign { op, .. } if ELEMENTWISE.contains(&op.as_str())))
+            && m.ops.iter().all(MapOp::is_elementwise)
             && let Element::Batch(inner) = &m.output
         {
             prev.ops.extend(m.ops.iter().cloned());
@@ -853,7 +850,7 @@ impl Gen<'_> {
             parts.push(scope.scalar(c, DType::Bool)?);
         }
         let reads: Vec<&FieldType> =
-            fields.iter().filter(|f| conditions.iter().any(|c| reads_field(c, &f.name))).collect();
+            fields.iter().filter(|f| conditions.iter().any(|c| count_reads(c, &f.name) > 0)).collect();
         let binds: Vec<TokenStream> = reads
             .iter()
             .map(|f| {
@@ -1132,9 +1129,7 @@ impl Gen<'_> {
         ops: &[MapOp],
         out_fields: &[FieldType],
     ) -> R<Option<TokenStream>> {
-        const ELEMENTWISE: &[&str] = &["cast", "scale", "normalize", "expr"];
-        if !ops.iter().all(|op| matches!(op, MapOp::Assign { op, .. } if ELEMENTWISE.contains(&op.as_str())))
-        {
+        if !ops.iter().all(MapOp::is_elementwise) {
             return Ok(None);
         }
         let batched = |t: &TensorType| -> Option<TensorType> {
@@ -1470,17 +1465,4 @@ struct MapFn {
     random: bool,
     /// It takes its input by reference (a serialized record).
     by_ref: bool,
-}
-
-/// Whether `e` reads field `name`.
-fn reads_field(e: &crate::ast::Expr, name: &str) -> bool {
-    use crate::ast::ExprKind;
-    match &e.kind {
-        ExprKind::Path(p) => p.segments.len() == 1 && p.segments[0].name == name,
-        ExprKind::List(items) => items.iter().any(|i| reads_field(i, name)),
-        ExprKind::Call { args, .. } => args.iter().any(|a| reads_field(&a.value, name)),
-        ExprKind::Unary(_, x) => reads_field(x, name),
-        ExprKind::Binary(_, l, r) => reads_field(l, name) || reads_field(r, name),
-        _ => false,
-    }
 }

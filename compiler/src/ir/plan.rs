@@ -183,6 +183,12 @@ impl MapOp {
         }
     }
 
+    /// Whether the operation works value by value (`cast`, `scale`, `normalize`,
+    /// arithmetic): the same on a row as on a whole batch column.
+    pub fn is_elementwise(&self) -> bool {
+        matches!(self, MapOp::Assign { op, .. } if matches!(op.as_str(), "cast" | "scale" | "normalize" | "expr"))
+    }
+
     /// Its name in `explain`.
     pub fn name(&self) -> &str {
         match self {

@@ -14,14 +14,13 @@
 //! deterministic elementwise operations (random ones draw per element), and only past a
 //! plain `batch`: past `padded_batch` they would also transform the padding.
 
-use crate::ir::plan::{ArgValue, Map, MapOp, Plan, apply_ops};
+use crate::ir::plan::{ArgValue, Map, Plan, apply_ops};
 use crate::ir::types::Value;
 
 use super::{OptimizerRule, Transformed, rewrite_each_node};
 
 /// Operations that compute each value from the same position's values only, the same
 /// way on a row or on a batch's column.
-const ELEMENTWISE: &[&str] = &["cast", "scale", "normalize", "expr"];
 
 /// Moves trailing elementwise map operations past a plain batch.
 #[derive(Debug, Clone, Copy, Default)]
@@ -40,12 +39,7 @@ impl OptimizerRule for VectorizePastBatch {
 fn vectorize(plan: Plan) -> Transformed {
     let Plan::Batch(mut batch) = plan else { return Transformed::no(plan) };
     let movable = match (&batch.padded, &*batch.input) {
-        (None, Plan::Map(m)) => m
-            .ops
-            .iter()
-            .rev()
-            .take_while(|op| matches!(op, MapOp::Assign { op, .. } if ELEMENTWISE.contains(&op.as_str())))
-            .count(),
+        (None, Plan::Map(m)) => m.ops.iter().rev().take_while(|op| op.is_elementwise()).count(),
         _ => 0,
     };
     if movable == 0 {

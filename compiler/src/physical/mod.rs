@@ -98,9 +98,8 @@ pub fn plan(
             && reads_batches(n, next)
         {
             // One stage: its readers fill the batches (see `reads_batches`).
-            let interleave = cx.stage(n);
             let batch = cx.stage(next);
-            stages.push(cx.read_batches(n, next, &interleave, &batch));
+            stages.push(cx.read_batches(n, next, &batch));
             i += 2;
             continue;
         }
@@ -203,7 +202,7 @@ impl Cx<'_> {
 
     /// The fused reader of `reads_batches`: each worker holds the batch it fills, and the
     /// hand-over queue two finished batches per worker.
-    fn read_batches(&mut self, il: &Plan, next: &Plan, read: &ExecStage, batch: &ExecStage) -> ExecStage {
+    fn read_batches(&mut self, il: &Plan, next: &Plan, batch: &ExecStage) -> ExecStage {
         let Plan::Interleave(i) = il else { return batch.clone() };
         let (threads, workers) = self.threads(&i.parallel);
         let cycle = self.count(&i.cycle_length, 1, "parameters at their defaults' scale (cycle length 1)");
@@ -214,7 +213,6 @@ impl Cx<'_> {
             Plan::Batch(_) => batch.bytes / 2,
             _ => batch.bytes / batch.held.max(1),
         };
-        let _ = read;
         ExecStage {
             name: "ReadBatchesExec",
             threads,

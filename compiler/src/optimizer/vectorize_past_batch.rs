@@ -19,9 +19,6 @@ use crate::ir::types::Value;
 
 use super::{OptimizerRule, Transformed, rewrite_each_node};
 
-/// Operations that compute each value from the same position's values only, the same
-/// way on a row or on a batch's column.
-
 /// Moves trailing elementwise map operations past a plain batch.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct VectorizePastBatch;

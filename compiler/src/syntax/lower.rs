@@ -431,15 +431,7 @@ impl Lower {
             Rule::float => match p.as_str().replace('_', "").parse::<f64>() {
                 Ok(v) if v.is_finite() => ExprKind::Float(v),
                 _ => {
-                    self.errors.push(
-                        Diagnostic::error(
-                            "E0002",
-                            "number literal out of range",
-                            sp,
-                            "not a finite 64-bit float",
-                        )
-                        .with_help("write a smaller number"),
-                    );
+                    self.errors.push(super::float_out_of_range(sp));
                     ExprKind::Float(0.0)
                 }
             },
@@ -476,15 +468,7 @@ impl Lower {
         match p.as_str().replace('_', "").parse::<u64>() {
             Ok(v) => v,
             Err(_) => {
-                self.errors.push(
-                    Diagnostic::error(
-                        "E0002",
-                        "integer literal out of range",
-                        span(p),
-                        "larger than 2^64 - 1",
-                    )
-                    .with_help("integers in a pipeline are unsigned 64-bit"),
-                );
+                self.errors.push(super::int_out_of_range(span(p)));
                 0
             }
         }

@@ -519,15 +519,7 @@ impl P {
             syn::Lit::Float(x) if x.suffix().is_empty() => match x.base10_parse::<f64>() {
                 Ok(v) if v.is_finite() => ExprKind::Float(v),
                 _ => {
-                    self.errors.borrow_mut().push(
-                        Diagnostic::error(
-                            "E0002",
-                            "number literal out of range",
-                            sp,
-                            "not a finite 64-bit float",
-                        )
-                        .with_help("write a smaller number"),
-                    );
+                    self.errors.borrow_mut().push(super::float_out_of_range(sp));
                     ExprKind::Float(0.0)
                 }
             },
@@ -542,10 +534,7 @@ impl P {
         match n.base10_parse::<u64>() {
             Ok(v) => v,
             Err(_) => {
-                self.errors.borrow_mut().push(
-                    Diagnostic::error("E0002", "integer literal out of range", sp, "larger than 2^64 - 1")
-                        .with_help("integers in a pipeline are unsigned 64-bit"),
-                );
+                self.errors.borrow_mut().push(super::int_out_of_range(sp));
                 0
             }
         }

@@ -193,6 +193,29 @@ pub fn record_items(k: usize, fields: &[FieldType], batched: bool, cached: bool)
         .map(|((t, _), n)| (n.clone(), quote!(<#t as __sl::Batchable>::Padding)))
         .collect();
     let (pad_names, pad_tys): (Vec<Ident>, Vec<TokenStream>) = pad_fields.into_iter().unzip();
+    // The plain and the padded builder differ only in their fields' builders.
+    let mut builders = TokenStream::new();
+    for (doc, name, field_builders) in
+        [(" Builds a plain batch.", &builder, &plain_b), (" Builds a padded batch.", &padded, &padded_b)]
+    {
+        builders.extend(quote! {
+            #[doc = #doc]
+            #[derive(Debug)]
+            pub struct #name { #( #names: #field_builders, )* }
+
+            impl __sl::ColumnBuilder for #name {
+                type Item = #rec;
+                type Columns = #batch;
+                fn push(&mut self, x: #rec) -> ::std::result::Result<(), __sl::ColumnError> {
+                    #( __sl::ColumnBuilder::push(&mut self.#names, x.#names).map_err(|e| e.in_field(#strs))?; )*
+                    ::std::result::Result::Ok(())
+                }
+                fn finish(self) -> #batch {
+                    #batch { #( #names: __sl::ColumnBuilder::finish(self.#names), )* }
+                }
+            }
+        });
+    }
     let batch_doc = format!(" A batch of [`{rec}`]: one column per field.");
     out.extend(quote! {
         #[doc = #batch_doc]
@@ -223,37 +246,7 @@ pub fn record_items(k: usize, fields: &[FieldType], batched: bool, cached: bool)
             }
         }
 
-        /// Builds a plain batch.
-        #[derive(Debug)]
-        pub struct #builder { #( #names: #plain_b, )* }
-
-        impl __sl::ColumnBuilder for #builder {
-            type Item = #rec;
-            type Columns = #batch;
-            fn push(&mut self, x: #rec) -> ::std::result::Result<(), __sl::ColumnError> {
-                #( __sl::ColumnBuilder::push(&mut self.#names, x.#names).map_err(|e| e.in_field(#strs))?; )*
-                ::std::result::Result::Ok(())
-            }
-            fn finish(self) -> #batch {
-                #batch { #( #names: __sl::ColumnBuilder::finish(self.#names), )* }
-            }
-        }
-
-        /// Builds a padded batch.
-        #[derive(Debug)]
-        pub struct #padded { #( #names: #padded_b, )* }
-
-        impl __sl::ColumnBuilder for #padded {
-            type Item = #rec;
-            type Columns = #batch;
-            fn push(&mut self, x: #rec) -> ::std::result::Result<(), __sl::ColumnError> {
-                #( __sl::ColumnBuilder::push(&mut self.#names, x.#names).map_err(|e| e.in_field(#strs))?; )*
-                ::std::result::Result::Ok(())
-            }
-            fn finish(self) -> #batch {
-                #batch { #( #names: __sl::ColumnBuilder::finish(self.#names), )* }
-            }
-        }
+        #builders
 
         /// How `padded_batch` pads the fields whose size varies.
         #[derive(Debug, Clone)]

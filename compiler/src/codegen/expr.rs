@@ -597,7 +597,7 @@ impl<'a> Scope<'a> {
         let seed = match seed {
             Some(s) => self.scalar(s, DType::U64)?,
             // No seed: different on every run, as an unseeded `shuffle` (and tf.data).
-            None => quote!(__sl::abi::fresh_seed()),
+            None => quote!(__sl::abi::run_seed()),
         };
         Ok(quote!(let mut __rng = __sl::ops::element_rng(#seed, #id, __epoch, __index);))
     }

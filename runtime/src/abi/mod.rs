@@ -126,6 +126,13 @@ pub fn fresh_seed() -> u64 {
     h.finish()
 }
 
+/// The key of random operations declared without a seed: drawn once per process (a
+/// fresh one every run), so the per-element hot path reads it rather than drawing.
+pub fn run_seed() -> u64 {
+    static SEED: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *SEED.get_or_init(fresh_seed)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,9 +1,9 @@
 //! Sluice: a declarative input-pipeline compiler for ML training.
 //!
-//! This facade re-exports the runtime (TFRecord and `tf.train.Example` I/O today; stages
-//! and the executor from issue [2/9]) and the `pipeline!` macro (pipelines written inline
-//! or read from a `.pipe` file at compile time). The `sluice`
-//! command-line tool (`src/main.rs`) is built from this package too, and so is the runner
+//! This facade re-exports the runtime (TFRecord and `tf.train.Example` I/O, stages and
+//! the executor), `include_pipelines!` (the code `build.rs` generated from `.pipe` files)
+//! and the `pipeline!` macro (pipelines written inline or read from a `.pipe` file at
+//! compile time). The `sluice` command-line tool (`src/main.rs`) is built from this package too, and so is the runner
 //! its `sluice run` command links generated pipelines with (`__private::runner`).
 
 /// Reached as `__private::runner`; public only because a re-export must be.

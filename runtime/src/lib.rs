@@ -1,7 +1,7 @@
 //! Sluice's runtime: what a compiled pipeline runs on.
 //!
 //! This crate never depends on the compiler: a program built from generated code links
-//! no parser. Today it holds the I/O foundation:
+//! no parser. It holds:
 //!
 //! - [`tfrecord`]: streaming TFRecord reader and writer (CRC-checked framing, GZIP and
 //!   ZLIB streams, corrupt-record policies with resynchronisation);
@@ -12,7 +12,10 @@
 //!   normalization, and a fused decode → resize → normalize path;
 //! - [`rng`]: the counter-based random generator every random stage draws from;
 //! - [`stage`]: the streaming stages (sources, map, filter, shuffle, batch, …), their
-//!   threads, bounded queues and statistics.
+//!   threads, bounded queues and statistics, and the fused reader of record batches;
+//! - [`column`]: the columnar batches (`Dense`, `Ragged`, `Tensor`, `Batchable`);
+//! - [`abi`]: what generated code calls besides the stages (the specialised
+//!   `tf.train.Example` parser's helpers, the per-field operations, parameters).
 
 pub mod abi;
 pub mod column;

@@ -13,7 +13,7 @@
 //! - [`rng`]: the counter-based random generator every random stage draws from;
 //! - [`stage`]: the streaming stages (sources, map, filter, shuffle, batch, …), their
 //!   threads, bounded queues and statistics, and the fused reader of record batches;
-//! - [`column`]: the columnar batches (`Dense`, `Ragged`, `Tensor`, `Batchable`);
+//! - [`column`](mod@column): the columnar batches (`Dense`, `Ragged`, `Tensor`, `Batchable`);
 //! - [`abi`]: what generated code calls besides the stages (the specialised
 //!   `tf.train.Example` parser's helpers, the per-field operations, parameters).
 

@@ -3,7 +3,7 @@
 //! schema-specialized parsers are measured against and fall back to.
 //!
 //! A [`ParseSpec`] declares features (name, [`DType`], [`Shape`], optional default). An
-//! [`ExampleParser`] walks each record once with the zero-copy [`view`](super::view)
+//! [`ExampleParser`] walks each record once with the zero-copy [`view`]
 //! walker, matches entry names against the declared names (no hashing or allocation per
 //! record), looks into the values of declared features only, and appends them to the
 //! [`Columns`] of a batch:

@@ -36,7 +36,8 @@ pub mod __private {
     pub use sluice_runtime::abi::parse::{ExampleView, ParseError};
     pub use sluice_runtime::abi::{self, FromParam, Rows, ops, param, parse};
     pub use sluice_runtime::column::{
-        Batchable, ColumnBuilder, ColumnError, Columns, Dense, PadLen, PadShape, Ragged, Tensor, check_rows,
+        AnyColumn, Batchable, ColumnBuilder, ColumnError, Columns, Dense, IntoAnyColumn, NamedColumns, PadLen,
+        PadShape, Ragged, Tensor, check_rows,
     };
     pub use sluice_runtime::example;
     pub use sluice_runtime::rng::Philox;

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{Value, json};
 use sluice_runtime::abi::Rows;
-use sluice_runtime::stage::{Dataset, RuntimeOptions, StatsReport};
+use sluice_runtime::stage::{Ctx, Dataset, RuntimeOptions, StatsReport};
 
 /// How to run a pipeline: the runner binary's command line, parsed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -182,34 +182,27 @@ where
     D: Dataset,
     D::Item: Rows,
 {
-    let options = RuntimeOptions { memory_budget: args.memory_budget, cores: None };
+    let ctx = Ctx::new(&RuntimeOptions { memory_budget: args.memory_budget, cores: None });
     let start = Instant::now();
     let (mut records, mut batches) = (0u64, 0u64);
-    let mut report: Option<StatsReport> = None;
-    let mut consumer_wait = Duration::ZERO;
     for epoch in 0..args.epochs {
         if let Some(bar) = bar
             && args.epochs > 1
         {
             bar.set_message(format!(" epoch {}/{}", epoch + 1, args.epochs));
         }
-        let mut stream = ds.stream_with(&options)?;
-        for item in stream.by_ref() {
+        // One context for every pass: each is its own epoch (a reshuffling `shuffle` or a
+        // random op sees a new one) and the statistics add up over them.
+        for item in ds.stream_in(&ctx.with_epoch(epoch))? {
             let item = item?;
             records += item.rows();
             batches += u64::from(item.is_batch());
             position.store(records, Ordering::Relaxed);
         }
-        let r = stream.report();
-        consumer_wait += r.consumer_wait;
-        report = Some(r);
     }
     let elapsed = start.elapsed();
-    // Stage counters live in the dataset, so the last pass's snapshot holds every pass;
-    // only its wall and consumer times are that pass's own.
-    let mut report = report.unwrap_or(StatsReport { wall: elapsed, consumer_wait, stages: Vec::new() });
+    let mut report = ctx.report();
     report.wall = elapsed;
-    report.consumer_wait = consumer_wait;
     Ok(Outcome { epochs: args.epochs, records, batches, elapsed, report })
 }
 

@@ -26,5 +26,7 @@ pub mod rng;
 pub mod stage;
 pub mod synth;
 pub mod tfrecord;
+#[cfg(feature = "torch")]
+pub mod torch;
 
 pub use error::{BoxError, CorruptKind, Error, Result};

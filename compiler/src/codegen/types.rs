@@ -246,6 +246,12 @@ pub fn record_items(k: usize, fields: &[FieldType], batched: bool, cached: bool)
             }
         }
 
+        impl __sl::NamedColumns for #batch {
+            fn into_named_columns(self) -> ::std::vec::Vec<(&'static str, __sl::AnyColumn)> {
+                ::std::vec![ #( (#strs, __sl::IntoAnyColumn::into_any_column(self.#names)), )* ]
+            }
+        }
+
         #builders
 
         /// How `padded_batch` pads the fields whose size varies.

@@ -30,12 +30,14 @@ use std::fmt;
 use crate::stage::Element;
 
 mod dense;
+mod named;
 mod pool;
 mod ragged;
 mod tensor;
 mod tuple;
 
 pub use dense::{Dense, DenseBuilder, DenseRow};
+pub use named::{AnyColumn, Buffer, IntoAnyColumn, IntoBuffer, NamedColumns};
 pub use pool::{BufferPool, PooledVec};
 pub use ragged::{PaddedVecBuilder, Ragged, RaggedBuilder};
 pub use tensor::{PaddedTensorBuilder, Tensor, TensorBuilder};

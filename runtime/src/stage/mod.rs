@@ -279,6 +279,16 @@ pub trait Dataset: Send + Sync + 'static {
         Ok(Stream { iter, ctx, done: false })
     }
 
+    /// Runs one pass in an existing context: `ctx.with_epoch(e)` for pass `e` of a
+    /// training run, whose statistics then add up over its passes in `ctx`'s report.
+    fn stream_in(&self, ctx: &Ctx) -> Result<Stream<Self::Iter>>
+    where
+        Self: Sized,
+    {
+        let iter = self.iter(ctx)?;
+        Ok(Stream { iter, ctx: ctx.clone(), done: false })
+    }
+
     // ---- combinators (one stage per file) ----
 
     /// Applies `f` to every element (infallible). Sequential until

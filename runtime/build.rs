@@ -1,0 +1,30 @@
+//! With the `torch` feature: compiles the small C++ shim `src/torch/shim.cpp` (a tensor
+//! over a Rust-owned buffer, freed by Rust when libtorch drops it, which tch's API lacks)
+//! against libtorch's headers, and links libtorch into this crate's tests.
+
+#[cfg(feature = "torch")]
+include!("build/libtorch.rs");
+
+fn main() {
+    println!("cargo:rerun-if-changed=build.rs");
+    #[cfg(feature = "torch")]
+    torch();
+}
+
+#[cfg(feature = "torch")]
+fn torch() {
+    println!("cargo:rerun-if-changed=build/libtorch.rs");
+    println!("cargo:rerun-if-changed=src/torch/shim.cpp");
+    let lib = libtorch_lib_dir().unwrap_or_else(|e| panic!("{e}"));
+    let include = lib.join("../include");
+    cc::Build::new()
+        .cpp(true)
+        .file("src/torch/shim.cpp")
+        .include(&include)
+        .include(include.join("torch/csrc/api/include"))
+        .flag("-std=c++17")
+        .flag_if_supported("-w")
+        .define("_GLIBCXX_USE_CXX11_ABI", "1")
+        .compile("sluice_torch_shim");
+    link_libtorch(&lib);
+}

@@ -1,0 +1,26 @@
+//! The `torch` feature: batches as `tch::Tensor`s and a data-parallel trainer.
+//!
+//! - [`TensorBatch`]: a generated batch struct's columns as tensors, without copying
+//!   (the tensors own the column buffers), split per device and moved to CUDA devices
+//!   through pinned memory with non-blocking copies;
+//! - [`device_batches`]: a pipeline's pass, each global batch split in one part per
+//!   device and delivered on its device by a thread of its own, ahead of the training
+//!   loop;
+//! - [`Trainer`]: one model replica per device, forward and backward in parallel, the
+//!   gradients all-reduced, one optimizer step in sync (`tf.distribute.MirroredStrategy`),
+//!   with per-step and per-epoch throughput, data-stall share, loss and metrics.
+//!
+//! libtorch comes from `scripts/setup-torch` (PyPI's `torch==2.11.0`, what tch 0.24
+//! wants); see the repository's README.
+
+mod tensor;
+mod trainer;
+
+pub use tch;
+pub use tensor::{Column, TensorBatch};
+pub use trainer::{DeviceBatches, EpochReport, StepOutput, Totals, Trainer, device_batches, devices};
+
+/// The number of CUDA devices libtorch sees (0 without a GPU or a driver).
+pub fn cuda_device_count() -> usize {
+    usize::try_from(tch::Cuda::device_count()).unwrap_or(0)
+}

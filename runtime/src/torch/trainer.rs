@@ -1,0 +1,528 @@
+//! The data-parallel trainer: one model replica per device, in the style of
+//! `tf.distribute.MirroredStrategy`.
+//!
+//! Each global batch arrives already split by the pipeline ([`device_batches`]): part `i`
+//! on replica `i`'s device. Every replica runs forward and backward on its part in its
+//! own thread; the gradients are then all-reduced (a weighted sum on the first device,
+//! each part weighted by its share of the batch's rows, copied back to every replica),
+//! and every replica takes the same optimizer step. Replicas start from the first
+//! replica's parameters, so they stay identical, and a step over `N` replicas computes
+//! what one replica computes on the whole batch: the task's loss is a mean over its
+//! part's rows, and `Σ (rows_i / rows) · ∇mean_i = ∇mean`.
+//!
+//! Buffers that are not trained (a batch norm's running statistics) are each replica's
+//! own, as with MirroredStrategy's non-synchronised batch norm; checkpoints hold the
+//! first replica's.
+
+use std::io::IsTerminal;
+use std::path::Path;
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use tch::nn::{self, OptimizerConfig};
+use tch::{Device, Tensor};
+
+use super::tensor::TensorBatch;
+use crate::column::NamedColumns;
+use crate::error::{Error, Result};
+use crate::stage::{Ctx, Dataset};
+
+/// What a task computes on one replica's part of a batch.
+#[derive(Debug)]
+pub struct StepOutput {
+    /// The loss to minimise: a scalar, the **mean** over the part's rows.
+    pub loss: Tensor,
+    /// Metrics as **sums** over the part's rows (a count of correct predictions, say);
+    /// they are reported divided by the number of rows.
+    pub metrics: Vec<(&'static str, Tensor)>,
+}
+
+/// The devices to train on: every visible CUDA device, or `cpu_replicas` CPU replicas
+/// when there is none.
+pub fn devices(cpu_replicas: usize) -> Vec<Device> {
+    let gpus = super::cuda_device_count();
+    if gpus > 0 { (0..gpus).map(Device::Cuda).collect() } else { vec![Device::Cpu; cpu_replicas.max(1)] }
+}
+
+struct Replica<M> {
+    device: Device,
+    vs: nn::VarStore,
+    model: M,
+    opt: nn::Optimizer,
+    /// The trainable variables, in the order of `Trainer::names`.
+    vars: Vec<Tensor>,
+}
+
+/// Loss and metrics summed over some rows.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Totals {
+    /// Rows seen.
+    pub rows: u64,
+    /// `Σ loss_mean · rows` over the parts.
+    pub loss_sum: f64,
+    /// Each metric's sum.
+    pub metrics: Vec<(&'static str, f64)>,
+}
+
+impl Totals {
+    fn add(&mut self, rows: u64, loss_mean: f64, metrics: &[(&'static str, f64)]) {
+        self.rows += rows;
+        self.loss_sum += loss_mean * rows as f64;
+        for &(name, v) in metrics {
+            match self.metrics.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, sum)) => *sum += v,
+                None => self.metrics.push((name, v)),
+            }
+        }
+    }
+
+    /// The mean loss per row.
+    pub fn loss(&self) -> f64 {
+        if self.rows == 0 { f64::NAN } else { self.loss_sum / self.rows as f64 }
+    }
+
+    /// Metric `name` per row.
+    pub fn metric(&self, name: &str) -> Option<f64> {
+        let rows = self.rows.max(1) as f64;
+        self.metrics.iter().find(|(n, _)| *n == name).map(|(_, v)| v / rows)
+    }
+
+    fn summary(&self) -> String {
+        let mut s = format!("loss {:.4}", self.loss());
+        for (name, _) in &self.metrics {
+            s.push_str(&format!(" {name} {:.4}", self.metric(name).unwrap_or(f64::NAN)));
+        }
+        s
+    }
+}
+
+/// One pass over a dataset: what it computed and where its time went.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EpochReport {
+    /// The epoch (0 for the first).
+    pub epoch: u64,
+    /// Global batches.
+    pub steps: u64,
+    /// Loss and metrics.
+    pub totals: Totals,
+    /// Wall time of the pass.
+    pub wall: Duration,
+    /// Time the training loop waited for the next batch from the pipeline.
+    pub data_wait: Duration,
+    /// Time in steps (forward, backward, all-reduce, optimizer).
+    pub compute: Duration,
+}
+
+impl EpochReport {
+    /// Rows per second of wall time.
+    pub fn examples_per_sec(&self) -> f64 {
+        self.totals.rows as f64 / self.wall.as_secs_f64().max(1e-9)
+    }
+
+    /// The share of the loop's time spent waiting for data, in percent.
+    pub fn data_stall_pct(&self) -> f64 {
+        let total = (self.data_wait + self.compute).as_secs_f64();
+        if total > 0.0 { 100.0 * self.data_wait.as_secs_f64() / total } else { 0.0 }
+    }
+}
+
+impl std::fmt::Display for EpochReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "epoch {}: {} examples in {} steps, {:.2} s, {:.0} examples/s, data stall {:.1}%, {}",
+            self.epoch + 1,
+            self.totals.rows,
+            self.steps,
+            self.wall.as_secs_f64(),
+            self.examples_per_sec(),
+            self.data_stall_pct(),
+            self.totals.summary()
+        )
+    }
+}
+
+/// A data-parallel trainer of a tch model `M` over one or more devices.
+pub struct Trainer<M> {
+    replicas: Vec<Replica<M>>,
+    /// The trainable variables' names, sorted: the order gradients are reduced in.
+    names: Vec<String>,
+    progress: bool,
+}
+
+impl<M> std::fmt::Debug for Trainer<M> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let devices: Vec<_> = self.replicas.iter().map(|r| r.device).collect();
+        f.debug_struct("Trainer").field("devices", &devices).field("variables", &self.names.len()).finish()
+    }
+}
+
+fn torch_err(what: &str) -> impl Fn(tch::TchError) -> Error + '_ {
+    move |e| Error::Invalid(format!("{what}: {e}"))
+}
+
+impl<M: Send> Trainer<M> {
+    /// One replica per device, each built by `build` in its own variable store and set
+    /// to the first replica's parameters, each with an optimizer from `opt` at learning
+    /// rate `lr`.
+    pub fn new<O>(devices: &[Device], build: impl Fn(&nn::Path<'_>) -> M, opt: O, lr: f64) -> Result<Self>
+    where
+        O: OptimizerConfig + Clone,
+    {
+        if devices.is_empty() {
+            return Err(Error::Invalid("a trainer needs at least one device".into()));
+        }
+        let mut replicas: Vec<Replica<M>> = Vec::with_capacity(devices.len());
+        let mut names: Vec<String> = Vec::new();
+        for &device in devices {
+            let mut vs = nn::VarStore::new(device);
+            let model = build(&vs.root());
+            if let Some(first) = replicas.first() {
+                vs.copy(&first.vs).map_err(torch_err("replicas of different models"))?;
+            }
+            let variables = vs.variables();
+            let mut trainable: Vec<(String, Tensor)> =
+                variables.into_iter().filter(|(_, t)| t.requires_grad()).collect();
+            trainable.sort_by(|a, b| a.0.cmp(&b.0));
+            let these: Vec<String> = trainable.iter().map(|(n, _)| n.clone()).collect();
+            if replicas.is_empty() {
+                names = these;
+            } else if these != names {
+                return Err(Error::Invalid("`build` made replicas with different variables".into()));
+            }
+            let vars: Vec<Tensor> = trainable.into_iter().map(|(_, t)| t).collect();
+            // Give every variable a (zero) gradient now, so that the all-reduce can write
+            // into each replica's gradients even before a replica has run a step.
+            if !vars.is_empty() {
+                let zero = vars.iter().map(|v| v.sum(v.kind()) * 0.0).fold(Tensor::from(0.0f32).to_device(device), |a, b| a + b);
+                zero.backward();
+            }
+            let opt = opt.clone().build(&vs, lr).map_err(torch_err("building the optimizer"))?;
+            replicas.push(Replica { device, vs, model, opt, vars });
+        }
+        Ok(Trainer { replicas, names, progress: std::io::stderr().is_terminal() })
+    }
+
+    /// Shows (or hides) a progress bar on stderr during [`train_epoch`](Self::train_epoch)
+    /// (default: when stderr is a terminal).
+    pub fn with_progress(mut self, on: bool) -> Self {
+        self.progress = on;
+        self
+    }
+
+    /// The replicas' devices.
+    pub fn devices(&self) -> Vec<Device> {
+        self.replicas.iter().map(|r| r.device).collect()
+    }
+
+    /// The first replica's model and variables (all replicas hold the same parameters).
+    pub fn model(&self) -> (&M, &nn::VarStore) {
+        (&self.replicas[0].model, &self.replicas[0].vs)
+    }
+
+    /// Replica `i`'s variables.
+    pub fn replica_vars(&self, i: usize) -> &nn::VarStore {
+        &self.replicas[i].vs
+    }
+
+    /// Sets every replica's learning rate.
+    pub fn set_lr(&mut self, lr: f64) {
+        for r in &mut self.replicas {
+            r.opt.set_lr(lr);
+        }
+    }
+
+    /// Saves the model's parameters (the first replica's; `.safetensors` by extension,
+    /// else tch's format).
+    pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
+        let path = path.as_ref();
+        self.replicas[0].vs.save(path).map_err(|e| Error::Invalid(format!("{}: saving the model: {e}", path.display())))
+    }
+
+    /// Loads parameters saved by [`save`](Self::save) into every replica.
+    pub fn load(&mut self, path: impl AsRef<Path>) -> Result<()> {
+        let path = path.as_ref();
+        for r in &mut self.replicas {
+            r.vs.load(path).map_err(|e| Error::Invalid(format!("{}: loading the model: {e}", path.display())))?;
+        }
+        Ok(())
+    }
+
+    /// One training step on a global batch split by the pipeline: `parts[i]` on replica
+    /// `i`'s device. Returns the batch's loss and metric sums.
+    pub fn step<F>(&mut self, parts: Vec<TensorBatch>, task: &F) -> Result<Totals>
+    where
+        F: Fn(&M, &TensorBatch, bool) -> Result<StepOutput> + Sync,
+    {
+        self.check_parts(&parts)?;
+        let rows: usize = parts.iter().map(TensorBatch::rows).sum();
+        if rows == 0 {
+            return Ok(Totals::default());
+        }
+        for r in &mut self.replicas {
+            for v in &mut r.vars {
+                v.zero_grad();
+            }
+        }
+        let results = self.run_parts(parts, task, true)?;
+        let mut totals = Totals::default();
+        for (part_rows, loss, metrics) in &results {
+            totals.add(*part_rows as u64, *loss, metrics);
+        }
+        let weights: Vec<f64> = results.iter().map(|(r, _, _)| *r as f64 / rows as f64).collect();
+        self.all_reduce_grads(&weights);
+        for r in &mut self.replicas {
+            r.opt.step();
+        }
+        Ok(totals)
+    }
+
+    fn check_parts(&self, parts: &[TensorBatch]) -> Result<()> {
+        if parts.len() != self.replicas.len() {
+            return Err(Error::Invalid(format!(
+                "a batch split in {} parts for {} replicas (split it with `device_batches` on the trainer's devices)",
+                parts.len(),
+                self.replicas.len()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Runs `task` on each replica's part, in parallel, with backward when training.
+    /// Returns each part's (rows, mean loss, metric sums); an empty part gives (0, 0, []).
+    fn run_parts<F>(&mut self, parts: Vec<TensorBatch>, task: &F, train: bool) -> Result<Vec<PartResult>>
+    where
+        F: Fn(&M, &TensorBatch, bool) -> Result<StepOutput> + Sync,
+    {
+        let one = |replica: &Replica<M>, part: TensorBatch| -> Result<PartResult> {
+            let rows = part.rows();
+            if rows == 0 {
+                return Ok((0, 0.0, Vec::new()));
+            }
+            let out = if train { task(&replica.model, &part, true)? } else { tch::no_grad(|| task(&replica.model, &part, false))? };
+            if out.loss.numel() != 1 {
+                return Err(Error::Invalid(format!("the task's loss has shape {:?}; it must be a scalar mean", out.loss.size())));
+            }
+            if train {
+                out.loss.f_backward().map_err(torch_err("backward"))?;
+            }
+            let metrics = out.metrics.iter().map(|(n, t)| (*n, t.double_value(&[]))).collect();
+            Ok((rows, out.loss.double_value(&[]), metrics))
+        };
+        if self.replicas.len() == 1 {
+            let part = parts.into_iter().next().expect("one part");
+            return Ok(vec![one(&self.replicas[0], part)?]);
+        }
+        std::thread::scope(|s| {
+            let handles: Vec<_> = self
+                .replicas
+                .iter_mut()
+                .zip(parts)
+                .map(|(replica, part)| s.spawn(move || one(replica, part)))
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
+        })
+    }
+
+    /// Replaces every replica's gradients by `Σ weights[i] · grad_i`, computed on the
+    /// first replica's device.
+    fn all_reduce_grads(&mut self, weights: &[f64]) {
+        if self.replicas.len() == 1 {
+            return;
+        }
+        let device = self.replicas[0].device;
+        tch::no_grad(|| {
+            for j in 0..self.names.len() {
+                let mut sum: Option<Tensor> = None;
+                for (r, &w) in self.replicas.iter().zip(weights) {
+                    if w == 0.0 {
+                        continue;
+                    }
+                    let g = r.vars[j].grad().to_device(device) * w;
+                    sum = Some(match sum {
+                        Some(s) => s + g,
+                        None => g,
+                    });
+                }
+                let Some(sum) = sum else { continue };
+                for r in &self.replicas {
+                    let mut g = r.vars[j].grad();
+                    g.copy_(&sum);
+                }
+            }
+        });
+    }
+
+    /// Loss and metrics of the model on `parts` (no gradients, `train` false).
+    pub fn eval_step<F>(&mut self, parts: Vec<TensorBatch>, task: &F) -> Result<Totals>
+    where
+        F: Fn(&M, &TensorBatch, bool) -> Result<StepOutput> + Sync,
+    {
+        self.check_parts(&parts)?;
+        let mut totals = Totals::default();
+        for (rows, loss, metrics) in self.run_parts(parts, task, false)? {
+            if rows > 0 {
+                totals.add(rows as u64, loss, &metrics);
+            }
+        }
+        Ok(totals)
+    }
+
+    /// Trains one pass of `dataset` (pass `epoch` of `ctx`), reporting each step on the
+    /// progress bar and returning the epoch's figures.
+    pub fn train_epoch<D, F>(&mut self, dataset: &D, ctx: &Ctx, epoch: u64, task: &F) -> Result<EpochReport>
+    where
+        D: Dataset,
+        D::Item: NamedColumns,
+        F: Fn(&M, &TensorBatch, bool) -> Result<StepOutput> + Sync,
+    {
+        self.pass(dataset, ctx, epoch, task, true)
+    }
+
+    /// Evaluates the model on one pass of `dataset`.
+    pub fn evaluate<D, F>(&mut self, dataset: &D, ctx: &Ctx, task: &F) -> Result<EpochReport>
+    where
+        D: Dataset,
+        D::Item: NamedColumns,
+        F: Fn(&M, &TensorBatch, bool) -> Result<StepOutput> + Sync,
+    {
+        self.pass(dataset, ctx, 0, task, false)
+    }
+
+    fn pass<D, F>(&mut self, dataset: &D, ctx: &Ctx, epoch: u64, task: &F, train: bool) -> Result<EpochReport>
+    where
+        D: Dataset,
+        D::Item: NamedColumns,
+        F: Fn(&M, &TensorBatch, bool) -> Result<StepOutput> + Sync,
+    {
+        let start = Instant::now();
+        let batches = device_batches(dataset, &ctx.with_epoch(epoch), &self.devices())?;
+        let bar = self.bar(train, epoch);
+        let mut report = EpochReport {
+            epoch,
+            steps: 0,
+            totals: Totals::default(),
+            wall: Duration::ZERO,
+            data_wait: Duration::ZERO,
+            compute: Duration::ZERO,
+        };
+        loop {
+            let t = Instant::now();
+            let Some(parts) = batches.next() else { break };
+            let parts = parts?;
+            let t1 = Instant::now();
+            report.data_wait += t1 - t;
+            let totals = if train { self.step(parts, task)? } else { self.eval_step(parts, task)? };
+            report.compute += t1.elapsed();
+            report.steps += 1;
+            for (n, v) in &totals.metrics {
+                report.totals.add(0, 0.0, &[(n, *v)]);
+            }
+            report.totals.rows += totals.rows;
+            report.totals.loss_sum += totals.loss_sum;
+            if let Some(bar) = &bar {
+                bar.inc(totals.rows);
+                bar.set_message(format!(
+                    "{:.0} ex/s, stall {:.0}%, {} (step: {})",
+                    report.totals.rows as f64 / start.elapsed().as_secs_f64().max(1e-9),
+                    100.0 * report.data_wait.as_secs_f64()
+                        / (report.data_wait + report.compute).as_secs_f64().max(1e-9),
+                    report.totals.summary(),
+                    totals.summary()
+                ));
+            }
+        }
+        batches.finish()?;
+        if let Some(bar) = bar {
+            bar.finish_and_clear();
+        }
+        report.wall = start.elapsed();
+        Ok(report)
+    }
+
+    fn bar(&self, train: bool, epoch: u64) -> Option<ProgressBar> {
+        if !self.progress {
+            return None;
+        }
+        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+        let what = if train { format!("epoch {}", epoch + 1) } else { "eval".into() };
+        bar.set_style(
+            ProgressStyle::with_template(&format!("{what} {{spinner}} {{pos}} examples {{msg}}"))
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        );
+        bar.enable_steady_tick(Duration::from_millis(200));
+        Some(bar)
+    }
+}
+
+type PartResult = (usize, f64, Vec<(&'static str, f64)>);
+
+/// The global batches of one pass of a pipeline, each converted to tensors, split in one
+/// part per device and moved to its device, by a thread of its own that runs up to two
+/// batches ahead of the training loop: see [`device_batches`].
+#[derive(Debug)]
+pub struct DeviceBatches {
+    rx: Receiver<Result<Vec<TensorBatch>>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl DeviceBatches {
+    /// The next global batch's parts, `None` at the end of the pass.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&self) -> Option<Result<Vec<TensorBatch>>> {
+        self.rx.recv().ok()
+    }
+
+    /// Waits for the feeding thread; an error if it panicked.
+    pub fn finish(mut self) -> Result<()> {
+        self.join()
+    }
+
+    fn join(&mut self) -> Result<()> {
+        match self.thread.take().map(JoinHandle::join) {
+            Some(Err(_)) => Err(Error::Invalid("the thread feeding the devices panicked".into())),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl Drop for DeviceBatches {
+    fn drop(&mut self) {
+        // Unblock the feeder (its sends fail once the receiver is gone) and wait for it.
+        let (_, dead) = sync_channel(0);
+        drop(std::mem::replace(&mut self.rx, dead));
+        let _ = self.join();
+    }
+}
+
+/// Runs one pass of `dataset` in `ctx` on a thread of its own, converting each batch to
+/// tensors ([`TensorBatch::from_batch`]), splitting it in `devices.len()` near-equal parts
+/// and moving part `i` to `devices[i]` (through pinned memory and a non-blocking copy
+/// for a GPU), up to two global batches ahead of the consumer.
+pub fn device_batches<D>(dataset: &D, ctx: &Ctx, devices: &[Device]) -> Result<DeviceBatches>
+where
+    D: Dataset,
+    D::Item: NamedColumns,
+{
+    let stream = dataset.stream_in(ctx)?;
+    let devices = devices.to_vec();
+    let (tx, rx): (SyncSender<Result<Vec<TensorBatch>>>, _) = sync_channel(2);
+    let thread = std::thread::Builder::new()
+        .name("sluice-to-device".into())
+        .spawn(move || {
+            for item in stream {
+                let parts = item.and_then(TensorBatch::from_batch).map(|b| {
+                    let parts = b.split(devices.len());
+                    parts.iter().zip(&devices).map(|(p, &d)| p.to_device(d)).collect()
+                });
+                let failed = parts.is_err();
+                if tx.send(parts).is_err() || failed {
+                    break;
+                }
+            }
+        })
+        .map_err(|e| Error::Invalid(format!("starting the thread feeding the devices: {e}")))?;
+    Ok(DeviceBatches { rx, thread: Some(thread) })
+}

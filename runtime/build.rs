@@ -3,7 +3,8 @@
 //! against libtorch's headers, and links libtorch into this crate's tests.
 
 #[cfg(feature = "torch")]
-include!("build/libtorch.rs");
+#[path = "build/libtorch.rs"]
+mod libtorch;
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
@@ -15,7 +16,7 @@ fn main() {
 fn torch() {
     println!("cargo:rerun-if-changed=build/libtorch.rs");
     println!("cargo:rerun-if-changed=src/torch/shim.cpp");
-    let lib = libtorch_lib_dir().unwrap_or_else(|e| panic!("{e}"));
+    let lib = libtorch::libtorch_lib_dir().unwrap_or_else(|e| panic!("{e}"));
     let include = lib.join("../include");
     cc::Build::new()
         .cpp(true)
@@ -26,5 +27,5 @@ fn torch() {
         .flag_if_supported("-w")
         .define("_GLIBCXX_USE_CXX11_ABI", "1")
         .compile("sluice_torch_shim");
-    link_libtorch(&lib);
+    libtorch::link_libtorch(&lib);
 }

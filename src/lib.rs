@@ -12,6 +12,8 @@ pub mod runner;
 
 pub use sluice_macros::pipeline;
 pub use sluice_runtime as runtime;
+#[cfg(feature = "torch")]
+pub use sluice_runtime::torch;
 pub use sluice_runtime::{CorruptKind, Error, Result, example, rng, synth, tfrecord};
 
 /// Includes the Rust that `sluice_compiler::build::compile` generated (in `build.rs`)
@@ -36,8 +38,8 @@ pub mod __private {
     pub use sluice_runtime::abi::parse::{ExampleView, ParseError};
     pub use sluice_runtime::abi::{self, FromParam, Rows, ops, param, parse};
     pub use sluice_runtime::column::{
-        AnyColumn, Batchable, ColumnBuilder, ColumnError, Columns, Dense, IntoAnyColumn, NamedColumns, PadLen,
-        PadShape, Ragged, Tensor, check_rows,
+        AnyColumn, Batchable, ColumnBuilder, ColumnError, Columns, Dense, IntoAnyColumn, NamedColumns,
+        PadLen, PadShape, Ragged, Tensor, check_rows,
     };
     pub use sluice_runtime::example;
     pub use sluice_runtime::rng::Philox;

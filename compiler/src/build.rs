@@ -13,6 +13,10 @@
 //! Each file's code goes to `$OUT_DIR/sluice/<file stem>.rs`, and cargo is told to
 //! rebuild when the file changes. A file with errors fails the build with the rendered
 //! diagnostics (`file:line:col`, as `sluice check` prints them).
+//!
+//! With sluice's `torch` feature on, [`compile`] also links libtorch into the crate's
+//! binaries and tests (an rpath to it, and `--no-as-needed` so that `libtorch_cuda` is
+//! kept): sluice's build script passes the directory on as `DEP_SLUICE_LIBTORCH_LIB`.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -61,14 +65,31 @@ impl fmt::Display for BuildError {
 impl std::error::Error for BuildError {}
 
 /// Compiles each `.pipe` file into `$OUT_DIR/sluice/<stem>.rs` (and tells cargo to
-/// rerun when it changes). On an error, prints it (with every diagnostic, rendered) and
-/// exits the build script with status 1, which fails the build.
+/// rerun when it changes), and links libtorch when sluice's `torch` feature is on. On an
+/// error, prints it (with every diagnostic, rendered) and exits the build script with
+/// status 1, which fails the build.
 pub fn compile(paths: &[impl AsRef<Path>]) {
     if let Err(e) = try_compile(paths) {
         eprintln!("{e}");
         std::process::exit(1);
     }
+    link_libtorch_if_enabled();
 }
+
+/// Links libtorch into this crate's binaries and tests when sluice was built with its
+/// `torch` feature (its build script then sets `DEP_SLUICE_LIBTORCH_LIB` for crates that
+/// depend on it directly); otherwise does nothing.
+pub fn link_libtorch_if_enabled() {
+    println!("cargo:rerun-if-env-changed=DEP_SLUICE_LIBTORCH_LIB");
+    if let Some(lib) = std::env::var_os("DEP_SLUICE_LIBTORCH_LIB") {
+        libtorch::link_libtorch(Path::new(&lib));
+    }
+}
+
+/// The link arguments shared with the runtime's and the facade's build scripts.
+#[allow(dead_code)]
+#[path = "../../runtime/build/libtorch.rs"]
+mod libtorch;
 
 /// [`compile`], returning the error instead of exiting; the paths written.
 pub fn try_compile(paths: &[impl AsRef<Path>]) -> Result<Vec<PathBuf>, BuildError> {

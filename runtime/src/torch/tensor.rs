@@ -69,7 +69,15 @@ fn owned_tensor<T: Send + 'static>(data: Vec<T>, shape: &[i64], kind: Kind) -> R
     // are until `release(ctx)`: moving the `Vec` into the box moved its header, not its
     // heap buffer. `dims` is valid for `shape.len()` values during the call.
     let t = unsafe {
-        sluice_tensor_from_owned(ptr, shape.as_ptr(), shape.len(), scalar_type(kind), release, ctx, &mut error)
+        sluice_tensor_from_owned(
+            ptr,
+            shape.as_ptr(),
+            shape.len(),
+            scalar_type(kind),
+            release,
+            ctx,
+            &mut error,
+        )
     };
     if t.is_null() {
         // SAFETY: on failure the shim stored a NUL-terminated message it allocated.
@@ -87,7 +95,9 @@ fn owned_tensor<T: Send + 'static>(data: Vec<T>, shape: &[i64], kind: Kind) -> R
 fn widen_u64(values: &[u64]) -> Result<Vec<i64>> {
     values
         .iter()
-        .map(|&v| i64::try_from(v).map_err(|_| Error::Invalid(format!("value {v} does not fit a torch int64"))))
+        .map(|&v| {
+            i64::try_from(v).map_err(|_| Error::Invalid(format!("value {v} does not fit a torch int64")))
+        })
         .collect()
 }
 
@@ -111,7 +121,9 @@ fn buffer_tensor(buffer: Buffer, shape: &[i64]) -> Result<Tensor> {
 fn dims(shape: &[usize]) -> Result<Vec<i64>> {
     shape
         .iter()
-        .map(|&d| i64::try_from(d).map_err(|_| Error::Invalid(format!("dimension {d} is too large for a tensor"))))
+        .map(|&d| {
+            i64::try_from(d).map_err(|_| Error::Invalid(format!("dimension {d} is too large for a tensor")))
+        })
         .collect()
 }
 
@@ -152,7 +164,10 @@ impl Column {
             AnyColumn::Ragged { values, offsets } => {
                 let n = dims(&[values.len()])?;
                 let m = dims(&[offsets.len()])?;
-                Column::Ragged { values: buffer_tensor(values, &n)?, offsets: owned_tensor(offsets, &m, Kind::Int64)? }
+                Column::Ragged {
+                    values: buffer_tensor(values, &n)?,
+                    offsets: owned_tensor(offsets, &m, Kind::Int64)?,
+                }
             }
         })
     }
@@ -202,7 +217,8 @@ impl TensorBatch {
                     column.rows()
                 )));
             }
-            let column = Column::from_any(column).map_err(|e| Error::Invalid(format!("column `{name}`: {e}")))?;
+            let column =
+                Column::from_any(column).map_err(|e| Error::Invalid(format!("column `{name}`: {e}")))?;
             columns.push((name, column));
         }
         Ok(TensorBatch { rows, columns })
@@ -240,7 +256,9 @@ impl TensorBatch {
     pub fn ragged(&self, name: &str) -> Result<(&Tensor, &Tensor)> {
         match self.column(name)? {
             Column::Ragged { values, offsets } => Ok((values, offsets)),
-            Column::Dense(_) => Err(Error::Invalid(format!("column `{name}` is dense: read it with `tensor`"))),
+            Column::Dense(_) => {
+                Err(Error::Invalid(format!("column `{name}` is dense: read it with `tensor`")))
+            }
         }
     }
 
@@ -254,12 +272,14 @@ impl TensorBatch {
     /// The batch split into `parts` consecutive parts whose sizes differ by at most one
     /// (the first `rows % parts` parts have one row more), sharing this batch's memory.
     pub fn split(&self, parts: usize) -> Vec<TensorBatch> {
-        split_sizes(self.rows, parts).into_iter().scan(0, |start, len| {
-            let part = self.slice(*start, len);
-            *start += len;
-            Some(part)
-        })
-        .collect()
+        split_sizes(self.rows, parts)
+            .into_iter()
+            .scan(0, |start, len| {
+                let part = self.slice(*start, len);
+                *start += len;
+                Some(part)
+            })
+            .collect()
     }
 
     /// The batch on `device`. To the CPU: the same memory. To a CUDA device: each column

@@ -196,7 +196,10 @@ impl<M: Send> Trainer<M> {
             // Give every variable a (zero) gradient now, so that the all-reduce can write
             // into each replica's gradients even before a replica has run a step.
             if !vars.is_empty() {
-                let zero = vars.iter().map(|v| v.sum(v.kind()) * 0.0).fold(Tensor::from(0.0f32).to_device(device), |a, b| a + b);
+                let zero = vars
+                    .iter()
+                    .map(|v| v.sum(v.kind()) * 0.0)
+                    .fold(Tensor::from(0.0f32).to_device(device), |a, b| a + b);
                 zero.backward();
             }
             let opt = opt.clone().build(&vs, lr).map_err(torch_err("building the optimizer"))?;
@@ -238,14 +241,18 @@ impl<M: Send> Trainer<M> {
     /// else tch's format).
     pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
         let path = path.as_ref();
-        self.replicas[0].vs.save(path).map_err(|e| Error::Invalid(format!("{}: saving the model: {e}", path.display())))
+        self.replicas[0]
+            .vs
+            .save(path)
+            .map_err(|e| Error::Invalid(format!("{}: saving the model: {e}", path.display())))
     }
 
     /// Loads parameters saved by [`save`](Self::save) into every replica.
     pub fn load(&mut self, path: impl AsRef<Path>) -> Result<()> {
         let path = path.as_ref();
         for r in &mut self.replicas {
-            r.vs.load(path).map_err(|e| Error::Invalid(format!("{}: loading the model: {e}", path.display())))?;
+            r.vs.load(path)
+                .map_err(|e| Error::Invalid(format!("{}: loading the model: {e}", path.display())))?;
         }
         Ok(())
     }
@@ -301,9 +308,16 @@ impl<M: Send> Trainer<M> {
             if rows == 0 {
                 return Ok((0, 0.0, Vec::new()));
             }
-            let out = if train { task(&replica.model, &part, true)? } else { tch::no_grad(|| task(&replica.model, &part, false))? };
+            let out = if train {
+                task(&replica.model, &part, true)?
+            } else {
+                tch::no_grad(|| task(&replica.model, &part, false))?
+            };
             if out.loss.numel() != 1 {
-                return Err(Error::Invalid(format!("the task's loss has shape {:?}; it must be a scalar mean", out.loss.size())));
+                return Err(Error::Invalid(format!(
+                    "the task's loss has shape {:?}; it must be a scalar mean",
+                    out.loss.size()
+                )));
             }
             if train {
                 out.loss.f_backward().map_err(torch_err("backward"))?;

@@ -1,0 +1,62 @@
+//! The main job end to end: the committed TFRecord shards through `digits.pipe` into the
+//! trainer. It must reach the stated held-out accuracy (0.95) and end with the pipeline's
+//! statistics, the data-stall share and `test accuracy: 0.NNNN`.
+
+use std::process::Command;
+
+fn digits(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_digits")).args(args).output().unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn accuracy(stdout: &str) -> f64 {
+    let last = stdout.lines().last().unwrap_or_default();
+    let value = last.strip_prefix("test accuracy: ").unwrap_or_else(|| panic!("last line {last:?}"));
+    assert_eq!(value.len(), 6, "0.NNNN: {last:?}");
+    value.parse().unwrap()
+}
+
+#[test]
+fn trains_to_the_stated_accuracy_and_reports_the_pipeline() {
+    let (ok, stdout, stderr) = digits(&["--no-progress"]);
+    assert!(ok, "{stderr}\n{stdout}");
+    let acc = accuracy(&stdout);
+    assert!(acc >= 0.95, "test accuracy {acc} < 0.95\n{stdout}");
+    assert_eq!(stdout.matches("examples/s, data stall").count(), 15, "one line per epoch\n{stdout}");
+    assert!(stdout.contains("1437 examples in 23 steps"), "{stdout}");
+    for stage in ["interleave", "shuffle", "map_batch", "bottleneck:"] {
+        assert!(stdout.contains(stage), "pipeline statistics lack {stage}\n{stdout}");
+    }
+    let training = stdout.lines().find(|l| l.starts_with("training: ")).unwrap_or_else(|| panic!("{stdout}"));
+    assert!(training.contains("data stall") && training.ends_with('%'), "{training}");
+}
+
+#[test]
+fn two_replicas_checkpoint_and_resume() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("digits.safetensors");
+    let model = model.to_str().unwrap();
+    let (ok, stdout, stderr) =
+        digits(&["--no-progress", "--cpu-replicas", "2", "--epochs", "4", "--save", model]);
+    assert!(ok, "{stderr}\n{stdout}");
+    assert!(stdout.contains("2 CPU replica(s)") || stdout.contains("CUDA device(s)"), "{stdout}");
+    let first = accuracy(&stdout);
+    // One more epoch from the checkpoint, at a small learning rate: it starts where the
+    // saved model was, not from scratch.
+    let (ok, stdout, stderr) = digits(&["--no-progress", "--epochs", "1", "--lr", "1e-5", "--load", model]);
+    assert!(ok, "{stderr}\n{stdout}");
+    let resumed = accuracy(&stdout);
+    assert!(first > 0.9 && (resumed - first).abs() < 0.03, "saved {first}, resumed {resumed}\n{stdout}");
+}
+
+#[test]
+fn missing_data_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ok, stdout, stderr) = digits(&["--no-progress", "--data", dir.path().to_str().unwrap()]);
+    assert!(!ok, "{stdout}");
+    assert!(stderr.starts_with("error: ") && stderr.contains("train-*.tfrecord"), "{stderr}");
+}

@@ -1,0 +1,263 @@
+//! The data-parallel trainer on CPU replicas: N replicas on a global batch train exactly
+//! like one replica on the whole batch; the pipeline's device split; checkpoints.
+#![cfg(feature = "torch")]
+
+use sluice_runtime::Result;
+use sluice_runtime::column::{AnyColumn, Batchable, ColumnBuilder, Dense, IntoAnyColumn, NamedColumns};
+use sluice_runtime::stage::{Ctx, Element, RuntimeOptions, from_vec};
+use sluice_runtime::torch::tch::nn::{self, Module, OptimizerConfig};
+use sluice_runtime::torch::tch::{self, Device, Kind};
+use sluice_runtime::torch::{StepOutput, TensorBatch, Trainer, device_batches};
+
+/// A batch like a generated one: features and a class label.
+#[derive(Debug, Clone)]
+struct Xy {
+    x: Dense<f32, [f32; 4]>,
+    y: Dense<i64>,
+}
+
+impl Element for Xy {
+    const FLAT: bool = false;
+    fn byte_size(&self) -> usize {
+        self.x.len() * 20
+    }
+}
+
+impl NamedColumns for Xy {
+    fn into_named_columns(self) -> Vec<(&'static str, AnyColumn)> {
+        vec![("x", self.x.into_any_column()), ("y", self.y.into_any_column())]
+    }
+}
+
+/// `n` rows starting at row `from` of a fixed, learnable 3-class problem.
+fn batch(from: usize, n: usize) -> Xy {
+    let mut x = <[f32; 4] as Batchable>::builder(n);
+    let mut y = <i64 as Batchable>::builder(n);
+    for i in from..from + n {
+        let f = i as f32;
+        let v = [(f * 0.37).sin(), (f * 0.11).cos(), (f * 0.53).sin() * 0.5, ((i * 7) % 5) as f32 / 5.0];
+        let label = if v[0] + v[1] > 0.5 {
+            0
+        } else if v[2] > 0.0 {
+            1
+        } else {
+            2
+        };
+        x.push(v).unwrap();
+        y.push(label).unwrap();
+    }
+    Xy { x: x.finish(), y: y.finish() }
+}
+
+fn model(p: &nn::Path<'_>) -> nn::Sequential {
+    nn::seq().add(nn::linear(p / "l1", 4, 16, Default::default())).add_fn(|x| x.relu()).add(nn::linear(
+        p / "l2",
+        16,
+        3,
+        Default::default(),
+    ))
+}
+
+fn task(m: &nn::Sequential, b: &TensorBatch, _train: bool) -> Result<StepOutput> {
+    let logits = m.forward(b.tensor("x")?);
+    let y = b.tensor("y")?;
+    let correct = logits.argmax(-1, false).eq_tensor(y).sum(Kind::Float);
+    Ok(StepOutput { loss: logits.cross_entropy_for_logits(y), metrics: vec![("accuracy", correct)] })
+}
+
+fn trainer(replicas: usize, opt: impl OptimizerConfig + Clone) -> Trainer<nn::Sequential> {
+    tch::manual_seed(17);
+    Trainer::new(&vec![Device::Cpu; replicas], model, opt, 0.05).unwrap().with_progress(false)
+}
+
+fn params(vs: &nn::VarStore) -> Vec<(String, Vec<f32>)> {
+    let mut v: Vec<_> = vs
+        .variables()
+        .into_iter()
+        .map(|(n, t)| (n, Vec::<f32>::try_from(t.flatten(0, -1)).unwrap()))
+        .collect();
+    v.sort_by(|a, b| a.0.cmp(&b.0));
+    v
+}
+
+fn max_diff(a: &[(String, Vec<f32>)], b: &[(String, Vec<f32>)]) -> f32 {
+    assert_eq!(a.iter().map(|p| &p.0).collect::<Vec<_>>(), b.iter().map(|p| &p.0).collect::<Vec<_>>());
+    a.iter().zip(b).flat_map(|(x, y)| x.1.iter().zip(&y.1).map(|(p, q)| (p - q).abs())).fold(0.0, f32::max)
+}
+
+fn parts(b: Xy, replicas: usize) -> Vec<TensorBatch> {
+    TensorBatch::from_batch(b).unwrap().split(replicas)
+}
+
+/// The step sizes: uneven splits, and a batch smaller than the replica count.
+const STEPS: [usize; 7] = [10, 10, 11, 7, 10, 2, 10];
+
+fn replicas_train_like_one(opt: impl OptimizerConfig + Clone) {
+    let mut one = trainer(1, opt.clone());
+    let before = params(one.model().1);
+    for n in [2, 3, 4] {
+        let mut many = trainer(n, opt.clone());
+        assert_eq!(max_diff(&params(many.model().1), &before), 0.0, "the same initial parameters");
+        let mut from = 0;
+        let mut reference = trainer(1, opt.clone());
+        for rows in STEPS {
+            let a = reference.step(parts(batch(from, rows), 1), &task).unwrap();
+            let b = many.step(parts(batch(from, rows), n), &task).unwrap();
+            assert_eq!(a.rows, b.rows);
+            assert!((a.loss() - b.loss()).abs() < 1e-5, "{n} replicas: loss {} vs {}", b.loss(), a.loss());
+            assert_eq!(a.metric("accuracy"), b.metric("accuracy"));
+            from += rows;
+        }
+        let (want, got) = (params(reference.model().1), params(many.model().1));
+        assert_ne!(max_diff(&want, &before), 0.0, "training moved the parameters");
+        let d = max_diff(&want, &got);
+        assert!(d < 1e-5, "{n} replicas differ from one replica by {d}");
+        for i in 1..n {
+            assert_eq!(params(many.replica_vars(i)), got, "replica {i} is identical to replica 0");
+        }
+    }
+    // Keep `one` unused beyond its initial parameters.
+    drop(one.step(parts(batch(0, 4), 1), &task).unwrap());
+}
+
+#[test]
+fn replicas_train_like_one_replica_sgd_momentum() {
+    replicas_train_like_one(nn::sgd(0.9, 0.0, 1e-4, false));
+}
+
+#[test]
+fn replicas_train_like_one_replica_adam() {
+    replicas_train_like_one(nn::Adam::default());
+}
+
+#[test]
+fn device_batches_split_each_global_batch_per_replica() {
+    let ds = from_vec(vec![batch(0, 5), batch(5, 8), batch(13, 1)]);
+    let ctx = Ctx::new(&RuntimeOptions::default());
+    let feed = device_batches(&ds, &ctx, &[Device::Cpu; 3]).unwrap();
+    let mut sizes = Vec::new();
+    let mut labels = Vec::new();
+    while let Some(parts) = feed.next() {
+        let parts = parts.unwrap();
+        sizes.push(parts.iter().map(TensorBatch::rows).collect::<Vec<_>>());
+        for p in &parts {
+            labels.extend(Vec::<i64>::try_from(p.tensor("y").unwrap()).unwrap());
+        }
+    }
+    feed.finish().unwrap();
+    assert_eq!(sizes, vec![vec![2, 2, 1], vec![3, 3, 2], vec![1, 0, 0]]);
+    let want: Vec<i64> =
+        Vec::<i64>::try_from(TensorBatch::from_batch(batch(0, 14)).unwrap().tensor("y").unwrap()).unwrap();
+    assert_eq!(labels, want, "every row once, in order");
+}
+
+#[test]
+fn epochs_learn_and_report_where_the_time_went() {
+    let train = from_vec((0..20).map(|i| batch(i * 16, 16)).collect());
+    let test = from_vec(vec![batch(10_000, 200)]);
+    let ctx = Ctx::new(&RuntimeOptions::default());
+    let mut t = trainer(2, nn::Adam::default());
+    let first = t.evaluate(&test, &ctx, &task).unwrap();
+    let mut last = None;
+    for epoch in 0..15 {
+        let r = t.train_epoch(&train, &ctx, epoch, &task).unwrap();
+        assert_eq!((r.epoch, r.steps, r.totals.rows), (epoch, 20, 320));
+        assert!((0.0..=100.0).contains(&r.data_stall_pct()), "{r}");
+        assert!(r.examples_per_sec() > 0.0 && r.to_string().contains("examples/s"), "{r}");
+        last = Some(r);
+    }
+    let after = t.evaluate(&test, &ctx, &task).unwrap();
+    assert_eq!(after.totals.rows, 200);
+    assert!(
+        after.totals.loss() < first.totals.loss() * 0.5,
+        "loss {} -> {}",
+        first.totals.loss(),
+        after.totals.loss()
+    );
+    assert!(after.totals.metric("accuracy").unwrap() > 0.85, "{after}");
+    assert!(last.unwrap().totals.loss() < first.totals.loss());
+}
+
+#[test]
+fn checkpoints_restore_every_replica() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("model.safetensors");
+    let mut a = trainer(2, nn::Adam::default());
+    for i in 0..3 {
+        a.step(parts(batch(i * 8, 8), 2), &task).unwrap();
+    }
+    a.save(&path).unwrap();
+    tch::manual_seed(99);
+    let mut b = Trainer::new(&[Device::Cpu; 2], model, nn::Adam::default(), 0.05).unwrap();
+    assert_ne!(max_diff(&params(b.model().1), &params(a.model().1)), 0.0);
+    b.load(&path).unwrap();
+    for i in 0..2 {
+        assert_eq!(params(b.replica_vars(i)), params(a.model().1));
+    }
+    let e = b.load(dir.path().join("missing.safetensors")).unwrap_err().to_string();
+    assert!(e.contains("missing.safetensors") && e.contains("loading the model"), "{e}");
+}
+
+#[test]
+fn misuse_is_a_clear_error() {
+    let mut t = trainer(2, nn::Adam::default());
+    let e = t.step(parts(batch(0, 4), 3), &task).unwrap_err().to_string();
+    assert!(e.contains("3 parts for 2 replicas"), "{e}");
+    let vector_loss = |m: &nn::Sequential, b: &TensorBatch, _: bool| -> Result<StepOutput> {
+        Ok(StepOutput {
+            loss: m.forward(b.tensor("x")?).sum_dim_intlist(-1, false, Kind::Float),
+            metrics: vec![],
+        })
+    };
+    let e = t.step(parts(batch(0, 4), 2), &vector_loss).unwrap_err().to_string();
+    assert!(e.contains("must be a scalar mean"), "{e}");
+    let wrong_column = |m: &nn::Sequential, b: &TensorBatch, _: bool| -> Result<StepOutput> {
+        Ok(StepOutput { loss: m.forward(b.tensor("image")?).mean(Kind::Float), metrics: vec![] })
+    };
+    let e = t.step(parts(batch(0, 4), 2), &wrong_column).unwrap_err().to_string();
+    assert!(e.contains("no column `image`") && e.contains("x, y"), "{e}");
+    assert!(Trainer::new(&[], model, nn::Adam::default(), 0.1).is_err());
+}
+
+#[test]
+fn a_corrupt_pipeline_error_reaches_the_training_loop() {
+    use sluice_runtime::stage::Dataset;
+    let ds = from_vec(vec![0u32, 1, 2]).try_map(|i| {
+        if i == 1 {
+            Err(sluice_runtime::Error::Invalid("record 1 is corrupt".into()))
+        } else {
+            Ok(batch(i as usize, 4))
+        }
+    });
+    let ctx = Ctx::new(&RuntimeOptions::default());
+    let mut t = trainer(1, nn::Adam::default());
+    let e = t.train_epoch(&ds, &ctx, 0, &task).unwrap_err().to_string();
+    assert!(e.contains("record 1 is corrupt"), "{e}");
+}
+
+/// With CUDA devices: replicas on every GPU train like one CPU replica, the parts moved
+/// through pinned memory by `TensorBatch::to_device`. Skipped (with a message) without a
+/// GPU; run on the GPU machine by scripts/gpu-check.
+#[test]
+fn cuda_replicas_train_like_one_cpu_replica() {
+    let gpus = sluice_runtime::torch::cuda_device_count();
+    if gpus == 0 {
+        eprintln!("skipped: libtorch sees no CUDA device");
+        return;
+    }
+    let devices: Vec<Device> = (0..gpus).map(Device::Cuda).collect();
+    let mut cpu = trainer(1, nn::Adam::default());
+    tch::manual_seed(17);
+    let mut gpu = Trainer::new(&devices, model, nn::Adam::default(), 0.05).unwrap().with_progress(false);
+    assert_eq!(max_diff(&params(cpu.model().1), &params(gpu.model().1)), 0.0);
+    let mut from = 0;
+    for rows in STEPS {
+        cpu.step(parts(batch(from, rows), 1), &task).unwrap();
+        let on_gpus =
+            parts(batch(from, rows), gpus).iter().zip(&devices).map(|(p, &d)| p.to_device(d)).collect();
+        gpu.step(on_gpus, &task).unwrap();
+        from += rows;
+    }
+    let d = max_diff(&params(cpu.model().1), &params(gpu.model().1));
+    assert!(d < 1e-4, "{gpus} GPU replica(s) differ from the CPU replica by {d}");
+}

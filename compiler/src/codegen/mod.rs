@@ -18,7 +18,8 @@
 //!     }
 //!     impl Default for Params  // only when every parameter has a default
 //!     pub struct Record { ... }   // when the elements have fields: one Rust field each
-//!     pub struct Batch { ... }    // when the elements are batches of fields: one column each
+//!     pub struct Batch { ... }    // when the elements are batches of fields: one column each;
+//!                                 // `NamedColumns` gives the columns by field name (tensors)
 //!     pub type Item = ...;        // the element type: Record, Batch, Vec<u8> (a record),
 //!                                 // Vec<Vec<u8>> (a batch of records), PathBuf
 //!     pub fn dataset(params: &Params) -> ::sluice::__private::Result<impl Dataset<Item = Item>>;

@@ -174,6 +174,13 @@ impl<M: Send> Trainer<M> {
         if devices.is_empty() {
             return Err(Error::Invalid("a trainer needs at least one device".into()));
         }
+        // CPU replicas run side by side: share the cores between them rather than have
+        // each replica's operators ask libtorch's pool for every core (oversubscription).
+        let cpu_replicas = devices.iter().filter(|d| **d == Device::Cpu).count();
+        if cpu_replicas > 1 {
+            let cores = std::thread::available_parallelism().map_or(1, usize::from);
+            tch::set_num_threads(i32::try_from((cores / cpu_replicas).max(1)).unwrap_or(1));
+        }
         let mut replicas: Vec<Replica<M>> = Vec::with_capacity(devices.len());
         let mut names: Vec<String> = Vec::new();
         for &device in devices {

@@ -98,8 +98,13 @@ impl ModuleT for Net {
 /// Cross-entropy on the `image` column's logits against `label`, and the number of
 /// correct predictions.
 fn task(net: &Net, batch: &TensorBatch, train: bool) -> sluice::Result<StepOutput> {
-    let logits = net.forward_t(batch.tensor("image")?, train);
     let labels = batch.tensor("label")?;
+    // A label outside the classes would abort inside libtorch's loss: say which instead.
+    let (lo, hi) = (labels.min().int64_value(&[]), labels.max().int64_value(&[]));
+    if lo < 0 || hi > 9 {
+        return Err(sluice::Error::Invalid(format!("a batch has labels {lo}..={hi}: the digits are 0..=9")));
+    }
+    let logits = net.forward_t(batch.tensor("image")?, train);
     let correct = logits.argmax(-1, false).eq_tensor(labels).sum(Kind::Float);
     Ok(StepOutput { loss: logits.cross_entropy_for_logits(labels), metrics: vec![("accuracy", correct)] })
 }

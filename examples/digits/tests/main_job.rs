@@ -60,3 +60,23 @@ fn missing_data_is_a_clear_error() {
     assert!(!ok, "{stdout}");
     assert!(stderr.starts_with("error: ") && stderr.contains("train-*.tfrecord"), "{stderr}");
 }
+
+#[test]
+fn a_corrupt_shard_names_the_file_and_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data");
+    for entry in std::fs::read_dir(&data).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, dir.path().join(path.file_name().unwrap())).unwrap();
+    }
+    // Flip one byte inside the payload of a record in the middle of a training shard.
+    let shard = dir.path().join("train-00002-of-00004.tfrecord");
+    let mut bytes = std::fs::read(&shard).unwrap();
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0x40;
+    std::fs::write(&shard, bytes).unwrap();
+    let (ok, stdout, stderr) = digits(&["--no-progress", "--data", dir.path().to_str().unwrap()]);
+    assert!(!ok, "{stdout}");
+    assert!(stderr.contains("train-00002-of-00004.tfrecord") && stderr.contains("record"), "{stderr}");
+    assert!(!stdout.contains("test accuracy"), "no result from corrupt data\n{stdout}");
+}

@@ -5,6 +5,10 @@
 //! and the `pipeline!` macro (pipelines written inline or read from a `.pipe` file at
 //! compile time). The `sluice` command-line tool (`src/main.rs`) is built from this package too, and so is the runner
 //! its `sluice run` command links generated pipelines with (`__private::runner`).
+//!
+//! With the `torch` feature, `sluice::torch` is the runtime's tch integration: a
+//! generated batch as tensors (`TensorBatch`), each batch split across devices ahead of
+//! the loop (`device_batches`), and the data-parallel `Trainer`.
 
 /// Reached as `__private::runner`; public only because a re-export must be.
 #[doc(hidden)]

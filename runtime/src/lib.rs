@@ -16,6 +16,8 @@
 //! - [`column`](mod@column): the columnar batches (`Dense`, `Ragged`, `Tensor`, `Batchable`);
 //! - [`abi`]: what generated code calls besides the stages (the specialised
 //!   `tf.train.Example` parser's helpers, the per-field operations, parameters).
+//! - `torch` (feature `torch`): batches as `tch::Tensor`s without copying, the
+//!   per-device split of a pipeline's batches, and the data-parallel `Trainer`.
 
 pub mod abi;
 pub mod column;

@@ -78,6 +78,15 @@ impl Totals {
         }
     }
 
+    /// Adds `other`'s rows, loss and metrics.
+    pub fn merge(&mut self, other: &Totals) {
+        self.rows += other.rows;
+        self.loss_sum += other.loss_sum;
+        for &(name, v) in &other.metrics {
+            self.add(0, 0.0, &[(name, v)]);
+        }
+    }
+
     /// The mean loss per row.
     pub fn loss(&self) -> f64 {
         if self.rows == 0 { f64::NAN } else { self.loss_sum / self.rows as f64 }
@@ -438,11 +447,7 @@ impl<M: Send> Trainer<M> {
             let totals = if train { self.step(parts, task)? } else { self.eval_step(parts, task)? };
             report.compute += t1.elapsed();
             report.steps += 1;
-            for (n, v) in &totals.metrics {
-                report.totals.add(0, 0.0, &[(n, *v)]);
-            }
-            report.totals.rows += totals.rows;
-            report.totals.loss_sum += totals.loss_sum;
+            report.totals.merge(&totals);
             if let Some(bar) = &bar {
                 bar.inc(totals.rows);
                 bar.set_message(format!(

@@ -31,6 +31,7 @@
 //! `Item` implements `::sluice::__private::Rows`. Generated code names
 //! `::sluice::__private` only, plus the paths of the user's `extern fn`s.
 
+pub mod cuda;
 mod expr;
 mod pipeline;
 mod types;

@@ -1,0 +1,448 @@
+//! CUDA C for a chain of per-row operations applied to a batch column: one kernel per
+//! chain, one thread per output value.
+//!
+//! A [`Kernel`] is a column's row type (dtype and row shape) and the operations applied to
+//! every row in order: value operations (`cast`, `scale`, affine arithmetic with a
+//! constant, `normalize` per channel, `clamp`) and layout operations (`transpose` HWC→CHW
+//! and back, `center_crop`, `random_crop`, `random_flip`, `one_hot`). The generated
+//! kernel works backwards (a gather): each thread takes one output value, maps its
+//! coordinates back through the layout operations to the input value it comes from,
+//! loads it once, and applies the value operations in order, each at its own stage's
+//! coordinates (so `normalize` sees the channel it had at its place in the chain). Fused,
+//! the chain reads each input value once and writes each output value once.
+//!
+//! Random operations draw exactly what the runtime's CPU operations draw: Philox4x32-10
+//! keyed by `element_rng(seed, op, epoch, index)` (`runtime::abi::ops`), `random_crop`
+//! two words (`below(n)`: `(word · n) >> 32`, row then column), `random_flip` one word
+//! (`next_f32() < 0.5`, i.e. `word < 2^31`). The row's index in the pass is
+//! `first_index + row`, so the same record gets the same draw on the CPU and the GPU.
+//!
+//! The source is plain C++ apart from `__global__`/`__device__` and the thread indices,
+//! which [`HOST_PRELUDE`] defines for a host compiler: the tests run generated kernels on
+//! the CPU against the runtime's operations, bit for bit.
+
+use std::fmt::Write as _;
+
+use crate::ir::types::DType;
+
+/// One operation of a chain, applied to each row.
+#[derive(Debug, Clone, PartialEq)]
+pub enum KernelOp {
+    /// `cast(x, dtype)`: C conversion (floats to integers truncate, as Rust's `as`
+    /// saturating casts do within range).
+    Cast(DType),
+    /// `x * factor` (`scale`).
+    Scale(f64),
+    /// `x + c`, `x - c`, `x * c`, `x / c` with a constant `c` (`op` is `+ - * /`).
+    Arith(char, f64),
+    /// `(x - mean[c]) * (1 / std[c])`, `c` the position in the last dimension.
+    Normalize {
+        /// One value, or one per channel.
+        mean: Vec<f32>,
+        /// One value, or one per channel.
+        std: Vec<f32>,
+    },
+    /// `min(max(x, lo), hi)`.
+    Clamp(f64, f64),
+    /// `[h, w, c]` → `[c, h, w]`.
+    TransposeChw,
+    /// `[c, h, w]` → `[h, w, c]`.
+    TransposeHwc,
+    /// The centre `h × w` window of `[H, W, C]` (offsets rounded down, as the runtime).
+    CenterCrop(usize, usize),
+    /// A random `h × w` window; `op` is the op's id in `element_rng`, `seed` the index of
+    /// the kernel's seed argument.
+    RandomCrop {
+        /// Height.
+        h: usize,
+        /// Width.
+        w: usize,
+        /// The random op's id.
+        op: u64,
+        /// Which `seed{k}` argument keys it.
+        seed: usize,
+    },
+    /// Mirrors `[H, W, C]` left to right (a list: reversed) with probability ½.
+    RandomFlip {
+        /// The random op's id.
+        op: u64,
+        /// Which `seed{k}` argument keys it.
+        seed: usize,
+    },
+    /// A scalar integer label → `f32[depth]`.
+    OneHot(usize),
+}
+
+/// A chain of operations on one batch column, compiled to one kernel.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Kernel {
+    /// The kernel's C name.
+    pub name: String,
+    /// The column's value type.
+    pub dtype: DType,
+    /// One row's shape.
+    pub shape: Vec<usize>,
+    /// Applied in order.
+    pub ops: Vec<KernelOp>,
+}
+
+/// Makes generated kernels compile as host C++ (tests): the thread indices become
+/// globals that a host loop sets.
+pub const HOST_PRELUDE: &str = "\
+#include <cstdint>
+#define __global__
+#define __device__ static inline
+#define __forceinline__
+struct sluice_dim3 { unsigned x; };
+static sluice_dim3 blockIdx, blockDim, threadIdx;
+";
+
+/// Philox4x32-10 and the draws of the runtime's random operations, as CUDA device code.
+pub const PHILOX: &str = "\
+__device__ __forceinline__ void sluice_philox(unsigned int ctr[4], unsigned int k0, unsigned int k1) {
+    for (int round = 0; round < 10; ++round) {
+        if (round > 0) { k0 += 0x9E3779B9u; k1 += 0xBB67AE85u; }
+        unsigned long long p0 = (unsigned long long)0xD2511F53u * ctr[0];
+        unsigned long long p1 = (unsigned long long)0xCD9E8D57u * ctr[2];
+        unsigned int hi0 = (unsigned int)(p0 >> 32), lo0 = (unsigned int)p0;
+        unsigned int hi1 = (unsigned int)(p1 >> 32), lo1 = (unsigned int)p1;
+        unsigned int c1 = ctr[1], c3 = ctr[3];
+        ctr[0] = hi1 ^ c1 ^ k0; ctr[1] = lo1; ctr[2] = hi0 ^ c3 ^ k1; ctr[3] = lo0;
+    }
+}
+/* The first block of element_rng(seed, op, epoch, index): the words its draws take. */
+__device__ __forceinline__ void sluice_element_block(unsigned long long seed, unsigned long long op,
+        unsigned long long epoch, unsigned long long index, unsigned int out[4]) {
+    unsigned long long key = seed ^ ((op + 1ull) * 0x9E3779B97F4A7C15ull);
+    unsigned long long stream = (epoch << 40) ^ index;
+    out[0] = 0u; out[1] = 0u; out[2] = (unsigned int)stream; out[3] = (unsigned int)(stream >> 32);
+    sluice_philox(out, (unsigned int)key, (unsigned int)(key >> 32));
+}
+__device__ __forceinline__ unsigned long long sluice_below(unsigned int word, unsigned long long n) {
+    return ((unsigned long long)word * n) >> 32;
+}
+";
+
+/// The C type of a dtype's values in a kernel.
+fn c_type(d: DType) -> Option<&'static str> {
+    Some(match d {
+        DType::Bool => "bool",
+        DType::U8 => "unsigned char",
+        DType::I32 => "int",
+        DType::U32 => "unsigned int",
+        DType::I64 => "long long",
+        DType::U64 => "unsigned long long",
+        DType::F32 => "float",
+        DType::F64 => "double",
+        _ => return None,
+    })
+}
+
+/// A float literal that C reads back as exactly `v` (f32 or f64).
+fn c_float(v: f64, d: DType) -> String {
+    if d == DType::F32 { format!("{:?}f", v as f32) } else { format!("{v:?}") }
+}
+
+/// Why a chain cannot become a kernel.
+pub type KernelError = String;
+
+/// The stages' shapes and dtypes: `stages[0]` is the input row, `stages[k]` after op `k`.
+fn stages(k: &Kernel) -> Result<Vec<(Vec<usize>, DType)>, KernelError> {
+    let mut out = vec![(k.shape.clone(), k.dtype)];
+    for op in &k.ops {
+        let (shape, dtype) = out.last().cloned().expect("the input stage");
+        let hwc = |what: &str| -> Result<[usize; 3], KernelError> {
+            match shape[..] {
+                [a, b, c] => Ok([a, b, c]),
+                _ => Err(format!("{what} needs a value of rank 3, not shape {shape:?}")),
+            }
+        };
+        let next = match op {
+            KernelOp::Cast(d) => (shape, *d),
+            KernelOp::Scale(_) | KernelOp::Arith(..) | KernelOp::Clamp(..) => (shape, dtype),
+            KernelOp::Normalize { .. } => {
+                if dtype != DType::F32 {
+                    return Err(format!("normalize needs f32 values, not {dtype:?}"));
+                }
+                (shape, dtype)
+            }
+            KernelOp::TransposeChw => {
+                let [h, w, c] = hwc("transpose")?;
+                (vec![c, h, w], dtype)
+            }
+            KernelOp::TransposeHwc => {
+                let [c, h, w] = hwc("transpose")?;
+                (vec![h, w, c], dtype)
+            }
+            KernelOp::CenterCrop(ch, cw) | KernelOp::RandomCrop { h: ch, w: cw, .. } => {
+                let [h, w, c] = hwc("a crop")?;
+                if *ch > h || *cw > w {
+                    return Err(format!("a {ch}×{cw} crop of a {h}×{w} image"));
+                }
+                (vec![*ch, *cw, c], dtype)
+            }
+            KernelOp::RandomFlip { .. } => (shape, dtype),
+            KernelOp::OneHot(depth) => {
+                if !shape.is_empty() || matches!(dtype, DType::F32 | DType::F64) {
+                    return Err(format!("one_hot needs a scalar integer, not {dtype:?} {shape:?}"));
+                }
+                (vec![*depth], DType::F32)
+            }
+        };
+        if c_type(next.1).is_none() {
+            return Err(format!("no kernel for values of type {:?}", next.1));
+        }
+        out.push(next);
+    }
+    Ok(out)
+}
+
+impl Kernel {
+    /// The output row's shape and dtype.
+    pub fn output(&self) -> Result<(Vec<usize>, DType), KernelError> {
+        Ok(stages(self)?.pop().expect("at least the input stage"))
+    }
+
+    /// The number of `seed{k}` arguments the kernel takes.
+    pub fn seeds(&self) -> usize {
+        self.ops
+            .iter()
+            .filter_map(|op| match op {
+                KernelOp::RandomCrop { seed, .. } | KernelOp::RandomFlip { seed, .. } => Some(seed + 1),
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// The kernel's CUDA C source, [`PHILOX`] included:
+    ///
+    /// ```text
+    /// extern "C" __global__ void NAME(const IN* in, OUT* out, unsigned long long rows,
+    ///     unsigned long long epoch, unsigned long long first_index
+    ///     [, unsigned long long seed0, ...])
+    /// ```
+    ///
+    /// `in` holds `rows` input rows, `out` receives `rows` output rows; launch at least
+    /// `rows × output row size` threads.
+    pub fn source(&self) -> Result<String, KernelError> {
+        let stages = stages(self)?;
+        let n = self.ops.len();
+        let (in_t, out_t) = (c_type(stages[0].1).expect("checked"), c_type(stages[n].1).expect("checked"));
+        let row_len = |s: &[usize]| s.iter().product::<usize>();
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "/* {}: {:?} {:?} -> {:?} {:?} */",
+            self.name, self.dtype, self.shape, stages[n].1, stages[n].0
+        );
+        s.push_str(PHILOX);
+        let seeds: String = (0..self.seeds()).map(|k| format!(", unsigned long long seed{k}")).collect();
+        let _ = writeln!(
+            s,
+            "extern \"C\" __global__ void {}(const {in_t}* in, {out_t}* out, unsigned long long rows, \
+             unsigned long long epoch, unsigned long long first_index{seeds}) {{",
+            self.name
+        );
+        let out_len = row_len(&stages[n].0);
+        let _ = writeln!(
+            s,
+            "    unsigned long long idx = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;"
+        );
+        let _ = writeln!(s, "    if (idx >= rows * {out_len}ull) return;");
+        let _ = writeln!(s, "    unsigned long long row = idx / {out_len}ull, rem = idx % {out_len}ull;");
+        let _ = writeln!(s, "    unsigned long long index = first_index + row;");
+        let _ = writeln!(s, "    (void)epoch; (void)index;");
+        // The output coordinates: c{n}_{d}.
+        let out_shape = &stages[n].0;
+        for (d, size) in out_shape.iter().enumerate().rev() {
+            let _ = writeln!(s, "    unsigned long long c{n}_{d} = rem % {size}ull; rem /= {size}ull;");
+        }
+        // Backwards through the layout ops: c{k-1} from c{k}.
+        for k in (1..=n).rev() {
+            let (prev, _) = &stages[k - 1];
+            let same = |s: &mut String| {
+                for d in 0..prev.len() {
+                    let _ = writeln!(s, "    unsigned long long c{}_{d} = c{k}_{d};", k - 1);
+                }
+            };
+            match &self.ops[k - 1] {
+                KernelOp::TransposeChw => {
+                    // c{k} = (ch, y, x) over [c, h, w]; c{k-1} = (y, x, ch) over [h, w, c].
+                    let _ = writeln!(
+                        s,
+                        "    unsigned long long c{p}_0 = c{k}_1, c{p}_1 = c{k}_2, c{p}_2 = c{k}_0;",
+                        p = k - 1
+                    );
+                }
+                KernelOp::TransposeHwc => {
+                    let _ = writeln!(
+                        s,
+                        "    unsigned long long c{p}_0 = c{k}_2, c{p}_1 = c{k}_0, c{p}_2 = c{k}_1;",
+                        p = k - 1
+                    );
+                }
+                KernelOp::CenterCrop(h, w) => {
+                    let (top, left) = ((prev[0] - h) / 2, (prev[1] - w) / 2);
+                    let _ = writeln!(
+                        s,
+                        "    unsigned long long c{p}_0 = c{k}_0 + {top}ull, c{p}_1 = c{k}_1 + {left}ull, c{p}_2 = c{k}_2;",
+                        p = k - 1
+                    );
+                }
+                KernelOp::RandomCrop { h, w, op, seed } => {
+                    let (rows_n, cols_n) = (prev[0] - h + 1, prev[1] - w + 1);
+                    let _ = writeln!(
+                        s,
+                        "    unsigned int r{k}[4]; sluice_element_block(seed{seed}, {op}ull, epoch, index, r{k});"
+                    );
+                    let _ = writeln!(
+                        s,
+                        "    unsigned long long c{p}_0 = c{k}_0 + sluice_below(r{k}[0], {rows_n}ull), \
+                         c{p}_1 = c{k}_1 + sluice_below(r{k}[1], {cols_n}ull), c{p}_2 = c{k}_2;",
+                        p = k - 1
+                    );
+                }
+                KernelOp::RandomFlip { op, seed } => {
+                    let _ = writeln!(
+                        s,
+                        "    unsigned int r{k}[4]; sluice_element_block(seed{seed}, {op}ull, epoch, index, r{k});"
+                    );
+                    let _ = writeln!(s, "    bool flip{k} = r{k}[0] < 0x80000000u;");
+                    match prev.len() {
+                        3 => {
+                            let _ = writeln!(
+                                s,
+                                "    unsigned long long c{p}_0 = c{k}_0, c{p}_1 = flip{k} ? {} - c{k}_1 : c{k}_1, c{p}_2 = c{k}_2;",
+                                prev[1] - 1,
+                                p = k - 1
+                            );
+                        }
+                        1 => {
+                            let _ = writeln!(
+                                s,
+                                "    unsigned long long c{p}_0 = flip{k} ? {} - c{k}_0 : c{k}_0;",
+                                prev[0] - 1,
+                                p = k - 1
+                            );
+                        }
+                        _ => {
+                            let _ = writeln!(s, "    (void)flip{k};");
+                            same(&mut s);
+                        }
+                    }
+                }
+                KernelOp::OneHot(_) => {} // from a scalar: no coordinates before it
+                _ => same(&mut s),
+            }
+        }
+        // The input offset, then the values forwards.
+        let in_shape = &stages[0].0;
+        let mut offset = String::from("0ull");
+        for (d, size) in in_shape.iter().enumerate() {
+            offset = format!("({offset}) * {size}ull + c0_{d}");
+        }
+        let _ = writeln!(s, "    {in_t} v0 = in[row * {}ull + {offset}];", row_len(in_shape));
+        for (k, (shape, dtype)) in stages.iter().enumerate().skip(1) {
+            let t = c_type(*dtype).expect("checked");
+            let p = k - 1;
+            let expr = match &self.ops[p] {
+                KernelOp::Cast(_) => format!("({t})v{p}"),
+                KernelOp::Scale(f) => format!("v{p} * {}", c_float(*f, *dtype)),
+                KernelOp::Arith(op, c) => {
+                    let c = if matches!(dtype, DType::F32 | DType::F64) {
+                        c_float(*c, *dtype)
+                    } else {
+                        format!("({t}){c}")
+                    };
+                    format!("v{p} {op} {c}")
+                }
+                KernelOp::Clamp(lo, hi) => {
+                    let (lo, hi) = (c_float(*lo, *dtype), c_float(*hi, *dtype));
+                    format!("v{p} < {lo} ? {lo} : (v{p} > {hi} ? {hi} : v{p})")
+                }
+                KernelOp::Normalize { mean, std } => {
+                    let channels = shape.last().copied().unwrap_or(1);
+                    let spread = |v: &[f32]| -> Vec<f32> {
+                        if v.len() == 1 { vec![v[0]; channels] } else { v.to_vec() }
+                    };
+                    let (mean, std) = (spread(mean), spread(std));
+                    if mean.len() != channels || std.len() != channels {
+                        return Err(format!(
+                            "normalize: {} mean / {} std values for {channels} channel(s)",
+                            mean.len(),
+                            std.len()
+                        ));
+                    }
+                    let list = |v: &[f32]| v.iter().map(|x| format!("{x:?}f")).collect::<Vec<_>>().join(", ");
+                    let inv: Vec<f32> = std.iter().map(|s| 1.0 / s).collect();
+                    let _ = writeln!(s, "    const float mean{k}[{channels}] = {{{}}};", list(&mean));
+                    let _ = writeln!(s, "    const float inv{k}[{channels}] = {{{}}};", list(&inv));
+                    let ch =
+                        if shape.is_empty() { "0".to_string() } else { format!("c{k}_{}", shape.len() - 1) };
+                    format!("(v{p} - mean{k}[{ch}]) * inv{k}[{ch}]")
+                }
+                KernelOp::OneHot(depth) => {
+                    format!(
+                        "((long long)v{p} >= 0 && (long long)v{p} < {depth}ll && (unsigned long long)v{p} == c{k}_0) ? 1.0f : 0.0f"
+                    )
+                }
+                _ => format!("v{p}"),
+            };
+            let _ = writeln!(s, "    {t} v{k} = {expr};");
+        }
+        let _ = writeln!(s, "    out[idx] = v{n};");
+        s.push_str("}\n");
+        Ok(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn image_kernel() -> Kernel {
+        Kernel {
+            name: "k0_image".into(),
+            dtype: DType::U8,
+            shape: vec![10, 12, 3],
+            ops: vec![
+                KernelOp::RandomCrop { h: 8, w: 8, op: 0, seed: 0 },
+                KernelOp::RandomFlip { op: 1, seed: 0 },
+                KernelOp::Cast(DType::F32),
+                KernelOp::Scale(1.0 / 255.0),
+                KernelOp::Normalize { mean: vec![0.5, 0.4, 0.3], std: vec![0.2, 0.25, 0.3] },
+                KernelOp::TransposeChw,
+            ],
+        }
+    }
+
+    #[test]
+    fn shapes_and_types_flow_through_the_chain() {
+        let k = image_kernel();
+        assert_eq!(k.output().unwrap(), (vec![3, 8, 8], DType::F32));
+        assert_eq!(k.seeds(), 1);
+        let src = k.source().unwrap();
+        assert!(
+            src.contains("extern \"C\" __global__ void k0_image(const unsigned char* in, float* out"),
+            "{src}"
+        );
+        assert!(src.contains("unsigned long long seed0"), "{src}");
+    }
+
+    #[test]
+    fn impossible_chains_are_errors_not_kernels() {
+        let mut k = image_kernel();
+        k.ops.insert(0, KernelOp::CenterCrop(11, 4));
+        assert!(k.source().unwrap_err().contains("11×4 crop of a 10×12"));
+        let k = Kernel {
+            name: "k".into(),
+            dtype: DType::U8,
+            shape: vec![4],
+            ops: vec![KernelOp::Normalize { mean: vec![0.0], std: vec![1.0] }],
+        };
+        assert!(k.source().unwrap_err().contains("normalize needs f32"));
+        let k = Kernel { name: "k".into(), dtype: DType::F32, shape: vec![], ops: vec![KernelOp::OneHot(3)] };
+        assert!(k.source().unwrap_err().contains("one_hot needs a scalar integer"));
+    }
+}

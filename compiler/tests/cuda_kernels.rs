@@ -12,7 +12,8 @@ use sluice_runtime::abi::ops::{self, Flip};
 use sluice_runtime::column::Tensor;
 
 const EPOCH: u64 = 3;
-const FIRST: u64 = 100;
+/// The batch's index in its pass: row `i` draws with index `(BATCH << 20) | i`.
+const BATCH: u64 = 5;
 const SEED: u64 = 42;
 
 /// Runs `kernel` over `rows` rows of `input` (C values written as text) on the host;
@@ -44,7 +45,7 @@ fn run_on_host(kernel: &Kernel, input_c: &str, in_count: usize, rows: usize) -> 
          static const {in_t} input[{in_count}] = {{{input_c}}};\nstatic {out_t} out[{out_len}];\n\
          int main() {{\n  blockDim.x = 64;\n  for (unsigned long long t = 0; t < {}ull; ++t) {{\n\
          blockIdx.x = (unsigned)(t / 64); threadIdx.x = (unsigned)(t % 64);\n\
-         {}(input, out, {rows}ull, {EPOCH}ull, {FIRST}ull{seeds});\n  }}\n\
+         {}(input, out, {rows}ull, {EPOCH}ull, {BATCH}ull{seeds});\n  }}\n\
          for (int i = 0; i < {out_len}; ++i) {{ {print} }}\n  return 0;\n}}\n",
         kernel.source().unwrap(),
         out_len.div_ceil(64) * 64,
@@ -88,7 +89,7 @@ fn augment_chain_equals_the_runtime_ops_bit_for_bit() {
     let Some(got) = run_on_host(&kernel, &c_list(&input), input.len(), rows) else { return };
     let mut want = Vec::new();
     for (r, row) in input.chunks(h * w * c).enumerate() {
-        let index = FIRST + r as u64;
+        let index = (BATCH << 20) | r as u64;
         let t = Tensor::new(vec![h, w, c], row.to_vec()).unwrap();
         let t = ops::random_crop(&t, 8, 7, &mut ops::element_rng(SEED, 0, EPOCH, index)).unwrap();
         let t = t.random_flip(&mut ops::element_rng(SEED, 1, EPOCH, index));

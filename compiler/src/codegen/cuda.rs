@@ -14,8 +14,9 @@
 //! Random operations draw exactly what the runtime's CPU operations draw: Philox4x32-10
 //! keyed by `element_rng(seed, op, epoch, index)` (`runtime::abi::ops`), `random_crop`
 //! two words (`below(n)`: `(word · n) >> 32`, row then column), `random_flip` one word
-//! (`next_f32() < 0.5`, i.e. `word < 2^31`). The row's index in the pass is
-//! `first_index + row`, so the same record gets the same draw on the CPU and the GPU.
+//! (`next_f32() < 0.5`, i.e. `word < 2^31`). Row `i` of the pass's batch `b` draws with
+//! index `(b << 20) | i`, the key the generated CPU code gives the rows of a map over
+//! batches (`codegen::pipeline`), so a row gets the same draw on the CPU and the GPU.
 //!
 //! The source is plain C++ apart from `__global__`/`__device__` and the thread indices,
 //! which [`HOST_PRELUDE`] defines for a host compiler: the tests run generated kernels on
@@ -219,7 +220,7 @@ impl Kernel {
     ///
     /// ```text
     /// extern "C" __global__ void NAME(const IN* in, OUT* out, unsigned long long rows,
-    ///     unsigned long long epoch, unsigned long long first_index
+    ///     unsigned long long epoch, unsigned long long batch_index
     ///     [, unsigned long long seed0, ...])
     /// ```
     ///
@@ -241,7 +242,7 @@ impl Kernel {
         let _ = writeln!(
             s,
             "extern \"C\" __global__ void {}(const {in_t}* in, {out_t}* out, unsigned long long rows, \
-             unsigned long long epoch, unsigned long long first_index{seeds}) {{",
+             unsigned long long epoch, unsigned long long batch_index{seeds}) {{",
             self.name
         );
         let out_len = row_len(&stages[n].0);
@@ -251,7 +252,7 @@ impl Kernel {
         );
         let _ = writeln!(s, "    if (idx >= rows * {out_len}ull) return;");
         let _ = writeln!(s, "    unsigned long long row = idx / {out_len}ull, rem = idx % {out_len}ull;");
-        let _ = writeln!(s, "    unsigned long long index = first_index + row;");
+        let _ = writeln!(s, "    unsigned long long index = (batch_index << 20) | row;");
         let _ = writeln!(s, "    (void)epoch; (void)index;");
         // The output coordinates: c{n}_{d}.
         let out_shape = &stages[n].0;

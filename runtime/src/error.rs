@@ -53,6 +53,16 @@ pub enum Error {
         #[source]
         source: BoxError,
     },
+    /// A CUDA step failed (feature `cuda`): the driver or NVRTC library is missing, there
+    /// is no GPU, a kernel did not compile (`message` then holds NVRTC's log), or the
+    /// driver refused an operation.
+    #[error("cuda: {context}: {message}")]
+    Cuda {
+        /// What was being done: the kernel (by name), NVRTC, the device.
+        context: String,
+        /// What went wrong.
+        message: String,
+    },
     /// A user function of a stage panicked; the pipeline reports it instead of hanging
     /// or losing a worker.
     #[error("stage `{stage}`: user function panicked: {message}")]

@@ -18,9 +18,14 @@
 //!   `tf.train.Example` parser's helpers, the per-field operations, parameters).
 //! - `torch` (feature `torch`): batches as `tch::Tensor`s without copying, the
 //!   per-device split of a pipeline's batches, and the data-parallel `Trainer`.
+//! - `cuda` (feature `cuda`): the generated CUDA kernels of post-`batch` chains, compiled
+//!   by NVRTC at run time and launched from pinned, double-buffered batches; the Philox
+//!   generator in CUDA C; without a GPU, the CPU twin runs.
 
 pub mod abi;
 pub mod column;
+#[cfg(feature = "cuda")]
+pub mod cuda;
 pub mod error;
 pub mod example;
 pub mod image;

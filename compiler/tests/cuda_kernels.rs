@@ -2,7 +2,9 @@
 //! (`codegen::cuda::HOST_PRELUDE` turns the thread indices into a loop's globals) and its
 //! output compared, bit for bit, with the runtime's own operations applied row by row
 //! (what the CPU path of a pipeline computes), random draws included. Skipped, with a
-//! message, where no C++ compiler is installed.
+//! message, where no C++ compiler is installed. Each kernel also compiles to PTX with
+//! NVRTC (the runtime's `cuda::compile_ptx`) where NVRTC is found (`scripts/test` puts the
+//! pip wheel's on `LD_LIBRARY_PATH`).
 
 use std::process::Command;
 
@@ -10,6 +12,22 @@ use sluice_compiler::codegen::cuda::{HOST_PRELUDE, Kernel, KernelOp};
 use sluice_compiler::ir::types::DType;
 use sluice_runtime::abi::ops::{self, Flip};
 use sluice_runtime::column::Tensor;
+
+/// Compiles `kernel` with NVRTC when it is installed (and says so when it is not).
+fn compiles_to_ptx(kernel: &Kernel) {
+    if !sluice_runtime::cuda::nvrtc_available() {
+        // `scripts/test` provides NVRTC and asks for the check.
+        assert!(
+            std::env::var_os("SLUICE_REQUIRE_NVRTC").is_none(),
+            "SLUICE_REQUIRE_NVRTC is set, but no NVRTC"
+        );
+        eprintln!("skipped the PTX check of {}: NVRTC (libnvrtc.so.13) not found", kernel.name);
+        return;
+    }
+    let ptx = sluice_runtime::cuda::compile_ptx(&kernel.name, &kernel.source().unwrap())
+        .unwrap_or_else(|e| panic!("{e}\n{}", kernel.source().unwrap()));
+    assert!(ptx.text().contains(&format!(".entry {}", kernel.name)), "{}", ptx.text());
+}
 
 const EPOCH: u64 = 3;
 /// The batch's index in its pass: row `i` draws with index `(BATCH << 20) | i`.
@@ -19,6 +37,7 @@ const SEED: u64 = 42;
 /// Runs `kernel` over `rows` rows of `input` (C values written as text) on the host;
 /// returns each output value's bits (as printed by the harness).
 fn run_on_host(kernel: &Kernel, input_c: &str, in_count: usize, rows: usize) -> Option<Vec<u64>> {
+    compiles_to_ptx(kernel);
     let cxx = std::env::var("CXX").unwrap_or_else(|_| "g++".into());
     if Command::new(&cxx).arg("--version").output().is_err() {
         eprintln!("skipped: no C++ compiler ({cxx}) to run generated kernels on the host");

@@ -11,10 +11,10 @@
 //! coordinates (so `normalize` sees the channel it had at its place in the chain). Fused,
 //! the chain reads each input value once and writes each output value once.
 //!
-//! Random operations draw exactly what the runtime's CPU operations draw: Philox4x32-10
-//! keyed by `element_rng(seed, op, epoch, index)` (`runtime::abi::ops`), `random_crop`
-//! two words (`below(n)`: `(word · n) >> 32`, row then column), `random_flip` one word
-//! (`next_f32() < 0.5`, i.e. `word < 2^31`). Row `i` of the pass's batch `b` draws with
+//! Random operations draw exactly what the runtime's CPU operations draw, through the
+//! runtime's `philox.cuh` ([`PHILOX`]): Philox4x32-10 keyed by
+//! `element_rng(seed, op, epoch, index)`, `random_crop` a row then a column offset,
+//! `random_flip` one uniform float. Row `i` of the pass's batch `b` draws with
 //! index `(b << 20) | i`, the key the generated CPU code gives the rows of a map over
 //! batches (`codegen::pipeline`), so a row gets the same draw on the CPU and the GPU.
 //!
@@ -88,41 +88,17 @@ pub struct Kernel {
 }
 
 /// Makes generated kernels compile as host C++ (tests): the thread indices become
-/// globals that a host loop sets.
+/// globals that a host loop sets ([`PHILOX`] defines `__device__` away by itself).
 pub const HOST_PRELUDE: &str = "\
-#include <cstdint>
 #define __global__
-#define __device__ static inline
-#define __forceinline__
 struct sluice_dim3 { unsigned x; };
 static sluice_dim3 blockIdx, blockDim, threadIdx;
 ";
 
-/// Philox4x32-10 and the draws of the runtime's random operations, as CUDA device code.
-pub const PHILOX: &str = "\
-__device__ __forceinline__ void sluice_philox(unsigned int ctr[4], unsigned int k0, unsigned int k1) {
-    for (int round = 0; round < 10; ++round) {
-        if (round > 0) { k0 += 0x9E3779B9u; k1 += 0xBB67AE85u; }
-        unsigned long long p0 = (unsigned long long)0xD2511F53u * ctr[0];
-        unsigned long long p1 = (unsigned long long)0xCD9E8D57u * ctr[2];
-        unsigned int hi0 = (unsigned int)(p0 >> 32), lo0 = (unsigned int)p0;
-        unsigned int hi1 = (unsigned int)(p1 >> 32), lo1 = (unsigned int)p1;
-        unsigned int c1 = ctr[1], c3 = ctr[3];
-        ctr[0] = hi1 ^ c1 ^ k0; ctr[1] = lo1; ctr[2] = hi0 ^ c3 ^ k1; ctr[3] = lo0;
-    }
-}
-/* The first block of element_rng(seed, op, epoch, index): the words its draws take. */
-__device__ __forceinline__ void sluice_element_block(unsigned long long seed, unsigned long long op,
-        unsigned long long epoch, unsigned long long index, unsigned int out[4]) {
-    unsigned long long key = seed ^ ((op + 1ull) * 0x9E3779B97F4A7C15ull);
-    unsigned long long stream = (epoch << 40) ^ index;
-    out[0] = 0u; out[1] = 0u; out[2] = (unsigned int)stream; out[3] = (unsigned int)(stream >> 32);
-    sluice_philox(out, (unsigned int)key, (unsigned int)(key >> 32));
-}
-__device__ __forceinline__ unsigned long long sluice_below(unsigned int word, unsigned long long n) {
-    return ((unsigned long long)word * n) >> 32;
-}
-";
+/// Philox4x32-10 and the draws of the runtime's random operations as CUDA device code:
+/// the runtime's own `philox.cuh` (tested there bit for bit against `rng.rs`), so the
+/// generated kernels and the runtime share one text.
+pub const PHILOX: &str = include_str!("../../../runtime/src/cuda/philox.cuh");
 
 /// The C type of a dtype's values in a kernel.
 fn c_type(d: DType) -> Option<&'static str> {
@@ -295,21 +271,18 @@ impl Kernel {
                     let (rows_n, cols_n) = (prev[0] - h + 1, prev[1] - w + 1);
                     let _ = writeln!(
                         s,
-                        "    unsigned int r{k}[4]; sluice_element_block(seed{seed}, {op}ull, epoch, index, r{k});"
+                        "    unsigned long long top{k}, left{k}; sluice_crop_draw(seed{seed}, {op}ull, epoch, index, \
+                         {rows_n}ull, {cols_n}ull, &top{k}, &left{k});"
                     );
                     let _ = writeln!(
                         s,
-                        "    unsigned long long c{p}_0 = c{k}_0 + sluice_below(r{k}[0], {rows_n}ull), \
-                         c{p}_1 = c{k}_1 + sluice_below(r{k}[1], {cols_n}ull), c{p}_2 = c{k}_2;",
+                        "    unsigned long long c{p}_0 = c{k}_0 + top{k}, c{p}_1 = c{k}_1 + left{k}, c{p}_2 = c{k}_2;",
                         p = k - 1
                     );
                 }
                 KernelOp::RandomFlip { op, seed } => {
-                    let _ = writeln!(
-                        s,
-                        "    unsigned int r{k}[4]; sluice_element_block(seed{seed}, {op}ull, epoch, index, r{k});"
-                    );
-                    let _ = writeln!(s, "    bool flip{k} = r{k}[0] < 0x80000000u;");
+                    let _ =
+                        writeln!(s, "    int flip{k} = sluice_flip_draw(seed{seed}, {op}ull, epoch, index);");
                     match prev.len() {
                         3 => {
                             let _ = writeln!(

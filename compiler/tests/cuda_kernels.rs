@@ -64,7 +64,7 @@ fn run_on_host(kernel: &Kernel, input_c: &str, in_count: usize, rows: usize) -> 
          static const {in_t} input[{in_count}] = {{{input_c}}};\nstatic {out_t} out[{out_len}];\n\
          int main() {{\n  blockDim.x = 64;\n  for (unsigned long long t = 0; t < {}ull; ++t) {{\n\
          blockIdx.x = (unsigned)(t / 64); threadIdx.x = (unsigned)(t % 64);\n\
-         {}(input, out, {rows}ull, {EPOCH}ull, {BATCH}ull{seeds});\n  }}\n\
+         {}(input, out, {out_len}ull, {EPOCH}ull, {BATCH}ull{seeds});\n  }}\n\
          for (int i = 0; i < {out_len}; ++i) {{ {print} }}\n  return 0;\n}}\n",
         kernel.source().unwrap(),
         out_len.div_ceil(64) * 64,

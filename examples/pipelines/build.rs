@@ -15,4 +15,29 @@ fn main() {
         "../../tests/pipes/mixture.pipe",
         "pipes/tf_fixtures.pipe",
     ]);
+    gpu_bench_kernel();
+}
+
+/// The kernel `src/bin/gpu-bench.rs` measures, generated as the compiler generates every
+/// post-`batch` chain: `$OUT_DIR/gpu_bench_kernel.cu`.
+fn gpu_bench_kernel() {
+    use sluice_compiler::codegen::cuda::{Kernel, KernelOp};
+    use sluice_compiler::ir::types::DType;
+    let kernel = Kernel {
+        name: "gpu_bench_augment".into(),
+        dtype: DType::U8,
+        shape: vec![64, 64, 3],
+        ops: vec![
+            KernelOp::RandomCrop { h: 56, w: 56, op: 0, seed: 0 },
+            KernelOp::RandomFlip { op: 1, seed: 0 },
+            KernelOp::Cast(DType::F32),
+            KernelOp::Scale(1.0 / 255.0),
+            KernelOp::Normalize { mean: vec![0.485, 0.456, 0.406], std: vec![0.229, 0.224, 0.225] },
+            KernelOp::TransposeChw,
+        ],
+    };
+    let source = kernel.source().unwrap_or_else(|e| panic!("the benchmark kernel: {e}"));
+    let out =
+        std::path::Path::new(&std::env::var_os("OUT_DIR").expect("OUT_DIR")).join("gpu_bench_kernel.cu");
+    std::fs::write(&out, source).unwrap_or_else(|e| panic!("{}: {e}", out.display()));
 }

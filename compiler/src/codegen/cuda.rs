@@ -195,13 +195,14 @@ impl Kernel {
     /// The kernel's CUDA C source, [`PHILOX`] included:
     ///
     /// ```text
-    /// extern "C" __global__ void NAME(const IN* in, OUT* out, unsigned long long rows,
+    /// extern "C" __global__ void NAME(const IN* in, OUT* out, unsigned long long n,
     ///     unsigned long long epoch, unsigned long long batch_index
     ///     [, unsigned long long seed0, ...])
     /// ```
     ///
-    /// `in` holds `rows` input rows, `out` receives `rows` output rows; launch at least
-    /// `rows × output row size` threads.
+    /// `in` holds the batch's input rows; thread `i < n` writes `out[i]`, so `n` is the
+    /// number of rows times the output row's size (the runtime's `cuda::GpuTail` ABI:
+    /// `in`, `out`, `n`, then the kernel's own arguments).
     pub fn source(&self) -> Result<String, KernelError> {
         let stages = stages(self)?;
         let n = self.ops.len();
@@ -217,7 +218,7 @@ impl Kernel {
         let seeds: String = (0..self.seeds()).map(|k| format!(", unsigned long long seed{k}")).collect();
         let _ = writeln!(
             s,
-            "extern \"C\" __global__ void {}(const {in_t}* in, {out_t}* out, unsigned long long rows, \
+            "extern \"C\" __global__ void {}(const {in_t}* in, {out_t}* out, unsigned long long n, \
              unsigned long long epoch, unsigned long long batch_index{seeds}) {{",
             self.name
         );
@@ -226,7 +227,7 @@ impl Kernel {
             s,
             "    unsigned long long idx = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;"
         );
-        let _ = writeln!(s, "    if (idx >= rows * {out_len}ull) return;");
+        let _ = writeln!(s, "    if (idx >= n) return;");
         let _ = writeln!(s, "    unsigned long long row = idx / {out_len}ull, rem = idx % {out_len}ull;");
         let _ = writeln!(s, "    unsigned long long index = (batch_index << 20) | row;");
         let _ = writeln!(s, "    (void)epoch; (void)index;");

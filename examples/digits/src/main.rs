@@ -16,13 +16,13 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use clap::Parser;
 use sluice::runtime::stage::{Ctx, RuntimeOptions};
 use sluice::torch::tch::nn::{self, ModuleT};
 use sluice::torch::tch::{self, Device, Kind, Tensor};
-use sluice::torch::{StepOutput, TensorBatch, Trainer, devices};
+use sluice::torch::{EpochReport, StepOutput, TensorBatch, Trainer, devices};
 
 sluice::include_pipelines!("digits");
 
@@ -155,8 +155,7 @@ fn run(args: &Args) -> sluice::Result<()> {
     }
 
     let (train_ctx, test_ctx) = (Ctx::new(&RuntimeOptions::default()), Ctx::new(&RuntimeOptions::default()));
-    let (mut examples, mut wall, mut data_wait, mut compute) =
-        (0, Duration::ZERO, Duration::ZERO, Duration::ZERO);
+    let mut training = EpochReport::default();
     let mut accuracy = f64::NAN;
     for epoch in 0..args.epochs {
         let progress = epoch as f64 / args.epochs as f64;
@@ -165,8 +164,7 @@ fn run(args: &Args) -> sluice::Result<()> {
         let eval = trainer.evaluate(&test, &test_ctx, &task)?;
         accuracy = eval.totals.metric("accuracy").unwrap_or(f64::NAN);
         println!("{r}; test loss {:.4} accuracy {accuracy:.4}", eval.totals.loss());
-        examples += r.totals.rows;
-        (wall, data_wait, compute) = (wall + r.wall, data_wait + r.data_wait, compute + r.compute);
+        training.merge(&r);
     }
     if let Some(path) = &args.save {
         trainer.save(path)?;
@@ -175,14 +173,15 @@ fn run(args: &Args) -> sluice::Result<()> {
 
     let report = train_ctx.report();
     println!("\ntraining pipeline (digits_train, {} epochs):\n{report}", args.epochs);
-    let stall = 100.0 * data_wait.as_secs_f64() / (data_wait + compute).as_secs_f64().max(1e-9);
     println!(
-        "training: {examples} examples in {:.2} s, {:.0} examples/s; waited {:.3} s for data, {:.2} s computing: \
-         data stall {stall:.1}%",
-        wall.as_secs_f64(),
-        examples as f64 / wall.as_secs_f64().max(1e-9),
-        data_wait.as_secs_f64(),
-        compute.as_secs_f64(),
+        "training: {} examples in {:.2} s, {:.0} examples/s; waited {:.3} s for data, {:.2} s computing: \
+         data stall {:.1}%",
+        training.totals.rows,
+        training.wall.as_secs_f64(),
+        training.examples_per_sec(),
+        training.data_wait.as_secs_f64(),
+        training.compute.as_secs_f64(),
+        training.data_stall_pct(),
     );
     println!("total {:.1} s", started.elapsed().as_secs_f64());
     println!("test accuracy: {accuracy:.4}");

@@ -78,6 +78,15 @@ impl Totals {
         }
     }
 
+    /// The sums of each replica's part of a batch (an empty part adds nothing).
+    fn of_parts(parts: &[PartResult]) -> Totals {
+        let mut totals = Totals::default();
+        for (rows, loss, metrics) in parts {
+            totals.add(*rows as u64, *loss, metrics);
+        }
+        totals
+    }
+
     /// Adds `other`'s rows, loss and metrics.
     pub fn merge(&mut self, other: &Totals) {
         self.rows += other.rows;
@@ -107,8 +116,9 @@ impl Totals {
     }
 }
 
-/// One pass over a dataset: what it computed and where its time went.
-#[derive(Debug, Clone, PartialEq)]
+/// One pass over a dataset (or several, [`merge`](EpochReport::merge)d): what it
+/// computed and where its time went.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct EpochReport {
     /// The epoch (0 for the first).
     pub epoch: u64,
@@ -125,6 +135,15 @@ pub struct EpochReport {
 }
 
 impl EpochReport {
+    /// Adds `other`'s steps, rows, loss, metrics and times (the epoch stays this one's).
+    pub fn merge(&mut self, other: &EpochReport) {
+        self.steps += other.steps;
+        self.totals.merge(&other.totals);
+        self.wall += other.wall;
+        self.data_wait += other.data_wait;
+        self.compute += other.compute;
+    }
+
     /// Rows per second of wall time.
     pub fn examples_per_sec(&self) -> f64 {
         self.totals.rows as f64 / self.wall.as_secs_f64().max(1e-9)
@@ -290,10 +309,7 @@ impl<M: Send> Trainer<M> {
             }
         }
         let results = self.run_parts(parts, task, true)?;
-        let mut totals = Totals::default();
-        for (part_rows, loss, metrics) in &results {
-            totals.add(*part_rows as u64, *loss, metrics);
-        }
+        let totals = Totals::of_parts(&results);
         let weights: Vec<f64> = results.iter().map(|(r, _, _)| *r as f64 / rows as f64).collect();
         self.all_reduce_grads(&weights);
         for r in &mut self.replicas {
@@ -391,13 +407,7 @@ impl<M: Send> Trainer<M> {
         F: Fn(&M, &TensorBatch, bool) -> Result<StepOutput> + Sync,
     {
         self.check_parts(&parts)?;
-        let mut totals = Totals::default();
-        for (rows, loss, metrics) in self.run_parts(parts, task, false)? {
-            if rows > 0 {
-                totals.add(rows as u64, loss, &metrics);
-            }
-        }
-        Ok(totals)
+        Ok(Totals::of_parts(&self.run_parts(parts, task, false)?))
     }
 
     /// Trains one pass of `dataset` (pass `epoch` of `ctx`), reporting each step on the
@@ -430,14 +440,7 @@ impl<M: Send> Trainer<M> {
         let start = Instant::now();
         let batches = device_batches(dataset, &ctx.with_epoch(epoch), &self.devices())?;
         let bar = self.bar(train, epoch);
-        let mut report = EpochReport {
-            epoch,
-            steps: 0,
-            totals: Totals::default(),
-            wall: Duration::ZERO,
-            data_wait: Duration::ZERO,
-            compute: Duration::ZERO,
-        };
+        let mut report = EpochReport { epoch, ..EpochReport::default() };
         loop {
             let t = Instant::now();
             let Some(parts) = batches.next() else { break };
@@ -448,13 +451,13 @@ impl<M: Send> Trainer<M> {
             report.compute += t1.elapsed();
             report.steps += 1;
             report.totals.merge(&totals);
+            report.wall = start.elapsed();
             if let Some(bar) = &bar {
                 bar.inc(totals.rows);
                 bar.set_message(format!(
                     "{:.0} ex/s, stall {:.0}%, {} (step: {})",
-                    report.totals.rows as f64 / start.elapsed().as_secs_f64().max(1e-9),
-                    100.0 * report.data_wait.as_secs_f64()
-                        / (report.data_wait + report.compute).as_secs_f64().max(1e-9),
+                    report.examples_per_sec(),
+                    report.data_stall_pct(),
                     report.totals.summary(),
                     totals.summary()
                 ));

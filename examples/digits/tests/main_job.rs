@@ -80,3 +80,33 @@ fn a_corrupt_shard_names_the_file_and_record() {
     assert!(stderr.contains("train-00002-of-00004.tfrecord") && stderr.contains("record"), "{stderr}");
     assert!(!stdout.contains("test accuracy"), "no result from corrupt data\n{stdout}");
 }
+
+#[test]
+fn a_label_outside_the_classes_is_an_error_not_an_abort() {
+    use prost::Message;
+    use sluice::example::{Example, feature::Kind};
+    use sluice::tfrecord::{self, Compression, ReaderOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data");
+    // The test shard's records, labels shifted by 10 (digits 10..=19), as a training set.
+    let mut reader =
+        tfrecord::open(data.join("test-00000-of-00001.tfrecord"), &ReaderOptions::default()).unwrap();
+    let mut writer =
+        tfrecord::create(dir.path().join("train-00000-of-00001.tfrecord"), Compression::None).unwrap();
+    while let Some(record) = reader.next_owned().unwrap() {
+        let mut example = Example::decode(&record[..]).unwrap();
+        let features = &mut example.features.as_mut().unwrap().feature;
+        let Some(Kind::Int64List(labels)) = &mut features.get_mut("label").unwrap().kind else {
+            panic!("label")
+        };
+        labels.value[0] += 10;
+        writer.write_record(&example.encode_to_vec()).unwrap();
+    }
+    writer.finish().unwrap();
+    std::fs::copy(data.join("test-00000-of-00001.tfrecord"), dir.path().join("test-00000-of-00001.tfrecord"))
+        .unwrap();
+    let (ok, stdout, stderr) =
+        digits(&["--no-progress", "--epochs", "1", "--data", dir.path().to_str().unwrap()]);
+    assert!(!ok, "{stdout}");
+    assert!(stderr.starts_with("error: ") && stderr.contains("the digits are 0..=9"), "{stderr}");
+}

@@ -58,13 +58,13 @@ fn run_on_host(kernel: &Kernel, input_c: &str, in_count: usize, rows: usize) -> 
         (DType::U8, DType::U8) => ("unsigned char", "unsigned char", "printf(\"%u\\n\", (unsigned)out[i]);"),
         other => panic!("no harness for {other:?}"),
     };
-    let seeds: String = (0..kernel.seeds()).map(|_| format!(", {SEED}ull")).collect();
+    let seeds: String = (0..kernel.seed_count()).map(|_| format!(", {SEED}ull")).collect();
     let program = format!(
         "{HOST_PRELUDE}#include <cstdio>\n#include <cstring>\n{}\n\
          static const {in_t} input[{in_count}] = {{{input_c}}};\nstatic {out_t} out[{out_len}];\n\
          int main() {{\n  blockDim.x = 64;\n  for (unsigned long long t = 0; t < {}ull; ++t) {{\n\
          blockIdx.x = (unsigned)(t / 64); threadIdx.x = (unsigned)(t % 64);\n\
-         {}(input, out, {out_len}ull, {EPOCH}ull, {BATCH}ull{seeds});\n  }}\n\
+         {}(input, out, {out_len}ull, {EPOCH}ull, {BATCH}ull, 0ull{seeds});\n  }}\n\
          for (int i = 0; i < {out_len}; ++i) {{ {print} }}\n  return 0;\n}}\n",
         kernel.source().unwrap(),
         out_len.div_ceil(64) * 64,
@@ -92,6 +92,8 @@ fn c_list<T: ToString>(v: &[T]) -> String {
 fn augment_chain_equals_the_runtime_ops_bit_for_bit() {
     let (h, w, c, rows) = (10, 12, 3, 7);
     let kernel = Kernel {
+        seeds: Vec::new(),
+        field: "x".into(),
         name: "k0_image".into(),
         dtype: DType::U8,
         shape: vec![h, w, c],
@@ -130,6 +132,8 @@ fn augment_chain_equals_the_runtime_ops_bit_for_bit() {
 fn center_crop_hwc_arith_and_clamp_equal_the_runtime() {
     let (c, h, w, rows) = (2, 6, 5, 3);
     let kernel = Kernel {
+        seeds: Vec::new(),
+        field: "x".into(),
         name: "k1".into(),
         dtype: DType::F32,
         shape: vec![c, h, w],
@@ -156,8 +160,14 @@ fn center_crop_hwc_arith_and_clamp_equal_the_runtime() {
 #[test]
 fn one_hot_equals_the_runtime() {
     let labels: Vec<i64> = vec![0, 3, 9, 4, -1, 12];
-    let kernel =
-        Kernel { name: "k2".into(), dtype: DType::I64, shape: vec![], ops: vec![KernelOp::OneHot(10)] };
+    let kernel = Kernel {
+        seeds: Vec::new(),
+        field: "x".into(),
+        name: "k2".into(),
+        dtype: DType::I64,
+        shape: vec![],
+        ops: vec![KernelOp::OneHot(10)],
+    };
     let Some(got) = run_on_host(&kernel, &c_list(&labels), labels.len(), labels.len()) else { return };
     let mut want = Vec::new();
     for &l in &labels {
@@ -166,4 +176,42 @@ fn one_hot_equals_the_runtime() {
         want.extend(row.iter().map(|v| u64::from(v.to_bits())));
     }
     assert_eq!(got, want);
+}
+
+/// Every `.pipe` file of the repository: the corpus, the benchmark pipelines, the main job.
+fn pipe_files() -> Vec<std::path::PathBuf> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut files = Vec::new();
+    for dir in ["tests/pipes", "examples/bench", "examples/digits", "examples/pipelines/pipes"] {
+        for entry in std::fs::read_dir(root.join(dir)).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "pipe") {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+#[test]
+fn every_kernel_the_repository_generates_compiles_to_ptx() {
+    let mut kernels = Vec::new();
+    for path in pipe_files() {
+        let source = std::fs::read_to_string(&path).unwrap();
+        let generated = sluice_compiler::codegen::generate(&source)
+            .unwrap_or_else(|d| panic!("{}: {} diagnostics", path.display(), d.len()));
+        for k in generated.kernels {
+            let name = format!("{}: {}", path.file_name().unwrap().to_string_lossy(), k.name);
+            kernels.push((name, k));
+        }
+    }
+    let names: Vec<&str> = kernels.iter().map(|(n, _)| n.as_str()).collect();
+    for want in ["gpu_augment.pipe: gpu_augment_tail_image", "digits.pipe: digits_train_gpu_tail_image"] {
+        assert!(names.contains(&want), "{want} among {names:?}");
+    }
+    for (name, k) in &kernels {
+        eprintln!("{name}");
+        compiles_to_ptx(k);
+    }
 }

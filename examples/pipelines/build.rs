@@ -13,6 +13,7 @@ fn main() {
         "../../tests/pipes/image_train.pipe",
         "../../tests/pipes/all_ops.pipe",
         "../../tests/pipes/mixture.pipe",
+        "../../tests/pipes/gpu_augment.pipe",
         "pipes/tf_fixtures.pipe",
     ]);
     gpu_bench_kernel();
@@ -24,6 +25,8 @@ fn gpu_bench_kernel() {
     use sluice_compiler::codegen::cuda::{Kernel, KernelOp};
     use sluice_compiler::ir::types::DType;
     let kernel = Kernel {
+        seeds: Vec::new(),
+        field: "x".into(),
         name: "gpu_bench_augment".into(),
         dtype: DType::U8,
         shape: vec![64, 64, 3],

@@ -1,5 +1,6 @@
 //! `sluice emit FILE.pipe`: prints the Rust generated for a pipeline file (one module per
-//! pipeline, formatted). Diagnostics and exit status as `sluice check`: 1 with the
+//! pipeline, formatted); `--cuda` prints the CUDA C of the `device cuda` pipelines'
+//! kernels instead (one per column their tail changes, as NVRTC compiles them). Diagnostics and exit status as `sluice check`: 1 with the
 //! rendered diagnostics when the file has errors, 2 when it cannot be read.
 
 use std::path::{Path, PathBuf};
@@ -15,11 +16,29 @@ use super::check::{read_source, report};
 pub struct EmitArgs {
     /// The `.pipe` file.
     file: PathBuf,
+    /// Print the generated CUDA C kernels instead of the Rust.
+    #[arg(long)]
+    cuda: bool,
 }
 
 pub fn run(args: EmitArgs) -> Result<ExitCode, Failure> {
     let source = read_source(&args.file)?;
     match generate(&args.file, &source) {
+        Some(generated) if args.cuda => {
+            if generated.kernels.is_empty() {
+                eprintln!(
+                    "{}: no kernels (only a `device cuda` pipeline's tail after `batch` becomes kernels)",
+                    args.file.display()
+                );
+            }
+            for k in &generated.kernels {
+                match k.source() {
+                    Ok(source) => print!("// kernel {} (column `{}`)\n{source}\n", k.name, k.field),
+                    Err(e) => return Err(Failure::Data(anyhow::anyhow!("kernel {}: {e}", k.name))),
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Some(generated) => {
             print!("{}", generated.to_pretty_string());
             Ok(ExitCode::SUCCESS)

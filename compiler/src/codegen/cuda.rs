@@ -26,66 +26,7 @@ use std::fmt::Write as _;
 
 use crate::ir::types::DType;
 
-/// One operation of a chain, applied to each row.
-#[derive(Debug, Clone, PartialEq)]
-pub enum KernelOp {
-    /// `cast(x, dtype)`: C conversion (floats to integers truncate, as Rust's `as`
-    /// saturating casts do within range).
-    Cast(DType),
-    /// `x * factor` (`scale`).
-    Scale(f64),
-    /// `x + c`, `x - c`, `x * c`, `x / c` with a constant `c` (`op` is `+ - * /`).
-    Arith(char, f64),
-    /// `(x - mean[c]) * (1 / std[c])`, `c` the position in the last dimension.
-    Normalize {
-        /// One value, or one per channel.
-        mean: Vec<f32>,
-        /// One value, or one per channel.
-        std: Vec<f32>,
-    },
-    /// `min(max(x, lo), hi)`.
-    Clamp(f64, f64),
-    /// `[h, w, c]` → `[c, h, w]`.
-    TransposeChw,
-    /// `[c, h, w]` → `[h, w, c]`.
-    TransposeHwc,
-    /// The centre `h × w` window of `[H, W, C]` (offsets rounded down, as the runtime).
-    CenterCrop(usize, usize),
-    /// A random `h × w` window; `op` is the op's id in `element_rng`, `seed` the index of
-    /// the kernel's seed argument.
-    RandomCrop {
-        /// Height.
-        h: usize,
-        /// Width.
-        w: usize,
-        /// The random op's id.
-        op: u64,
-        /// Which `seed{k}` argument keys it.
-        seed: usize,
-    },
-    /// Mirrors `[H, W, C]` left to right (a list: reversed) with probability ½.
-    RandomFlip {
-        /// The random op's id.
-        op: u64,
-        /// Which `seed{k}` argument keys it.
-        seed: usize,
-    },
-    /// A scalar integer label → `f32[depth]`.
-    OneHot(usize),
-}
-
-/// A chain of operations on one batch column, compiled to one kernel.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Kernel {
-    /// The kernel's C name.
-    pub name: String,
-    /// The column's value type.
-    pub dtype: DType,
-    /// One row's shape.
-    pub shape: Vec<usize>,
-    /// Applied in order.
-    pub ops: Vec<KernelOp>,
-}
+pub use crate::ir::kernel::{Kernel, KernelError, KernelOp, KernelSeed};
 
 /// Makes generated kernels compile as host C++ (tests): the thread indices become
 /// globals that a host loop sets ([`PHILOX`] defines `__device__` away by itself).
@@ -120,91 +61,21 @@ fn c_float(v: f64, d: DType) -> String {
     if d == DType::F32 { format!("{:?}f", v as f32) } else { format!("{v:?}") }
 }
 
-/// Why a chain cannot become a kernel.
-pub type KernelError = String;
-
-/// The stages' shapes and dtypes: `stages[0]` is the input row, `stages[k]` after op `k`.
-fn stages(k: &Kernel) -> Result<Vec<(Vec<usize>, DType)>, KernelError> {
-    let mut out = vec![(k.shape.clone(), k.dtype)];
-    for op in &k.ops {
-        let (shape, dtype) = out.last().cloned().expect("the input stage");
-        let hwc = |what: &str| -> Result<[usize; 3], KernelError> {
-            match shape[..] {
-                [a, b, c] => Ok([a, b, c]),
-                _ => Err(format!("{what} needs a value of rank 3, not shape {shape:?}")),
-            }
-        };
-        let next = match op {
-            KernelOp::Cast(d) => (shape, *d),
-            KernelOp::Scale(_) | KernelOp::Arith(..) | KernelOp::Clamp(..) => (shape, dtype),
-            KernelOp::Normalize { .. } => {
-                if dtype != DType::F32 {
-                    return Err(format!("normalize needs f32 values, not {dtype:?}"));
-                }
-                (shape, dtype)
-            }
-            KernelOp::TransposeChw => {
-                let [h, w, c] = hwc("transpose")?;
-                (vec![c, h, w], dtype)
-            }
-            KernelOp::TransposeHwc => {
-                let [c, h, w] = hwc("transpose")?;
-                (vec![h, w, c], dtype)
-            }
-            KernelOp::CenterCrop(ch, cw) | KernelOp::RandomCrop { h: ch, w: cw, .. } => {
-                let [h, w, c] = hwc("a crop")?;
-                if *ch > h || *cw > w {
-                    return Err(format!("a {ch}×{cw} crop of a {h}×{w} image"));
-                }
-                (vec![*ch, *cw, c], dtype)
-            }
-            KernelOp::RandomFlip { .. } => (shape, dtype),
-            KernelOp::OneHot(depth) => {
-                if !shape.is_empty() || matches!(dtype, DType::F32 | DType::F64) {
-                    return Err(format!("one_hot needs a scalar integer, not {dtype:?} {shape:?}"));
-                }
-                (vec![*depth], DType::F32)
-            }
-        };
-        if c_type(next.1).is_none() {
-            return Err(format!("no kernel for values of type {:?}", next.1));
-        }
-        out.push(next);
-    }
-    Ok(out)
-}
-
 impl Kernel {
-    /// The output row's shape and dtype.
-    pub fn output(&self) -> Result<(Vec<usize>, DType), KernelError> {
-        Ok(stages(self)?.pop().expect("at least the input stage"))
-    }
-
-    /// The number of `seed{k}` arguments the kernel takes.
-    pub fn seeds(&self) -> usize {
-        self.ops
-            .iter()
-            .filter_map(|op| match op {
-                KernelOp::RandomCrop { seed, .. } | KernelOp::RandomFlip { seed, .. } => Some(seed + 1),
-                _ => None,
-            })
-            .max()
-            .unwrap_or(0)
-    }
-
     /// The kernel's CUDA C source, [`PHILOX`] included:
     ///
     /// ```text
     /// extern "C" __global__ void NAME(const IN* in, OUT* out, unsigned long long n,
-    ///     unsigned long long epoch, unsigned long long batch_index
-    ///     [, unsigned long long seed0, ...])
+    ///     unsigned long long epoch, unsigned long long batch_index,
+    ///     unsigned long long row0 [, unsigned long long seed0, ...])
     /// ```
     ///
-    /// `in` holds the batch's input rows; thread `i < n` writes `out[i]`, so `n` is the
+    /// `in` holds rows `row0..` of the pass's batch `batch_index` (a device's part of a
+    /// global batch starts at its `row0`); thread `i < n` writes `out[i]`, so `n` is the
     /// number of rows times the output row's size (the runtime's `cuda::GpuTail` ABI:
     /// `in`, `out`, `n`, then the kernel's own arguments).
     pub fn source(&self) -> Result<String, KernelError> {
-        let stages = stages(self)?;
+        let stages = self.stages()?;
         let n = self.ops.len();
         let (in_t, out_t) = (c_type(stages[0].1).expect("checked"), c_type(stages[n].1).expect("checked"));
         let row_len = |s: &[usize]| s.iter().product::<usize>();
@@ -215,11 +86,11 @@ impl Kernel {
             self.name, self.dtype, self.shape, stages[n].1, stages[n].0
         );
         s.push_str(PHILOX);
-        let seeds: String = (0..self.seeds()).map(|k| format!(", unsigned long long seed{k}")).collect();
+        let seeds: String = (0..self.seed_count()).map(|k| format!(", unsigned long long seed{k}")).collect();
         let _ = writeln!(
             s,
             "extern \"C\" __global__ void {}(const {in_t}* in, {out_t}* out, unsigned long long n, \
-             unsigned long long epoch, unsigned long long batch_index{seeds}) {{",
+             unsigned long long epoch, unsigned long long batch_index, unsigned long long row0{seeds}) {{",
             self.name
         );
         let out_len = row_len(&stages[n].0);
@@ -229,7 +100,7 @@ impl Kernel {
         );
         let _ = writeln!(s, "    if (idx >= n) return;");
         let _ = writeln!(s, "    unsigned long long row = idx / {out_len}ull, rem = idx % {out_len}ull;");
-        let _ = writeln!(s, "    unsigned long long index = (batch_index << 20) | row;");
+        let _ = writeln!(s, "    unsigned long long index = (batch_index << 20) | (row0 + row);");
         let _ = writeln!(s, "    (void)epoch; (void)index;");
         // The output coordinates: c{n}_{d}.
         let out_shape = &stages[n].0;
@@ -289,6 +160,14 @@ impl Kernel {
                             let _ = writeln!(
                                 s,
                                 "    unsigned long long c{p}_0 = c{k}_0, c{p}_1 = flip{k} ? {} - c{k}_1 : c{k}_1, c{p}_2 = c{k}_2;",
+                                prev[1] - 1,
+                                p = k - 1
+                            );
+                        }
+                        2 => {
+                            let _ = writeln!(
+                                s,
+                                "    unsigned long long c{p}_0 = c{k}_0, c{p}_1 = flip{k} ? {} - c{k}_1 : c{k}_1;",
                                 prev[1] - 1,
                                 p = k - 1
                             );
@@ -378,6 +257,8 @@ mod tests {
 
     fn image_kernel() -> Kernel {
         Kernel {
+            seeds: Vec::new(),
+            field: "image".into(),
             name: "k0_image".into(),
             dtype: DType::U8,
             shape: vec![10, 12, 3],
@@ -396,7 +277,7 @@ mod tests {
     fn shapes_and_types_flow_through_the_chain() {
         let k = image_kernel();
         assert_eq!(k.output().unwrap(), (vec![3, 8, 8], DType::F32));
-        assert_eq!(k.seeds(), 1);
+        assert_eq!(k.seed_count(), 1);
         let src = k.source().unwrap();
         assert!(
             src.contains("extern \"C\" __global__ void k0_image(const unsigned char* in, float* out"),
@@ -411,13 +292,22 @@ mod tests {
         k.ops.insert(0, KernelOp::CenterCrop(11, 4));
         assert!(k.source().unwrap_err().contains("11×4 crop of a 10×12"));
         let k = Kernel {
+            seeds: Vec::new(),
+            field: "x".into(),
             name: "k".into(),
             dtype: DType::U8,
             shape: vec![4],
             ops: vec![KernelOp::Normalize { mean: vec![0.0], std: vec![1.0] }],
         };
         assert!(k.source().unwrap_err().contains("normalize needs f32"));
-        let k = Kernel { name: "k".into(), dtype: DType::F32, shape: vec![], ops: vec![KernelOp::OneHot(3)] };
+        let k = Kernel {
+            seeds: Vec::new(),
+            field: "x".into(),
+            name: "k".into(),
+            dtype: DType::F32,
+            shape: vec![],
+            ops: vec![KernelOp::OneHot(3)],
+        };
         assert!(k.source().unwrap_err().contains("one_hot needs a scalar integer"));
     }
 }

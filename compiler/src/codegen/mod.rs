@@ -47,6 +47,9 @@ pub struct Generated {
     pub pipelines: Vec<String>,
     /// The code: one module per pipeline.
     pub tokens: TokenStream,
+    /// The CUDA kernels of the `device cuda` pipelines' tails, as generated (their names
+    /// start with their pipeline's; their sources are in the code too).
+    pub kernels: Vec<cuda::Kernel>,
 }
 
 impl Generated {
@@ -78,9 +81,13 @@ pub fn generate_ast(file: &crate::ast::File) -> Result<Generated, Vec<Diagnostic
     let mut tokens = TokenStream::new();
     let mut pipelines = Vec::new();
     let mut diags = Vec::new();
+    let mut kernels = Vec::new();
     for c in &checked {
         match pipeline::generate(c, &checked) {
-            Ok(t) => tokens.extend(t),
+            Ok((t, k)) => {
+                tokens.extend(t);
+                kernels.extend(k);
+            }
             Err(msg) => diags.push(
                 Diagnostic::error(
                     "E0600",
@@ -93,5 +100,5 @@ pub fn generate_ast(file: &crate::ast::File) -> Result<Generated, Vec<Diagnostic
         }
         pipelines.push(c.decls.name.clone());
     }
-    if diags.is_empty() { Ok(Generated { pipelines, tokens }) } else { Err(diags) }
+    if diags.is_empty() { Ok(Generated { pipelines, tokens, kernels }) } else { Err(diags) }
 }

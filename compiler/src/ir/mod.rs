@@ -4,5 +4,6 @@
 //! So far: the types of values that flow through a pipeline ([`types`]). The logical and
 //! physical plans follow ([3/9]).
 
+pub mod kernel;
 pub mod plan;
 pub mod types;

@@ -8,6 +8,7 @@
 
 use std::fmt::{self, Write};
 
+use super::kernel::Kernel;
 use super::types::{TensorType, Value};
 
 /// An argument of a node: a constant, a pipeline parameter (resolved at run time), or
@@ -400,6 +401,24 @@ pub struct MapBatch {
     pub drop_remainder: bool,
 }
 
+/// The tail of a `device cuda` pipeline, after its batches are made: operations on batch
+/// columns that run on the GPU as one generated kernel per column ([`Kernel`]), copied
+/// there by the runtime's device feed, or as their CPU twin (a map over the batches)
+/// where there is no GPU. Added by sema on top of a `device cuda` pipeline that yields
+/// batches, empty; `lower_device_tail` moves the chains it can run into it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeviceTail {
+    /// The batches, as the CPU makes them.
+    pub input: Box<Plan>,
+    /// The operations moved here, in order, on batches of the input's rows (the CPU
+    /// twin runs them as written).
+    pub ops: Vec<MapOp>,
+    /// The same operations as kernels, one per column they change.
+    pub kernels: Vec<Kernel>,
+    /// What comes out: the pipeline's batches, as they were before anything moved.
+    pub output: Element,
+}
+
 /// A node of the logical plan.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Plan {
@@ -441,6 +460,8 @@ pub enum Plan {
     ShuffleRepeat(ShuffleRepeat),
     /// `map` + `batch`, fused by the optimizer.
     MapBatch(MapBatch),
+    /// The GPU tail of a `device cuda` pipeline.
+    DeviceTail(DeviceTail),
 }
 
 impl Plan {
@@ -458,6 +479,7 @@ impl Plan {
             Plan::Batch(n) => Some(&n.input),
             Plan::ShuffleRepeat(n) => Some(&n.input),
             Plan::MapBatch(n) => Some(&n.input),
+            Plan::DeviceTail(n) => Some(&n.input),
             Plan::Unbatch(i) => Some(i),
             Plan::Repeat(p)
             | Plan::Take(p)
@@ -482,6 +504,7 @@ impl Plan {
             Plan::Batch(n) => Some(&mut n.input),
             Plan::ShuffleRepeat(n) => Some(&mut n.input),
             Plan::MapBatch(n) => Some(&mut n.input),
+            Plan::DeviceTail(n) => Some(&mut n.input),
             Plan::Unbatch(i) => Some(i),
             Plan::Repeat(p)
             | Plan::Take(p)
@@ -503,6 +526,7 @@ impl Plan {
             Plan::MapFilter(n) => n.output.clone(),
             Plan::Batch(b) => Element::Batch(Box::new(b.input.output())),
             Plan::MapBatch(m) => Element::Batch(Box::new(m.map_output.clone())),
+            Plan::DeviceTail(t) => t.output.clone(),
             Plan::Unbatch(i) => match i.output() {
                 Element::Batch(inner) => *inner,
                 other => other,
@@ -624,6 +648,23 @@ impl Plan {
                 pairs.push(("size", n.size.to_string()));
                 pairs.push(("drop_remainder", n.drop_remainder.to_string()));
                 kv(&mut s, &pairs);
+            }
+            Plan::DeviceTail(n) => {
+                s.push_str("DeviceTail:");
+                let kernels: Vec<String> = n
+                    .kernels
+                    .iter()
+                    .map(|k| {
+                        let ops: Vec<&str> = n
+                            .ops
+                            .iter()
+                            .filter(|op| matches!(op, MapOp::Assign { target, .. } if *target == k.field))
+                            .map(MapOp::name)
+                            .collect();
+                        format!("{}({}: {})", k.name, k.field, ops.join(", "))
+                    })
+                    .collect();
+                kv(&mut s, &[("device", "cuda".into()), ("kernels", format!("[{}]", kernels.join(", ")))]);
             }
             Plan::Repeat(p)
             | Plan::Take(p)

@@ -27,6 +27,13 @@ impl OptimizerRule for InsertPrefetch {
 
     /// Only the last stage matters: this rule does not walk the chain.
     fn rewrite(&self, plan: Plan) -> Transformed {
+        // A device tail runs in the device feed's thread: the prefetch goes under it, at
+        // the end of the CPU's part.
+        if let Plan::DeviceTail(mut tail) = plan {
+            let t = self.rewrite(*tail.input);
+            tail.input = Box::new(t.plan);
+            return Transformed { plan: Plan::DeviceTail(tail), changed: t.changed };
+        }
         let asynchronous = |p: &ArgValue| !matches!(p, ArgValue::Const(Value::Int(1)));
         let done = match &plan {
             Plan::Prefetch(_) => true,

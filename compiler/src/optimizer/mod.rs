@@ -16,6 +16,7 @@ mod fuse_map_filter;
 mod fuse_maps;
 mod fuse_shuffle_repeat;
 mod insert_prefetch;
+mod lower_device_tail;
 mod prune_fields;
 mod push_shard_down;
 mod push_take_down;
@@ -28,6 +29,7 @@ pub use fuse_map_filter::FuseMapFilter;
 pub use fuse_maps::FuseMaps;
 pub use fuse_shuffle_repeat::FuseShuffleRepeat;
 pub use insert_prefetch::InsertPrefetch;
+pub use lower_device_tail::LowerDeviceTail;
 pub use prune_fields::PruneFields;
 pub use push_shard_down::PushShardDown;
 pub use push_take_down::PushTakeDown;
@@ -91,6 +93,10 @@ pub fn rules() -> Vec<Box<dyn OptimizerRule>> {
         // After map fusion (the map before the batch is whole) and before map+batch
         // fusion (which would hide the batch behind the map).
         Box::new(VectorizePastBatch),
+        // After vectorization (whose map over batches it may empty) and before map+batch
+        // fusion, though it also takes from a fused `MapBatch`: a `device cuda`
+        // pipeline's trailing row operations move into its device tail.
+        Box::new(LowerDeviceTail),
         // After map fusion, so that the batch takes the whole fused map.
         Box::new(FuseMapBatch),
         // After map+batch fusion: a map that feeds a batch fuses with the batch (the

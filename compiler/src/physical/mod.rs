@@ -320,6 +320,14 @@ impl Cx<'_> {
                 }
             }
             Plan::Unbatch(_) => ExecStage { name: "UnbatchExec", threads: "1".into(), held: 0, bytes: 0 },
+            // The device feed's thread converts and moves up to two batches ahead of the
+            // training loop (the CPU twin, where there is no GPU, one at a time).
+            Plan::DeviceTail(_) => ExecStage {
+                name: "DeviceTailExec",
+                threads: "1".into(),
+                held: 2,
+                bytes: 2u64.saturating_mul(elem(self)),
+            },
             Plan::Prefetch(p) => {
                 let held = match p.args.first().map(|(_, v)| v) {
                     None | Some(ArgValue::Auto) => 2,

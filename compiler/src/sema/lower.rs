@@ -617,3 +617,21 @@ fn parse_example(
         decls.schema.iter().map(|f| FieldType { name: f.name.clone(), ty: Some(f.ty.clone()) }).collect();
     Some(MapOp::ParseExample { fields })
 }
+
+/// A `device cuda` pipeline that yields batches of fields ends in a [`DeviceTail`]
+/// (empty: `lower_device_tail` moves operations into it), the part that runs on the GPU.
+/// Anything else is returned as it is.
+pub fn device_tail(plan: Plan, device: super::Device) -> Plan {
+    let output = plan.output();
+    match (&output, device) {
+        (Element::Batch(inner), super::Device::Cuda) if matches!(**inner, Element::Fields(_)) => {
+            Plan::DeviceTail(crate::ir::plan::DeviceTail {
+                input: Box::new(plan),
+                ops: Vec::new(),
+                kernels: Vec::new(),
+                output,
+            })
+        }
+        _ => plan,
+    }
+}

@@ -50,8 +50,12 @@ pub fn check_file(file: &ast::File) -> (Vec<Checked>, Vec<Diagnostic>) {
             }
             let before = diags.len();
             stages::check_stages(p, &decls[i], &mut diags);
-            let plan =
-                if diags.len() == before { lower::lower(p, &decls[i], &lowered, &mut diags) } else { None };
+            let plan = if diags.len() == before {
+                lower::lower(p, &decls[i], &lowered, &mut diags)
+                    .map(|plan| lower::device_tail(plan, decls[i].device))
+            } else {
+                None
+            };
             lowered.insert(p.name.name.clone(), plan.as_ref().map(crate::ir::plan::Plan::output));
             plans[i] = Some(plan);
             progress = true;

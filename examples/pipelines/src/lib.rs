@@ -21,6 +21,7 @@ pub mod corpus {
     sluice::include_pipelines!("image_train");
     sluice::include_pipelines!("all_ops");
     sluice::include_pipelines!("mixture");
+    sluice::include_pipelines!("gpu_augment");
 }
 
 /// The user function `augment.pipe` declares (`extern fn augment_fns::brighten`).

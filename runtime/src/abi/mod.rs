@@ -52,6 +52,9 @@ where
 
 pub mod ops;
 pub mod parse;
+mod tail;
+
+pub use tail::{DeviceTail, TailKernel};
 
 /// A pipeline parameter's value, parsed from the text given on the command line
 /// (`sluice run --set NAME=VALUE`).

@@ -84,7 +84,10 @@ fn run() -> Res<()> {
     let mut out = tail.alloc_output::<f32>(out_len)?;
     for batch in 0..3u64 {
         tail.stage(in_len)?.copy_from_slice(&input);
-        tail.launch(&mut out, &[KernelArg::U64(EPOCH), KernelArg::U64(batch), KernelArg::U64(SEED)])?;
+        tail.launch(
+            &mut out,
+            &[KernelArg::U64(EPOCH), KernelArg::U64(batch), KernelArg::U64(0), KernelArg::U64(SEED)],
+        )?;
         let got = tail.download(&out)?;
         let want = cpu_twin(&input, batch)?;
         let equal = got.iter().zip(&want).filter(|(a, b)| a.to_bits() == b.to_bits()).count();
@@ -102,7 +105,7 @@ fn run() -> Res<()> {
     let f = ctx.load_module(Ptx::from_src(ptx.text()))?.load_function(NAME)?;
     let d_in = stream.clone_htod(&input)?;
     let mut d_out = stream.alloc_zeros::<f32>(out_len)?;
-    let (n, epoch, batch, seed) = (out_len as u64, EPOCH, 0u64, SEED);
+    let (n, epoch, batch, row0, seed) = (out_len as u64, EPOCH, 0u64, 0u64, SEED);
     let cfg = LaunchConfig {
         grid_dim: (out_len.div_ceil(256) as u32, 1, 1),
         block_dim: (256, 1, 1),
@@ -123,9 +126,9 @@ fn run() -> Res<()> {
     };
     let kernel_s = timed(&mut || {
         let mut b = stream.launch_builder(&f);
-        b.arg(&d_in).arg(&mut d_out).arg(&n).arg(&epoch).arg(&batch).arg(&seed);
+        b.arg(&d_in).arg(&mut d_out).arg(&n).arg(&epoch).arg(&batch).arg(&row0).arg(&seed);
         // SAFETY: the arguments match the generated kernel's signature (in, out, n, epoch,
-        // batch_index, seed0) and the buffers hold `in_len` bytes and `out_len` floats.
+        // batch_index, row0, seed0) and the buffers hold `in_len` bytes and `out_len` floats.
         unsafe { b.launch(cfg) }?;
         Ok(())
     })?;
@@ -151,7 +154,10 @@ fn run() -> Res<()> {
     let t = Instant::now();
     for batch in 0..REPS as u64 {
         tail.stage(in_len)?.copy_from_slice(&input);
-        tail.launch(&mut out, &[KernelArg::U64(EPOCH), KernelArg::U64(batch), KernelArg::U64(SEED)])?;
+        tail.launch(
+            &mut out,
+            &[KernelArg::U64(EPOCH), KernelArg::U64(batch), KernelArg::U64(0), KernelArg::U64(SEED)],
+        )?;
     }
     tail.synchronize()?;
     let per = t.elapsed().as_secs_f64() / REPS as f64;

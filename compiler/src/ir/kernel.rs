@@ -81,13 +81,12 @@ pub enum KernelSeed {
     Run,
 }
 
-/// Whether kernels handle values of this type (those with a C type: not `i8`, `i16`,
-/// `u16`, the 16-bit floats, strings or bytes).
+/// Whether kernels handle values of this type: those with a C type that libtorch has too
+/// (the device feed reads kernels' inputs from tensors and writes their outputs into
+/// tensors): not `i8`, `i16`, the unsigned types but `u8`, the 16-bit floats, strings or
+/// bytes.
 pub fn supported(d: DType) -> bool {
-    matches!(
-        d,
-        DType::Bool | DType::U8 | DType::I32 | DType::U32 | DType::I64 | DType::U64 | DType::F32 | DType::F64
-    )
+    matches!(d, DType::Bool | DType::U8 | DType::I32 | DType::I64 | DType::F32 | DType::F64)
 }
 
 /// Why a chain cannot become a kernel.

@@ -22,7 +22,7 @@ use clap::Parser;
 use sluice::runtime::stage::{Ctx, RuntimeOptions};
 use sluice::torch::tch::nn::{self, ModuleT};
 use sluice::torch::tch::{self, Device, Kind, Tensor};
-use sluice::torch::{EpochReport, StepOutput, TensorBatch, Trainer, devices};
+use sluice::torch::{EpochReport, Feed, StepOutput, TailFeed, TensorBatch, Trainer, devices};
 
 sluice::include_pipelines!("digits");
 
@@ -57,6 +57,19 @@ struct Args {
     /// No progress bar.
     #[arg(long)]
     no_progress: bool,
+    /// Where the training images' tail after `batch` (random crop, scale, transpose)
+    /// runs: `cpu` (`digits_train`, in the pipeline's map) or `gpu` (`digits_train_gpu`:
+    /// one generated CUDA kernel on each device, fed by the device feed; its CPU twin,
+    /// with a note, where there is no GPU or sluice was built without `cuda`).
+    #[arg(long, value_enum, default_value_t = Tail::Cpu)]
+    tail: Tail,
+}
+
+/// Where the training pipeline's tail runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Tail {
+    Cpu,
+    Gpu,
 }
 
 /// Two 3×3 convolutions, a 2×2 max-pool and two fully connected layers: 10 logits.
@@ -124,11 +137,27 @@ fn run(args: &Args) -> sluice::Result<()> {
     let started = Instant::now();
     let data =
         args.data.clone().unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/data")));
-    let train = digits_train::dataset(&digits_train::Params {
-        files: format!("{}/train-*.tfrecord", data.display()),
-        batch_size: args.batch_size,
-        seed: args.seed,
-    })?;
+    let files = format!("{}/train-*.tfrecord", data.display());
+    match args.tail {
+        Tail::Cpu => {
+            let p = digits_train::Params { files, batch_size: args.batch_size, seed: args.seed };
+            train(args, &data, started, &digits_train::dataset(&p)?)
+        }
+        Tail::Gpu => {
+            let p = digits_train_gpu::Params { files, batch_size: args.batch_size, seed: args.seed };
+            let feed = TailFeed::new(
+                digits_train_gpu::host_dataset(&p)?,
+                digits_train_gpu::dataset(&p)?,
+                digits_train_gpu::device_tail(&p),
+            );
+            train(args, &data, started, &feed)
+        }
+    }
+}
+
+/// Trains on `train` (the training pipeline, with its tail on the CPU or the GPU) and
+/// evaluates on the test pipeline after each epoch.
+fn train<F: Feed>(args: &Args, data: &std::path::Path, started: Instant, train: &F) -> sluice::Result<()> {
     let test = digits_test::dataset(&digits_test::Params {
         files: format!("{}/test-*.tfrecord", data.display()),
         batch_size: 360,
@@ -140,10 +169,11 @@ fn run(args: &Args) -> sluice::Result<()> {
         _ => format!("{} CUDA device(s)", devices.len()),
     };
     println!(
-        "digits: {} -> a CNN on {on}, {} epochs, global batch {}",
+        "digits: {} -> a CNN on {on}, {} epochs, global batch {}, the augmentation's tail on the {}",
         data.display(),
         args.epochs,
-        args.batch_size
+        args.batch_size,
+        if args.tail == Tail::Gpu { "GPU" } else { "CPU" }
     );
 
     tch::manual_seed(args.seed as i64);
@@ -160,7 +190,7 @@ fn run(args: &Args) -> sluice::Result<()> {
     for epoch in 0..args.epochs {
         let progress = epoch as f64 / args.epochs as f64;
         trainer.set_lr(args.lr * 0.5 * (1.0 + (std::f64::consts::PI * progress).cos()));
-        let r = trainer.train_epoch(&train, &train_ctx, epoch, &task)?;
+        let r = trainer.train_epoch(train, &train_ctx, epoch, &task)?;
         let eval = trainer.evaluate(&test, &test_ctx, &task)?;
         accuracy = eval.totals.metric("accuracy").unwrap_or(f64::NAN);
         println!("{r}; test loss {:.4} accuracy {accuracy:.4}", eval.totals.loss());
@@ -172,7 +202,8 @@ fn run(args: &Args) -> sluice::Result<()> {
     }
 
     let report = train_ctx.report();
-    println!("\ntraining pipeline (digits_train, {} epochs):\n{report}", args.epochs);
+    let name = if args.tail == Tail::Gpu { "digits_train_gpu" } else { "digits_train" };
+    println!("\ntraining pipeline ({name}, {} epochs):\n{report}", args.epochs);
     println!(
         "training: {} examples in {:.2} s, {:.0} examples/s; waited {:.3} s for data, {:.2} s computing: \
          data stall {:.1}%",

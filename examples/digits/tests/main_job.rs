@@ -110,3 +110,33 @@ fn a_label_outside_the_classes_is_an_error_not_an_abort() {
     assert!(!ok, "{stdout}");
     assert!(stderr.starts_with("error: ") && stderr.contains("the digits are 0..=9"), "{stderr}");
 }
+
+/// The lines of each epoch (loss and accuracy, without the timings).
+fn epoch_figures(stdout: &str) -> Vec<String> {
+    stdout
+        .lines()
+        .filter(|l| l.starts_with("epoch "))
+        .map(|l| l.split_once(", loss ").map_or(l, |(_, rest)| rest).to_string())
+        .collect()
+}
+
+#[test]
+fn the_gpu_tail_trains_as_the_cpu_tail() {
+    // `--tail gpu` runs `digits_train_gpu`, whose random crop, scale and transpose run as
+    // one generated kernel on each GPU, or, here without a GPU, as its CPU twin, saying
+    // so. Its rows draw with the keys of `digits_train`'s fused map+batch, so with a CPU
+    // tail either way the training is the same, step for step.
+    let (ok, gpu_out, gpu_err) = digits(&["--no-progress", "--epochs", "2", "--tail", "gpu"]);
+    assert!(ok, "{gpu_err}\n{gpu_out}");
+    let (ok, cpu_out, cpu_err) = digits(&["--no-progress", "--epochs", "2", "--tail", "cpu"]);
+    assert!(ok, "{cpu_err}\n{cpu_out}");
+    assert!(gpu_out.contains("training pipeline (digits_train_gpu"), "{gpu_out}");
+    if !gpu_out.contains("CUDA device(s)") {
+        assert!(
+            gpu_err.matches("running the CPU twin of the device tail of `digits_train_gpu`").count() == 1,
+            "said once: {gpu_err}"
+        );
+        assert_eq!(epoch_figures(&gpu_out), epoch_figures(&cpu_out));
+    }
+    assert_eq!(epoch_figures(&gpu_out).len(), 2, "{gpu_out}");
+}

@@ -112,6 +112,20 @@ impl GpuTail {
     /// cache), loads it, makes the streams and events. An error, never a panic, when there
     /// is no GPU, no NVRTC, or the kernel does not compile.
     pub fn new(ordinal: usize, name: &str, source: &str) -> Result<Self> {
+        Self::make(ordinal, name, source, false)
+    }
+
+    /// As [`new`](Self::new), with the kernels on the context's legacy default stream
+    /// (the null stream) instead of a stream of its own: the stream libtorch works on, so
+    /// a kernel writing a `tch::Tensor` that libtorch's caching allocator just gave out
+    /// runs after the work that used that memory before, and the training step that reads
+    /// the output runs after the kernel, with no synchronisation on the host. The copies
+    /// stay on their own stream (non-blocking): they overlap the training step.
+    pub fn on_default_stream(ordinal: usize, name: &str, source: &str) -> Result<Self> {
+        Self::make(ordinal, name, source, true)
+    }
+
+    fn make(ordinal: usize, name: &str, source: &str, default_stream: bool) -> Result<Self> {
         let fail = |message: String| Error::Cuda { context: format!("kernel `{name}`"), message };
         // The device first: without one, say so rather than what NVRTC thinks.
         let ctx = context(ordinal).map_err(&fail)?;
@@ -127,7 +141,11 @@ impl GpuTail {
         .map_err(&fail)?
         .map_err(driver("loading its PTX"))?;
         let copy = ctx.new_stream().map_err(driver("creating its copy stream"))?;
-        let compute = ctx.new_stream().map_err(driver("creating its compute stream"))?;
+        let compute = if default_stream {
+            ctx.default_stream()
+        } else {
+            ctx.new_stream().map_err(driver("creating its compute stream"))?
+        };
         let slot = || -> Result<Slot> {
             Ok(Slot {
                 host: None,

@@ -6,6 +6,9 @@
 //! - [`device_batches`]: a pipeline's pass, each global batch split in one part per
 //!   device and delivered on its device by a thread of its own, ahead of the training
 //!   loop;
+//! - [`Feed`], [`TailFeed`]: where the trainer pulls a pass from: any such pipeline, or a
+//!   `device cuda` pipeline whose tail after `batch` runs as generated CUDA kernels on the
+//!   feed's thread, writing into the tensors the trainer gets (its CPU twin without a GPU);
 //! - [`Trainer`]: one model replica per device, forward and backward in parallel, the
 //!   gradients all-reduced, one optimizer step in sync (`tf.distribute.MirroredStrategy`),
 //!   with per-step and per-epoch throughput, data-stall share, loss and metrics.
@@ -13,9 +16,11 @@
 //! libtorch comes from `scripts/setup-torch` (PyPI's `torch==2.11.0`, what tch 0.24
 //! wants); see the repository's README.
 
+mod feed;
 mod tensor;
 mod trainer;
 
+pub use feed::{Feed, TailFeed};
 pub use tch;
 pub use tensor::{Column, TensorBatch};
 pub use trainer::{DeviceBatches, EpochReport, StepOutput, Totals, Trainer, device_batches, devices};

@@ -286,14 +286,33 @@ impl TensorBatch {
     /// is copied once into pinned host memory, then to the device with a non-blocking
     /// copy (the caller's next use of it on that device is ordered after the copy).
     pub fn to_device(&self, device: Device) -> TensorBatch {
-        let f = |t: &Tensor| match device {
+        TensorBatch {
+            rows: self.rows,
+            columns: self.columns.iter().map(|(n, c)| (*n, self.moved_column(c, device))).collect(),
+        }
+    }
+
+    /// One column of this batch on `device`, as [`to_device`](Self::to_device) moves it.
+    pub(crate) fn moved_column(&self, column: &Column, device: Device) -> Column {
+        column.map(|t: &Tensor| match device {
             Device::Cpu => t.shallow_clone(),
             _ => {
                 let t = if t.is_contiguous() { t.shallow_clone() } else { t.contiguous() };
                 t.pin_memory(device).to_device_(device, t.kind(), true, false)
             }
-        };
-        TensorBatch { rows: self.rows, columns: self.columns.iter().map(|(n, c)| (*n, c.map(f))).collect() }
+        })
+    }
+
+    /// The columns, in field order.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))] // the GPU tail's feed
+    pub(crate) fn columns(&self) -> &[(&'static str, Column)] {
+        &self.columns
+    }
+
+    /// A batch of `rows` rows made of these columns (each of `rows` rows).
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))] // the GPU tail's feed
+    pub(crate) fn from_columns(rows: usize, columns: Vec<(&'static str, Column)>) -> TensorBatch {
+        TensorBatch { rows, columns }
     }
 }
 

@@ -24,6 +24,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tch::nn::{self, OptimizerConfig};
 use tch::{Device, Tensor};
 
+use super::feed::Feed;
 use super::tensor::TensorBatch;
 use crate::column::NamedColumns;
 use crate::error::{Error, Result};
@@ -414,8 +415,7 @@ impl<M: Send> Trainer<M> {
     /// progress bar and returning the epoch's figures.
     pub fn train_epoch<D, F>(&mut self, dataset: &D, ctx: &Ctx, epoch: u64, task: &F) -> Result<EpochReport>
     where
-        D: Dataset,
-        D::Item: NamedColumns,
+        D: Feed,
         F: Fn(&M, &TensorBatch, bool) -> Result<StepOutput> + Sync,
     {
         self.pass(dataset, ctx, epoch, task, true)
@@ -424,8 +424,7 @@ impl<M: Send> Trainer<M> {
     /// Evaluates the model on one pass of `dataset`.
     pub fn evaluate<D, F>(&mut self, dataset: &D, ctx: &Ctx, task: &F) -> Result<EpochReport>
     where
-        D: Dataset,
-        D::Item: NamedColumns,
+        D: Feed,
         F: Fn(&M, &TensorBatch, bool) -> Result<StepOutput> + Sync,
     {
         self.pass(dataset, ctx, 0, task, false)
@@ -433,12 +432,11 @@ impl<M: Send> Trainer<M> {
 
     fn pass<D, F>(&mut self, dataset: &D, ctx: &Ctx, epoch: u64, task: &F, train: bool) -> Result<EpochReport>
     where
-        D: Dataset,
-        D::Item: NamedColumns,
+        D: Feed,
         F: Fn(&M, &TensorBatch, bool) -> Result<StepOutput> + Sync,
     {
         let start = Instant::now();
-        let batches = device_batches(dataset, &ctx.with_epoch(epoch), &self.devices())?;
+        let batches = dataset.feed(&ctx.with_epoch(epoch), &self.devices())?;
         let bar = self.bar(train, epoch);
         let mut report = EpochReport { epoch, ..EpochReport::default() };
         loop {
@@ -498,6 +496,12 @@ pub struct DeviceBatches {
 }
 
 impl DeviceBatches {
+    /// The batches a feeding `thread` sends on a channel.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))] // the GPU tail's feed
+    pub(crate) fn new(rx: Receiver<Result<Vec<TensorBatch>>>, thread: JoinHandle<()>) -> Self {
+        DeviceBatches { rx, thread: Some(thread) }
+    }
+
     /// The next global batch's parts, `None` at the end of the pass.
     #[allow(clippy::should_implement_trait)]
     pub fn next(&self) -> Option<Result<Vec<TensorBatch>>> {

@@ -50,6 +50,15 @@ const FAILED: u8 = 1;
 
 /// Runs pipeline `name`: parameters from `args.set` through `params`, the dataset from
 /// `build`, `args.epochs` passes, then the report on stdout. Diagnostics go to stderr.
+/// What a `device cuda` pipeline's `run` says first: the runner runs its device tail as
+/// the CPU twin (the GPU path is the trainer's device feed, `sluice::torch::TailFeed`).
+pub fn note_cpu_twin(name: &str) {
+    eprintln!(
+        "sluice: `{name}` declares `device cuda`: the runner runs its tail after `batch` as the CPU twin \
+         (a training loop runs it on the GPU through sluice::torch::TailFeed)"
+    );
+}
+
 pub fn run<P, D>(
     args: &RunArgs,
     name: &str,

@@ -108,6 +108,30 @@ fn emit_prints_one_module_per_pipeline() {
 }
 
 #[test]
+fn emit_cuda_prints_the_kernels_of_a_device_cuda_pipeline() {
+    let dir = tempfile::tempdir().unwrap();
+    let gpu = root().join("tests/pipes/gpu_augment.pipe");
+    let o = sluice_in(dir.path(), &["emit", "--cuda", gpu.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    for kernel in ["gpu_augment_tail_image", "gpu_augment_tail_label"] {
+        assert!(out.contains(&format!("extern \"C\" __global__ void {kernel}(")), "{out}");
+    }
+    assert!(out.contains("// kernel gpu_augment_tail_image (column `image`)"), "{out}");
+    // The Rust has the CPU twin and the tail's description.
+    let o = sluice_in(dir.path(), &["emit", gpu.to_str().unwrap()]);
+    let out = stdout(&o);
+    for f in ["pub fn host_dataset(", "pub fn device_tail(", "pub fn dataset("] {
+        assert!(out.contains(f), "{f}\n{out}");
+    }
+    // A file without `device cuda` has no kernels, and says so.
+    let (file, _) = setup(dir.path());
+    let o = sluice_in(dir.path(), &["emit", "--cuda", file.to_str().unwrap()]);
+    assert_eq!((o.status.code(), stdout(&o).as_str()), (Some(0), ""));
+    assert!(stderr(&o).contains("no kernels"), "{}", stderr(&o));
+}
+
+#[test]
 fn run_builds_once_then_reuses_the_runner() {
     let dir = tempfile::tempdir().unwrap();
     let (file, files) = setup(dir.path());

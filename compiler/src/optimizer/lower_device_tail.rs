@@ -21,11 +21,11 @@
 //! `skip`). Each moved operation assigns a field from itself and constants only (a
 //! seed may be a parameter), on a fixed-shape value of a type kernels handle.
 //!
-//! Moving a random operation past the batch changes what keys its draws: the tail draws
-//! for row `i` of the pass's batch `b` with index `(b << 20) | i` (on the GPU and in the
-//! CPU twin alike), where the map drew with the element's position in the pass. The
-//! augmentation is as random and as reproducible, not the same numbers as under
-//! `device cpu`.
+//! The tail draws for row `i` of the pass's batch `b` with index `(b << 20) | i`, on the
+//! GPU and in the CPU twin alike. A map fused with its batch (`MapBatch`) keys its rows
+//! the same way, so there the draws do not change; a random operation moved out of a map
+//! that feeds a separate `batch` (it drew with the element's position in the pass) draws
+//! other numbers, as random and as reproducible.
 
 use crate::ast::{BinaryOp, Expr, ExprKind, UnaryOp};
 use crate::ir::kernel::{Kernel, KernelOp, KernelSeed};

@@ -77,7 +77,12 @@ where
     type Iter = BatchIter<D::Iter, Plain>;
 
     fn iter(&self, ctx: &Ctx) -> Result<Self::Iter> {
-        BatchIter::start(&self.input, ctx, self.n, self.drop_remainder, Plain, &self.stats)
+        BatchIter::start(&self.input, ctx, 0, self.n, self.drop_remainder, Plain, &self.stats)
+    }
+
+    /// `skip` batches are `skip × n` elements.
+    fn iter_from(&self, ctx: &Ctx, skip: u64) -> Result<Self::Iter> {
+        BatchIter::start(&self.input, ctx, skip, self.n, self.drop_remainder, Plain, &self.stats)
     }
 }
 
@@ -137,8 +142,13 @@ where
     type Iter = BatchIter<D::Iter, Padded<<D::Item as Batchable>::Padding>>;
 
     fn iter(&self, ctx: &Ctx) -> Result<Self::Iter> {
+        self.iter_from(ctx, 0)
+    }
+
+    /// `skip` batches are `skip × n` elements (each batch is padded on its own).
+    fn iter_from(&self, ctx: &Ctx, skip: u64) -> Result<Self::Iter> {
         let make = Padded(self.padding.clone());
-        BatchIter::start(&self.input, ctx, self.n, self.drop_remainder, make, &self.stats)
+        BatchIter::start(&self.input, ctx, skip, self.n, self.drop_remainder, make, &self.stats)
     }
 }
 
@@ -158,6 +168,7 @@ impl<I: DataIter, M: MakeBuilder<I::Item>> BatchIter<I, M> {
     fn start<D: Dataset<Iter = I>>(
         input: &D,
         ctx: &Ctx,
+        skip: u64,
         n: usize,
         drop_remainder: bool,
         make: M,
@@ -168,7 +179,7 @@ impl<I: DataIter, M: MakeBuilder<I::Item>> BatchIter<I, M> {
         }
         ctx.register(stats);
         Ok(BatchIter {
-            input: Some(input.iter(ctx)?),
+            input: Some(input.iter_from(ctx, skip.saturating_mul(n as u64))?),
             n,
             drop_remainder,
             make,

@@ -29,12 +29,17 @@ impl<D: Dataset> Dataset for Chunks<D> {
     type Iter = ChunksIter<D::Iter>;
 
     fn iter(&self, ctx: &Ctx) -> Result<Self::Iter> {
+        self.iter_from(ctx, 0)
+    }
+
+    /// `skip` chunks are `skip × n` elements.
+    fn iter_from(&self, ctx: &Ctx, skip: u64) -> Result<Self::Iter> {
         if self.n == 0 {
             return Err(Error::Invalid("chunks: the chunk size must be at least 1".into()));
         }
         ctx.register(&self.stats);
         Ok(ChunksIter {
-            input: self.input.iter(ctx)?,
+            input: self.input.iter_from(ctx, skip.saturating_mul(self.n as u64))?,
             n: self.n,
             drop_remainder: self.drop_remainder,
             done: false,

@@ -41,7 +41,12 @@ impl<D: Dataset> Dataset for Enumerate<D> {
     type Item = Indexed<D::Item>;
     type Iter = EnumerateIter<D::Iter>;
     fn iter(&self, ctx: &Ctx) -> Result<Self::Iter> {
-        Ok(EnumerateIter { input: self.input.iter(ctx)?, epoch: ctx.epoch(), next: 0 })
+        self.iter_from(ctx, 0)
+    }
+
+    /// The positions go on from `skip`.
+    fn iter_from(&self, ctx: &Ctx, skip: u64) -> Result<Self::Iter> {
+        Ok(EnumerateIter { input: self.input.iter_from(ctx, skip)?, epoch: ctx.epoch(), next: skip })
     }
 }
 

@@ -117,8 +117,13 @@ impl<D: Dataset, F: MapFn<D::Item>> Dataset for Map<D, F> {
     type Iter = MapIter<D::Iter, F>;
 
     fn iter(&self, ctx: &Ctx) -> Result<Self::Iter> {
+        self.iter_from(ctx, 0)
+    }
+
+    /// One result per input: skips the input, computing nothing.
+    fn iter_from(&self, ctx: &Ctx, skip: u64) -> Result<Self::Iter> {
         ctx.register(&self.stats);
-        let input = self.input.iter(ctx)?;
+        let input = self.input.iter_from(ctx, skip)?;
         let mode = match self.parallelism {
             Parallelism::Fixed(n) if n <= 1 => {
                 self.stats.set_parallelism(1);

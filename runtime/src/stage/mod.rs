@@ -260,6 +260,26 @@ pub trait Dataset: Send + Sync + 'static {
     /// Starts a pass in `ctx` (which says the epoch).
     fn iter(&self, ctx: &Ctx) -> Result<Self::Iter>;
 
+    /// Starts a pass in `ctx` after its first `skip` elements, as if they had been pulled
+    /// and dropped: where a resumed run goes on from ([`PipelineState`]). For a
+    /// deterministic pipeline the elements that follow are exactly those an uninterrupted
+    /// pass yields after its `skip`th.
+    ///
+    /// The default pulls the `skip` elements. Stages that can get there cheaper do: a map
+    /// skips its input without computing what it would have dropped, a batch skips
+    /// `skip × size` elements, `take`/`skip` count, `enumerate` starts its positions at
+    /// `skip`; so a `read → shuffle → map → batch` pipeline fast-forwards by reading and
+    /// shuffling records, decoding none.
+    fn iter_from(&self, ctx: &Ctx, skip: u64) -> Result<Self::Iter> {
+        let mut iter = self.iter(ctx)?;
+        for _ in 0..skip {
+            if iter.next()?.is_none() {
+                break;
+            }
+        }
+        Ok(iter)
+    }
+
     /// Runs the dataset: a standard iterator of `Result`s over one pass, with the
     /// pipeline's statistics.
     fn stream(&self) -> Result<Stream<Self::Iter>>
@@ -286,6 +306,16 @@ pub trait Dataset: Send + Sync + 'static {
         Self: Sized,
     {
         let iter = self.iter(ctx)?;
+        Ok(Stream { iter, ctx: ctx.clone(), done: false })
+    }
+
+    /// Like [`stream_in`](Dataset::stream_in), after the pass's first `skip` elements
+    /// ([`iter_from`](Dataset::iter_from)): a resumed pass.
+    fn stream_from(&self, ctx: &Ctx, skip: u64) -> Result<Stream<Self::Iter>>
+    where
+        Self: Sized,
+    {
+        let iter = self.iter_from(ctx, skip)?;
         Ok(Stream { iter, ctx: ctx.clone(), done: false })
     }
 

@@ -63,8 +63,12 @@ impl<D: Dataset> Dataset for Prefetch<D> {
     type Iter = PrefetchIter<D::Item>;
 
     fn iter(&self, ctx: &Ctx) -> Result<Self::Iter> {
+        self.iter_from(ctx, 0)
+    }
+
+    fn iter_from(&self, ctx: &Ctx, skip: u64) -> Result<Self::Iter> {
         ctx.register(&self.stats);
-        let input = self.input.iter(ctx)?;
+        let input = self.input.iter_from(ctx, skip)?;
         self.stats.set_parallelism(1);
         let shared = Arc::new(Shared {
             state: Mutex::new(State {

@@ -21,7 +21,12 @@ impl<D: Dataset> Dataset for Take<D> {
     type Item = D::Item;
     type Iter = TakeIter<D::Iter>;
     fn iter(&self, ctx: &Ctx) -> Result<Self::Iter> {
-        Ok(TakeIter { input: self.input.iter(ctx)?, left: self.n })
+        self.iter_from(ctx, 0)
+    }
+
+    fn iter_from(&self, ctx: &Ctx, skip: u64) -> Result<Self::Iter> {
+        let skip = skip.min(self.n);
+        Ok(TakeIter { input: self.input.iter_from(ctx, skip)?, left: self.n - skip })
     }
 }
 
@@ -62,7 +67,11 @@ impl<D: Dataset> Dataset for Skip<D> {
     type Item = D::Item;
     type Iter = SkipIter<D::Iter>;
     fn iter(&self, ctx: &Ctx) -> Result<Self::Iter> {
-        Ok(SkipIter { input: self.input.iter(ctx)?, to_skip: self.n })
+        self.iter_from(ctx, 0)
+    }
+
+    fn iter_from(&self, ctx: &Ctx, skip: u64) -> Result<Self::Iter> {
+        Ok(SkipIter { input: self.input.iter_from(ctx, self.n.saturating_add(skip))?, to_skip: 0 })
     }
 }
 

@@ -52,8 +52,8 @@ fn is_tfrecord_name(p: &Path) -> bool {
 
 /// Expands arguments that name no file but hold a glob pattern (`'data/*.tfrecord'`
 /// quoted past the shell) into the files they match, sorted; a pattern that matches
-/// nothing is a usage error. A pattern never picks up index files (`*.idx`). Other
-/// arguments stay as they are.
+/// nothing is a usage error. A pattern never picks up index files (`*.idx`: see
+/// `stage::files`). Other arguments stay as they are.
 pub fn expand_globs(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Failure> {
     let mut out = Vec::new();
     for p in paths {
@@ -63,7 +63,7 @@ pub fn expand_globs(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Failure> {
             continue;
         }
         let files = sluice_runtime::stage::files(&text).map_err(|e| Failure::Usage(e.to_string()))?;
-        out.extend(files.paths().iter().filter(|f| f.extension().is_none_or(|e| e != "idx")).cloned());
+        out.extend(files.paths().iter().cloned());
     }
     Ok(out)
 }

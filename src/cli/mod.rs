@@ -10,6 +10,7 @@ mod generate;
 mod index;
 mod pipelines;
 mod run;
+mod shuffle_bench;
 
 use std::process::ExitCode;
 

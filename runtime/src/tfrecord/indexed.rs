@@ -155,8 +155,8 @@ pub struct RecordRequest {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CoalesceOptions {
     /// Two records of one file are read with one `pread` when at most this many unwanted
-    /// bytes lie between them (default 16 KiB: below that, copying the gap costs less than
-    /// another system call).
+    /// bytes lie between them (default 4 KiB: from the page cache, copying that much costs
+    /// about what another system call does; `sluice bench shuffle --max-gap` measures it).
     pub max_gap: u64,
     /// The longest coalesced read (default 1 MiB); a single record longer than this is
     /// read on its own.
@@ -167,7 +167,7 @@ pub struct CoalesceOptions {
 
 impl Default for CoalesceOptions {
     fn default() -> Self {
-        CoalesceOptions { max_gap: 16 << 10, max_span: 1 << 20, verify_crc: true }
+        CoalesceOptions { max_gap: 4 << 10, max_span: 1 << 20, verify_crc: true }
     }
 }
 

@@ -43,6 +43,15 @@ pub enum Error {
     /// A user-supplied argument is invalid.
     #[error("{0}")]
     Invalid(String),
+    /// A TFRecord index (`FILE.idx`, see [`tfrecord::index`](crate::tfrecord::index)) is
+    /// missing, damaged, or no longer describes its data file.
+    #[error("{}: {reason}", path.display())]
+    Index {
+        /// The index file.
+        path: PathBuf,
+        /// What is wrong, and what to do about it.
+        reason: String,
+    },
     /// A user function of a stage (a `map`, `filter`, `interleave`… closure) returned an
     /// error.
     #[error("stage `{stage}`: {source}")]
@@ -132,6 +141,14 @@ pub enum CorruptKind {
         /// The reader's `max_record_len`.
         limit: u64,
     },
+    /// A record read by its index declares another length than the index says: the file
+    /// changed since it was indexed.
+    IndexMismatch {
+        /// The payload length the index implies.
+        indexed: u64,
+        /// The payload length the record's header declares.
+        declared: u64,
+    },
     /// The GZIP or ZLIB stream itself is damaged (bad header, bad deflate data, bad
     /// trailer checksum, or cut short).
     Compression(String),
@@ -161,6 +178,11 @@ impl fmt::Display for CorruptKind {
                 f,
                 "declared length {length} exceeds the limit of {limit} bytes \
                  (raise ReaderOptions::max_record_len if the record is genuine)"
+            ),
+            CorruptKind::IndexMismatch { indexed, declared } => write!(
+                f,
+                "the record declares {declared} bytes but its index says {indexed}: \
+                 the file changed since it was indexed (rerun `sluice index`)"
             ),
             CorruptKind::Compression(reason) => write!(f, "damaged compressed stream: {reason}"),
             CorruptKind::Decode { message, reason } => {

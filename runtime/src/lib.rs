@@ -4,13 +4,16 @@
 //! no parser. It holds:
 //!
 //! - [`tfrecord`]: streaming TFRecord reader and writer (CRC-checked framing, GZIP and
-//!   ZLIB streams, corrupt-record policies with resynchronisation);
+//!   ZLIB streams, corrupt-record policies with resynchronisation), record indexes and
+//!   random access by them;
 //! - [`example`]: `tf.train.Example` / `SequenceExample` as prost messages, and their
 //!   canonical proto3 JSON form;
 //! - [`synth`]: deterministic synthetic datasets (`sluice gen`);
 //! - [`image`]: JPEG/PNG decoding, TensorFlow-exact bilinear resize, crops, flips,
 //!   normalization, and a fused decode → resize → normalize path;
 //! - [`rng`]: the counter-based random generator every random stage draws from;
+//! - [`permutation`]: a seeded bijection of `0..n` in O(1) memory (the global shuffle's
+//!   order);
 //! - [`stage`]: the streaming stages (sources, map, filter, shuffle, batch, …), their
 //!   threads, bounded queues and statistics, and the fused reader of record batches;
 //! - [`column`](mod@column): the columnar batches (`Dense`, `Ragged`, `Tensor`, `Batchable`);
@@ -29,6 +32,7 @@ pub mod cuda;
 pub mod error;
 pub mod example;
 pub mod image;
+pub mod permutation;
 pub mod rng;
 pub mod stage;
 pub mod synth;

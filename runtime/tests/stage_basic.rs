@@ -144,6 +144,10 @@ fn files_are_sorted_or_shuffled_per_epoch() {
     assert!(err.to_string().contains("no files match"), "{err}");
     assert!(sluice_runtime::stage::files("[").is_err());
     assert_eq!(Files::from_paths(paths.clone()).paths(), &paths[..]);
+    // Indexes beside the files are not data files.
+    sluice_runtime::tfrecord::write_index(&paths[0]).unwrap();
+    let all = sluice_runtime::stage::files(&format!("{}/*", dir.path().display())).unwrap();
+    assert_eq!(all.paths(), &paths[..]);
 }
 
 #[test]

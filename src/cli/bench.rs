@@ -25,6 +25,8 @@ pub enum BenchCommand {
     Read(ReadArgs),
     /// One of the tf.data peer pipelines, built with the runtime API, for one epoch.
     Pipeline(super::pipelines::PipelineArgs),
+    /// The global shuffle against sequential reading of the same files, and indexing.
+    Shuffle(super::shuffle_bench::ShuffleArgs),
 }
 
 #[derive(Debug, Args)]
@@ -47,29 +49,38 @@ pub fn run(cmd: BenchCommand) -> Result<ExitCode, Failure> {
     match cmd {
         BenchCommand::Read(args) => read(args),
         BenchCommand::Pipeline(args) => super::pipelines::run(args),
+        BenchCommand::Shuffle(args) => super::shuffle_bench::run(args),
     }
 }
 
 const CHUNK: usize = 1 << 20;
 
+/// One timed pass: records delivered and seconds taken.
 #[derive(Debug, Clone, Copy)]
-struct Pass {
-    records: u64,
-    seconds: f64,
+pub(super) struct Pass {
+    pub(super) records: u64,
+    pub(super) seconds: f64,
 }
 
-fn read(args: ReadArgs) -> Result<ExitCode, Failure> {
-    let files = expand_dirs(&args.paths)?;
-    let threads = match args.threads {
+/// The files of a benchmark (directories expanded), its thread count (`0`: one per
+/// core) and the files' total size in bytes.
+pub(super) fn bench_files(paths: &[PathBuf], threads: usize) -> Result<(Vec<PathBuf>, usize, u64), Failure> {
+    let files = expand_dirs(paths)?;
+    let threads = match threads {
         0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
         n => n,
     };
-    let repeat = args.repeat.max(1);
     let mut file_bytes = 0u64;
     for f in &files {
         file_bytes +=
             std::fs::metadata(f).map_err(|e| Failure::Usage(format!("{}: {e}", f.display())))?.len();
     }
+    Ok((files, threads, file_bytes))
+}
+
+fn read(args: ReadArgs) -> Result<ExitCode, Failure> {
+    let (files, threads, file_bytes) = bench_files(&args.paths, args.threads)?;
+    let repeat = args.repeat.max(1);
     // Warm the page cache, and measure plain read(2) while at it (the first pass does not count).
     raw_read(&files)?;
     let raw = median(repeat, || raw_read(&files))?;
@@ -104,7 +115,8 @@ fn read(args: ReadArgs) -> Result<ExitCode, Failure> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn median(repeat: usize, mut f: impl FnMut() -> Result<Pass, Failure>) -> Result<Pass, Failure> {
+/// The median by time of `repeat` passes of `f`.
+pub(super) fn median(repeat: usize, mut f: impl FnMut() -> Result<Pass, Failure>) -> Result<Pass, Failure> {
     let mut passes = (0..repeat).map(|_| f()).collect::<Result<Vec<_>, _>>()?;
     passes.sort_by(|a, b| a.seconds.total_cmp(&b.seconds));
     Ok(passes[passes.len() / 2])
@@ -144,7 +156,9 @@ fn crc_only(files: &[PathBuf]) -> Result<Pass, Failure> {
     Ok(Pass { records: 0, seconds })
 }
 
-fn reader_pass(files: &[PathBuf], threads: usize) -> Result<Pass, Failure> {
+/// The streaming reader over `files` on `threads` threads (one file per thread at a
+/// time), payloads lent: every record counted, its length summed.
+pub(super) fn reader_pass(files: &[PathBuf], threads: usize) -> Result<Pass, Failure> {
     let opts = ReaderOptions::default();
     let next = AtomicUsize::new(0);
     let start = Instant::now();

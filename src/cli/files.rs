@@ -49,3 +49,21 @@ fn is_tfrecord_name(p: &Path) -> bool {
     let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
     [".tfrecord", ".tfrecord.gz", ".tfrecord.zlib"].iter().any(|s| name.ends_with(s))
 }
+
+/// Expands arguments that name no file but hold a glob pattern (`'data/*.tfrecord'`
+/// quoted past the shell) into the files they match, sorted; a pattern that matches
+/// nothing is a usage error. A pattern never picks up index files (`*.idx`: see
+/// `stage::files`). Other arguments stay as they are.
+pub fn expand_globs(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Failure> {
+    let mut out = Vec::new();
+    for p in paths {
+        let text = p.to_string_lossy();
+        if p.exists() || !text.contains(['*', '?', '[']) {
+            out.push(p.clone());
+            continue;
+        }
+        let files = sluice_runtime::stage::files(&text).map_err(|e| Failure::Usage(e.to_string()))?;
+        out.extend(files.paths().iter().cloned());
+    }
+    Ok(out)
+}

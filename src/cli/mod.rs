@@ -7,8 +7,10 @@ mod emit;
 mod explain;
 mod files;
 mod generate;
+mod index;
 mod pipelines;
 mod run;
+mod shuffle_bench;
 
 use std::process::ExitCode;
 
@@ -36,6 +38,9 @@ enum Command {
     Run(run::RunArgs),
     /// Write a deterministic synthetic dataset of TFRecord files.
     Gen(generate::GenArgs),
+    /// Write the record index (FILE.idx) of TFRecord files, for random access and
+    /// global shuffling; `--check` verifies existing indexes.
+    Index(index::IndexArgs),
     /// Measure throughput.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -50,6 +55,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Emit(args) => emit::run(args),
         Command::Run(args) => run::run(args),
         Command::Gen(args) => generate::run(args),
+        Command::Index(args) => index::run(args),
         Command::Bench(cmd) => bench::run(cmd),
     }
 }

@@ -32,6 +32,7 @@ mod chunks;
 mod element;
 mod enumerate;
 mod filter;
+mod global_shuffle;
 mod interleave;
 mod map;
 mod prefetch;
@@ -55,6 +56,7 @@ pub use chunks::{Chunks, ChunksIter};
 pub use element::Element;
 pub use enumerate::{Enumerate, EnumerateIter, Indexed};
 pub use filter::{Fallible, Filter, FilterFn, Infallible};
+pub use global_shuffle::{GlobalShuffle, GlobalShuffleIter, global_shuffle};
 pub use interleave::{
     DEFAULT_BUFFER_PER_SLOT, Interleave, InterleaveFn, InterleaveIter, MAX_CYCLE_LENGTH, OpenTfRecord,
     tfrecords,

@@ -87,7 +87,8 @@ impl DataIter for RangeIter {
 }
 
 /// The files matching a glob pattern, sorted; an error names the pattern when it is
-/// invalid or matches nothing.
+/// invalid or matches nothing. Record indexes (`*.idx`, written by `sluice index` beside
+/// their files) are never matched, so `data/*` still means the data files.
 pub fn files(pattern: &str) -> Result<Files> {
     let entries =
         glob::glob(pattern).map_err(|e| Error::Invalid(format!("bad file pattern `{pattern}`: {e}")))?;
@@ -95,7 +96,7 @@ pub fn files(pattern: &str) -> Result<Files> {
     for entry in entries {
         let path =
             entry.map_err(|e| Error::io(e.path().to_path_buf(), std::io::Error::other(e.to_string())))?;
-        if path.is_file() {
+        if path.is_file() && path.extension().is_none_or(|e| e != "idx") {
             paths.push(path);
         }
     }

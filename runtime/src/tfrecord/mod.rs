@@ -14,11 +14,20 @@
 //! a [`CorruptPolicy`]: fail, skip the record and resynchronise, or skip the rest of the file.
 //! Resynchronisation works because the length checksum makes record starts self-checking:
 //! the reader scans forward for the next offset whose header and payload validate.
+//!
+//! An uncompressed file may also have an [`index`] (`FILE.idx`, written by
+//! `sluice index`): the offset of every record, so that [`IndexedFile`] can read record
+//! `k` directly, and [`read_records`] many records in offset order with nearby ones
+//! coalesced. The streaming reader never needs or reads an index.
 
+pub mod index;
+mod indexed;
 mod input;
 mod reader;
 mod writer;
 
+pub use index::{Index, build_index, index_path, write_index};
+pub use indexed::{CoalesceOptions, IndexedFile, RecordRequest, check_record, read_records};
 pub use input::{Compression, Input, detect_compression};
 pub use reader::{
     CorruptPolicy, FileReader, ReaderOptions, ReaderStats, RecordReader, SkipEvent, open, open_with_size,

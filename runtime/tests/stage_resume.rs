@@ -55,3 +55,25 @@ fn a_batch_resumes_from_whole_batches() {
         }
     }
 }
+
+#[test]
+fn a_global_shuffle_resumes_at_its_position_without_reading_before_it() {
+    use sluice_runtime::tfrecord::{self, Compression, write_index};
+    let dir = tempfile::tempdir().unwrap();
+    let mut paths = Vec::new();
+    for (i, n) in [40usize, 0, 17, 33].into_iter().enumerate() {
+        let path = dir.path().join(format!("part-{i}.tfrecord"));
+        let mut w = tfrecord::create(&path, Compression::None).unwrap();
+        for j in 0..n {
+            w.write_record(format!("{i}/{j}").as_bytes()).unwrap();
+        }
+        w.finish().unwrap();
+        write_index(&path).unwrap();
+        paths.push(path);
+    }
+    let ds = sluice_runtime::stage::global_shuffle(&paths, 11).unwrap().window(8).num_parallel(2);
+    check("global shuffle", &ds);
+    // Resumed, then mapped and batched: the map skips its input, the shuffle its positions.
+    let ds = sluice_runtime::stage::global_shuffle(&paths, 11).unwrap().map(|r| r.len()).chunks(6, false);
+    check("global shuffle map chunks", &ds);
+}

@@ -238,13 +238,36 @@ impl Dataset for GlobalShuffle {
     type Iter = GlobalShuffleIter;
 
     fn iter(&self, ctx: &Ctx) -> Result<GlobalShuffleIter> {
+        self.pass(ctx, 0)
+    }
+
+    /// Starts `skip` positions later, reading nothing before them: exact while every
+    /// record is good (`on_corrupt: fail`, the default); under a skipping policy an
+    /// element is not a position, so the skipped elements are pulled.
+    fn iter_from(&self, ctx: &Ctx, skip: u64) -> Result<GlobalShuffleIter> {
+        if self.on_corrupt != CorruptPolicy::Fail {
+            let mut iter = self.pass(ctx, 0)?;
+            for _ in 0..skip {
+                if iter.next()?.is_none() {
+                    break;
+                }
+            }
+            return Ok(iter);
+        }
+        self.pass(ctx, skip)
+    }
+}
+
+impl GlobalShuffle {
+    /// A pass from `skip` positions after the start of its range.
+    fn pass(&self, ctx: &Ctx, skip: u64) -> Result<GlobalShuffleIter> {
         ctx.register(&self.stats);
         for f in self.files.iter() {
             f.check_len()?;
         }
         let n = self.len();
         let end = self.positions.end.min(n);
-        let start = self.positions.start.min(end);
+        let start = self.positions.start.saturating_add(skip).min(end);
         let plan = Arc::new(Plan {
             files: self.files.clone(),
             starts: self.starts.clone(),

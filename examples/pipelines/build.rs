@@ -14,6 +14,7 @@ fn main() {
         "../../tests/pipes/all_ops.pipe",
         "../../tests/pipes/mixture.pipe",
         "../../tests/pipes/gpu_augment.pipe",
+        "../../tests/pipes/resume.pipe",
         "pipes/tf_fixtures.pipe",
     ]);
     gpu_bench_kernel();

@@ -701,3 +701,60 @@ impl Plan {
         out
     }
 }
+
+/// Why the position of this plan's pass cannot be saved and restored exactly (a resumed
+/// pass yields what an uninterrupted one would), or `None` when it can: every stage must
+/// give the same elements in the same order on every run, so no order left to timing
+/// (`deterministic: false` with several workers) and no randomness without a seed.
+pub fn resume_blocker(plan: &Plan) -> Option<String> {
+    let parallel = |p: &ArgValue| !matches!(p, ArgValue::Const(Value::Int(1)));
+    let unseeded_ops = |ops: &[MapOp]| {
+        ops.iter().find_map(|op| match op {
+            MapOp::Assign { op, expr, .. } if matches!(op.as_str(), "random_crop" | "random_flip") => {
+                // The argument bound to `seed`, as the typer and the code generator bind it.
+                let seeded = match (&expr.kind, crate::sema::ops::signature(op)) {
+                    (crate::ast::ExprKind::Call { args, .. }, Some((params, _))) => {
+                        let at = params.iter().position(|p| *p == "seed");
+                        let (bound, _) = crate::sema::args::bind(params, args);
+                        at.is_some_and(|i| bound.get(i).is_some_and(Option::is_some))
+                    }
+                    _ => false,
+                };
+                (!seeded).then(|| format!("`{op}` without a seed draws anew on every run"))
+            }
+            _ => None,
+        })
+    };
+    let mut node = Some(plan);
+    while let Some(n) = node {
+        let why = match n {
+            Plan::Interleave(i) if !i.deterministic && parallel(&i.parallel) => Some(
+                "`interleave(deterministic: false)` delivers records in the order they are read".to_string(),
+            ),
+            Plan::Map(Map { deterministic: false, parallel: p, .. })
+            | Plan::MapFilter(MapFilter { deterministic: false, parallel: p, .. })
+            | Plan::MapBatch(MapBatch { deterministic: false, parallel: p, .. })
+                if parallel(p) =>
+            {
+                Some("`map(deterministic: false)` delivers results in the order they complete".to_string())
+            }
+            Plan::Map(Map { ops, .. })
+            | Plan::MapFilter(MapFilter { ops, .. })
+            | Plan::MapBatch(MapBatch { ops, .. })
+            | Plan::DeviceTail(DeviceTail { ops, .. }) => unseeded_ops(ops),
+            Plan::Shuffle(Shuffle { seed: None, .. })
+            | Plan::ShuffleRepeat(ShuffleRepeat { seed: None, .. }) => {
+                Some("`shuffle` without a seed draws a new order on every run".to_string())
+            }
+            Plan::SampleFrom(SampleFrom { seed: None, .. }) => {
+                Some("`sample_from` without a seed draws anew on every run".to_string())
+            }
+            _ => None,
+        };
+        if why.is_some() {
+            return why;
+        }
+        node = n.input();
+    }
+    None
+}

@@ -22,6 +22,7 @@ pub mod corpus {
     sluice::include_pipelines!("all_ops");
     sluice::include_pipelines!("mixture");
     sluice::include_pipelines!("gpu_augment");
+    sluice::include_pipelines!("resume");
 }
 
 /// The user function `augment.pipe` declares (`extern fn augment_fns::brighten`).

@@ -42,6 +42,7 @@ mod sample;
 mod shuffle;
 mod slice;
 mod source;
+mod state;
 pub mod stats;
 
 use std::sync::Arc;
@@ -69,6 +70,7 @@ pub use sample::{SampleFrom, sample_from};
 pub use shuffle::Shuffle;
 pub use slice::{Shard, Skip, Take};
 pub use source::{Files, FromVec, Range, TfRecordFile, files, from_vec, range, tfrecord_file};
+pub use state::{PipelineState, fingerprint};
 pub use stats::{StageReport, StageStats, StatsReport};
 
 use crate::column::{Batchable, Columns};

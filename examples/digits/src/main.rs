@@ -19,6 +19,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::Parser;
+use sluice::runtime::stage::PipelineState;
 use sluice::runtime::stage::{Ctx, RuntimeOptions};
 use sluice::torch::tch::nn::{self, ModuleT};
 use sluice::torch::tch::{self, Device, Kind, Tensor};
@@ -48,12 +49,24 @@ struct Args {
     /// data).
     #[arg(long)]
     data: Option<PathBuf>,
-    /// Saves the trained model here (`.safetensors`, or tch's format).
+    /// Saves the trained model here (`.safetensors`, or tch's format), with the training
+    /// pipeline's position beside it (`FILE.state`) for `--resume`.
     #[arg(long)]
     save: Option<PathBuf>,
-    /// Starts from a model saved with `--save`.
+    /// Starts from a model saved with `--save` (its weights only; the run starts at epoch 1).
     #[arg(long)]
     load: Option<PathBuf>,
+    /// Stops after this many training steps of this run (an interruption), saving the
+    /// model and the pipeline's position to `--save`.
+    #[arg(long, requires = "save")]
+    stop_after_steps: Option<u64>,
+    /// Resumes a run saved with `--save`: the model, and the training pipeline exactly where
+    /// it was (the same epoch, the next batch, the same order and augmentation).
+    #[arg(long, conflicts_with = "load")]
+    resume: Option<PathBuf>,
+    /// Prints a digest of each training batch's data (`data EPOCH.STEP HEX`).
+    #[arg(long)]
+    trace_data: bool,
     /// No progress bar.
     #[arg(long)]
     no_progress: bool,
@@ -141,7 +154,11 @@ fn run(args: &Args) -> sluice::Result<()> {
     match args.tail {
         Tail::Cpu => {
             let p = digits_train::Params { files, batch_size: args.batch_size, seed: args.seed };
-            train(args, &data, started, &digits_train::dataset(&p)?)
+            let position = Position {
+                state: &|epoch, step| digits_train::state(&p, epoch, step),
+                check: &|s| digits_train::check_state(&p, s),
+            };
+            train(args, &data, started, &digits_train::dataset(&p)?, &position)
         }
         Tail::Gpu => {
             let p = digits_train_gpu::Params { files, batch_size: args.batch_size, seed: args.seed };
@@ -150,14 +167,47 @@ fn run(args: &Args) -> sluice::Result<()> {
                 digits_train_gpu::dataset(&p)?,
                 digits_train_gpu::device_tail(&p),
             );
-            train(args, &data, started, &feed)
+            let position = Position {
+                state: &|epoch, step| digits_train_gpu::state(&p, epoch, step),
+                check: &|s| digits_train_gpu::check_state(&p, s),
+            };
+            train(args, &data, started, &feed, &position)
         }
     }
 }
 
+/// The training pipeline's position: its state after `step` batches of `epoch`, and the
+/// check of a saved one.
+struct Position<'a> {
+    state: &'a dyn Fn(u64, u64) -> sluice::Result<PipelineState>,
+    check: &'a dyn Fn(&PipelineState) -> sluice::Result<()>,
+}
+
+/// A digest of a batch's data, its parts in order (`--trace-data`).
+fn digest(parts: &[TensorBatch]) -> sluice::Result<u64> {
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    for part in parts {
+        let labels = Vec::<i64>::try_from(part.tensor("label")?.to_device(Device::Cpu))
+            .map_err(|e| sluice::Error::Invalid(e.to_string()))?;
+        let images = Vec::<f32>::try_from(part.tensor("image")?.to_device(Device::Cpu).flatten(0, -1))
+            .map_err(|e| sluice::Error::Invalid(e.to_string()))?;
+        let bytes = labels.iter().map(|v| *v as u64).chain(images.iter().map(|v| u64::from(v.to_bits())));
+        for v in bytes {
+            h = (h ^ v).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    Ok(h)
+}
+
 /// Trains on `train` (the training pipeline, with its tail on the CPU or the GPU) and
 /// evaluates on the test pipeline after each epoch.
-fn train<F: Feed>(args: &Args, data: &std::path::Path, started: Instant, train: &F) -> sluice::Result<()> {
+fn train<F: Feed>(
+    args: &Args,
+    data: &std::path::Path,
+    started: Instant,
+    train: &F,
+    position: &Position<'_>,
+) -> sluice::Result<()> {
     let test = digits_test::dataset(&digits_test::Params {
         files: format!("{}/test-*.tfrecord", data.display()),
         batch_size: 360,
@@ -183,22 +233,58 @@ fn train<F: Feed>(args: &Args, data: &std::path::Path, started: Instant, train: 
         trainer.load(path)?;
         println!("loaded {}", path.display());
     }
+    let (mut first, mut skip) = (0, 0);
+    if let Some(path) = &args.resume {
+        let Some(state) = trainer.load_checkpoint(path)? else {
+            return Err(sluice::Error::Invalid(format!(
+                "{}: a model without the pipeline's position beside it ({}.state)",
+                path.display(),
+                path.display()
+            )));
+        };
+        (position.check)(&state)?;
+        (first, skip) = (state.epoch, state.position);
+        println!("resumed {} at epoch {} after step {skip}", path.display(), first + 1);
+    }
 
     let (train_ctx, test_ctx) = (Ctx::new(&RuntimeOptions::default()), Ctx::new(&RuntimeOptions::default()));
     let mut training = EpochReport::default();
     let mut accuracy = f64::NAN;
-    for epoch in 0..args.epochs {
+    let mut steps = 0;
+    for epoch in first..args.epochs {
         let progress = epoch as f64 / args.epochs as f64;
         trainer.set_lr(args.lr * 0.5 * (1.0 + (std::f64::consts::PI * progress).cos()));
-        let r = trainer.train_epoch(train, &train_ctx, epoch, &task)?;
+        let mut stopped = None;
+        let r = trainer.train_epoch_from(train, &train_ctx, epoch, skip, &task, &mut |step, parts| {
+            if args.trace_data {
+                println!("data {}.{step} {:016x}", epoch + 1, digest(parts)?);
+            }
+            steps += 1;
+            if args.stop_after_steps == Some(steps) {
+                stopped = Some(step + 1);
+            }
+            Ok(stopped.is_none())
+        })?;
+        skip = 0;
+        if let (Some(done), Some(path)) = (stopped, &args.save) {
+            trainer.save_checkpoint(path, &(position.state)(epoch, done)?)?;
+            println!(
+                "{r}\nstopped after {steps} steps, at epoch {} step {done}: saved {} and its pipeline position; \
+                 go on with --resume {}",
+                epoch + 1,
+                path.display(),
+                path.display()
+            );
+            return Ok(());
+        }
         let eval = trainer.evaluate(&test, &test_ctx, &task)?;
         accuracy = eval.totals.metric("accuracy").unwrap_or(f64::NAN);
         println!("{r}; test loss {:.4} accuracy {accuracy:.4}", eval.totals.loss());
         training.merge(&r);
     }
     if let Some(path) = &args.save {
-        trainer.save(path)?;
-        println!("saved the model to {}", path.display());
+        trainer.save_checkpoint(path, &(position.state)(args.epochs, 0)?)?;
+        println!("saved the model to {} (and the pipeline's position beside it)", path.display());
     }
 
     let report = train_ctx.report();

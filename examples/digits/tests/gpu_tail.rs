@@ -29,10 +29,11 @@ fn feed() -> impl Feed {
     )
 }
 
-/// Every batch of one pass on `devices`, its parts put back together on the CPU.
-fn pass(feed: &impl Feed, epoch: u64, devices: &[Device]) -> Vec<(Tensor, Tensor)> {
+/// Every batch of one pass on `devices` after its first `skip`, its parts put back together
+/// on the CPU.
+fn pass(feed: &impl Feed, epoch: u64, devices: &[Device], skip: u64) -> Vec<(Tensor, Tensor)> {
     let ctx = Ctx::new(&RuntimeOptions::default()).with_epoch(epoch);
-    let batches = feed.feed(&ctx, devices).unwrap();
+    let batches = feed.feed(&ctx, devices, skip).unwrap();
     let mut out = Vec::new();
     while let Some(parts) = batches.next() {
         let parts: Vec<TensorBatch> = parts.unwrap();
@@ -69,16 +70,22 @@ fn the_gpu_tail_equals_its_cpu_twin() {
             feed.cpu_reason(&[Device::Cuda(0)]).unwrap_or_else(|| "no CUDA device".into())
         );
         // The feed falls back to the twin: the same batches as the twin itself.
-        let (a, b) = (pass(&feed, 1, &[Device::Cpu]), pass(&twin, 1, &[Device::Cpu]));
+        let (a, b) = (pass(&feed, 1, &[Device::Cpu], 0), pass(&twin, 1, &[Device::Cpu], 0));
         assert_eq!(a.len(), b.len());
         for ((ai, al), (bi, bl)) in a.iter().zip(&b) {
             assert!(ai.equal(bi) && al.equal(bl));
+        }
+        // Resumed after 5 batches: the rest of the same pass, the same augmentation.
+        let c = pass(&feed, 1, &[Device::Cpu], 5);
+        assert_eq!(c.len(), b.len() - 5);
+        for ((ci, cl), (bi, bl)) in c.iter().zip(&b[5..]) {
+            assert!(ci.equal(bi) && cl.equal(bl));
         }
         return;
     }
     for devices in [vec![Device::Cuda(0)], vec![Device::Cuda(0), Device::Cuda(gpus.min(2) - 1)]] {
         for epoch in 0..2 {
-            let (gpu, cpu) = (pass(&feed, epoch, &devices), pass(&twin, epoch, &[Device::Cpu]));
+            let (gpu, cpu) = (pass(&feed, epoch, &devices, 0), pass(&twin, epoch, &[Device::Cpu], 0));
             assert_eq!(gpu.len(), cpu.len(), "{devices:?} epoch {epoch}");
             for (b, ((gi, gl), (ci, cl))) in gpu.iter().zip(&cpu).enumerate() {
                 assert_eq!(gi.size(), ci.size());
@@ -87,6 +94,12 @@ fn the_gpu_tail_equals_its_cpu_twin() {
                     "{devices:?} epoch {epoch} batch {b}: the kernel's images differ from the twin's"
                 );
                 assert!(gl.equal(cl), "{devices:?} epoch {epoch} batch {b}: labels");
+            }
+            // Resumed after 5 batches: the kernels draw with the batches' own indices.
+            let resumed = pass(&feed, epoch, &devices, 5);
+            assert_eq!(resumed.len(), cpu.len() - 5);
+            for (b, ((gi, gl), (ci, cl))) in resumed.iter().zip(&cpu[5..]).enumerate() {
+                assert!(gi.equal(ci) && gl.equal(cl), "{devices:?} epoch {epoch}: resumed batch {b} differs");
             }
         }
     }
@@ -100,7 +113,7 @@ fn a_feed_is_also_any_pipeline_of_named_columns() {
         batch_size: 360,
     })
     .unwrap();
-    let batches = pass(&test, 0, &[Device::Cpu]);
+    let batches = pass(&test, 0, &[Device::Cpu], 0);
     assert_eq!(batches.len(), 1);
     assert_eq!(batches[0].0.size(), [360, 1, 8, 8]);
 }

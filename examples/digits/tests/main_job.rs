@@ -140,3 +140,46 @@ fn the_gpu_tail_trains_as_the_cpu_tail() {
     }
     assert_eq!(epoch_figures(&gpu_out).len(), 2, "{gpu_out}");
 }
+
+/// The `data EPOCH.STEP DIGEST` lines of a run.
+fn data_lines(stdout: &str) -> Vec<&str> {
+    stdout.lines().filter(|l| l.starts_with("data ")).collect()
+}
+
+#[test]
+fn an_interrupted_run_resumes_its_data_exactly() {
+    // One uninterrupted run of 2 epochs (23 steps each), then one stopped after 30 steps
+    // (epoch 2, step 7) and resumed from its checkpoint in a new process: the batches
+    // the two halves train on are those of the uninterrupted run, in order, augmentation
+    // included.
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("digits.safetensors");
+    let model = model.to_str().unwrap();
+    let base = ["--no-progress", "--epochs", "2", "--trace-data"];
+    let (ok, full, err) = digits(&base);
+    assert!(ok, "{err}");
+    assert_eq!(data_lines(&full).len(), 46, "{full}");
+    let (ok, first, err) = digits(&[&base[..], &["--stop-after-steps", "30", "--save", model]].concat());
+    assert!(ok, "{err}");
+    assert!(first.contains("stopped after 30 steps, at epoch 2 step 7"), "{first}");
+    assert!(std::path::Path::new(&format!("{model}.state")).exists());
+    let (ok, rest, err) = digits(&[&base[..], &["--resume", model]].concat());
+    assert!(ok, "{err}");
+    assert!(rest.contains("at epoch 2 after step 7"), "{rest}");
+    let joined: Vec<&str> = data_lines(&first).into_iter().chain(data_lines(&rest)).collect();
+    assert_eq!(joined, data_lines(&full));
+    // The training goes on from the saved model: it ends where a whole run does.
+    assert!(accuracy(&rest) > 0.85, "{rest}");
+
+    // Other data under the same checkpoint: refused, naming why.
+    let other = tempfile::tempdir().unwrap();
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data");
+    for entry in std::fs::read_dir(&data).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, other.path().join(path.file_name().unwrap())).unwrap();
+    }
+    let (ok, stdout, err) =
+        digits(&[&base[..], &["--resume", model, "--data", other.path().to_str().unwrap()]].concat());
+    assert!(!ok, "{stdout}");
+    assert!(err.contains("does not match it now"), "{err}");
+}

@@ -27,7 +27,7 @@ use std::sync::Once;
 
 use tch::Device;
 
-use super::trainer::{DeviceBatches, device_batches};
+use super::trainer::{DeviceBatches, device_batches_from};
 use crate::abi::DeviceTail;
 use crate::column::NamedColumns;
 use crate::error::Result;
@@ -36,8 +36,9 @@ use crate::stage::{Ctx, Dataset};
 /// A source of device batches for the trainer: one pass in `ctx`, each global batch split
 /// in one part per device and delivered there.
 pub trait Feed {
-    /// Starts a pass.
-    fn feed(&self, ctx: &Ctx, devices: &[Device]) -> Result<DeviceBatches>;
+    /// Starts a pass, after its first `skip` batches (0: the whole pass; more: a resumed
+    /// one, fast-forwarded by [`Dataset::iter_from`]).
+    fn feed(&self, ctx: &Ctx, devices: &[Device], skip: u64) -> Result<DeviceBatches>;
 }
 
 impl<D> Feed for D
@@ -45,8 +46,8 @@ where
     D: Dataset,
     D::Item: NamedColumns,
 {
-    fn feed(&self, ctx: &Ctx, devices: &[Device]) -> Result<DeviceBatches> {
-        device_batches(self, ctx, devices)
+    fn feed(&self, ctx: &Ctx, devices: &[Device], skip: u64) -> Result<DeviceBatches> {
+        device_batches_from(self, ctx, devices, skip)
     }
 }
 
@@ -87,12 +88,12 @@ where
     T: Dataset,
     T::Item: NamedColumns,
 {
-    fn feed(&self, ctx: &Ctx, devices: &[Device]) -> Result<DeviceBatches> {
+    fn feed(&self, ctx: &Ctx, devices: &[Device], skip: u64) -> Result<DeviceBatches> {
         match self.cpu_reason(devices) {
-            None => gpu::feed(&self.host, &self.tail, ctx, devices),
+            None => gpu::feed(&self.host, &self.tail, ctx, devices, skip),
             Some(why) => {
                 note_twin(self.tail.pipeline, &why);
-                device_batches(&self.twin, ctx, devices)
+                device_batches_from(&self.twin, ctx, devices, skip)
             }
         }
     }
@@ -122,7 +123,13 @@ fn gpu_reason() -> Option<String> {
 mod gpu {
     use super::*;
 
-    pub(super) fn feed<H: Dataset>(_: &H, _: &DeviceTail, _: &Ctx, _: &[Device]) -> Result<DeviceBatches> {
+    pub(super) fn feed<H: Dataset>(
+        _: &H,
+        _: &DeviceTail,
+        _: &Ctx,
+        _: &[Device],
+        _: u64,
+    ) -> Result<DeviceBatches> {
         unreachable!("the GPU path is only taken with the `cuda` feature")
     }
 }
@@ -158,7 +165,13 @@ mod gpu {
         kernels: Vec<(TailKernel, GpuTail)>,
     }
 
-    pub(super) fn feed<H>(host: &H, tail: &DeviceTail, ctx: &Ctx, devices: &[Device]) -> Result<DeviceBatches>
+    pub(super) fn feed<H>(
+        host: &H,
+        tail: &DeviceTail,
+        ctx: &Ctx,
+        devices: &[Device],
+        skip: u64,
+    ) -> Result<DeviceBatches>
     where
         H: Dataset,
         H::Item: NamedColumns,
@@ -174,14 +187,15 @@ mod gpu {
             }
             per_device.push(DeviceKernels { device, kernels });
         }
-        let stream = host.stream_in(ctx)?;
+        let stream = host.stream_from(ctx, skip)?;
         let epoch = ctx.epoch();
         let (tx, rx) = sync_channel(2);
         let thread = std::thread::Builder::new()
             .name("sluice-gpu-tail".into())
             .spawn(move || {
-                for (b, item) in stream.enumerate() {
-                    let parts = item.and_then(|batch| launch(batch, &mut per_device, epoch, b as u64));
+                // Batch `b` of the pass draws with `b`, resumed or not.
+                for (b, item) in (skip..).zip(stream) {
+                    let parts = item.and_then(|batch| launch(batch, &mut per_device, epoch, b));
                     let failed = parts.is_err();
                     if tx.send(parts).is_err() || failed {
                         break;

@@ -23,7 +23,10 @@ mod trainer;
 pub use feed::{Feed, TailFeed};
 pub use tch;
 pub use tensor::{Column, TensorBatch};
-pub use trainer::{DeviceBatches, EpochReport, StepOutput, Totals, Trainer, device_batches, devices};
+pub use trainer::{
+    AfterStep, DeviceBatches, EpochReport, StepOutput, Totals, Trainer, device_batches, device_batches_from,
+    devices,
+};
 
 /// The number of CUDA devices libtorch sees (0 without a GPU or a driver).
 pub fn cuda_device_count() -> usize {

@@ -262,6 +262,14 @@ impl TensorBatch {
         }
     }
 
+    /// The same batch, sharing its tensors.
+    pub fn shallow_clone(&self) -> TensorBatch {
+        TensorBatch {
+            rows: self.rows,
+            columns: self.columns.iter().map(|(n, c)| (*n, c.map(Tensor::shallow_clone))).collect(),
+        }
+    }
+
     /// Rows `start..start + len` of every column, sharing this batch's memory.
     pub fn slice(&self, start: usize, len: usize) -> TensorBatch {
         assert!(start + len <= self.rows, "rows {start}..{} of a batch of {}", start + len, self.rows);

@@ -28,6 +28,7 @@ use super::feed::Feed;
 use super::tensor::TensorBatch;
 use crate::column::NamedColumns;
 use crate::error::{Error, Result};
+use crate::stage::PipelineState;
 use crate::stage::{Ctx, Dataset};
 
 /// What a task computes on one replica's part of a batch.
@@ -283,6 +284,25 @@ impl<M: Send> Trainer<M> {
             .map_err(|e| Error::Invalid(format!("{}: saving the model: {e}", path.display())))
     }
 
+    /// Saves the model as [`save`](Self::save) does, and beside it (`PATH.state`) the
+    /// training pipeline's position, so that [`load_checkpoint`](Self::load_checkpoint)
+    /// resumes both together. The state is written last: a checkpoint with a state is
+    /// whole.
+    pub fn save_checkpoint(&self, path: impl AsRef<Path>, state: &PipelineState) -> Result<()> {
+        let path = path.as_ref();
+        self.save(path)?;
+        state.save(state_path(path))
+    }
+
+    /// Loads a checkpoint of [`save_checkpoint`](Self::save_checkpoint): the model into
+    /// every replica, and the pipeline's position (`None` for a model saved alone).
+    pub fn load_checkpoint(&mut self, path: impl AsRef<Path>) -> Result<Option<PipelineState>> {
+        let path = path.as_ref();
+        self.load(path)?;
+        let state = state_path(path);
+        if state.exists() { PipelineState::load(state).map(Some) } else { Ok(None) }
+    }
+
     /// Loads parameters saved by [`save`](Self::save) into every replica.
     pub fn load(&mut self, path: impl AsRef<Path>) -> Result<()> {
         let path = path.as_ref();
@@ -418,7 +438,28 @@ impl<M: Send> Trainer<M> {
         D: Feed,
         F: Fn(&M, &TensorBatch, bool) -> Result<StepOutput> + Sync,
     {
-        self.pass(dataset, ctx, epoch, task, true)
+        self.train_epoch_from(dataset, ctx, epoch, 0, task, &mut |_, _| Ok(true))
+    }
+
+    /// Trains pass `epoch` from its batch `skip` on (a resumed epoch: the batches before
+    /// it are skipped without being computed), calling `after(step, parts)` after each step
+    /// (`step` counted from the start of the epoch, `parts` the batch's parts, already
+    /// trained on): it returns `false` to stop the epoch there (an interruption: the
+    /// report says how many steps ran).
+    pub fn train_epoch_from<D, F>(
+        &mut self,
+        dataset: &D,
+        ctx: &Ctx,
+        epoch: u64,
+        skip: u64,
+        task: &F,
+        after: &mut AfterStep<'_>,
+    ) -> Result<EpochReport>
+    where
+        D: Feed,
+        F: Fn(&M, &TensorBatch, bool) -> Result<StepOutput> + Sync,
+    {
+        self.pass(dataset, ctx, epoch, skip, task, Some(after))
     }
 
     /// Evaluates the model on one pass of `dataset`.
@@ -427,16 +468,25 @@ impl<M: Send> Trainer<M> {
         D: Feed,
         F: Fn(&M, &TensorBatch, bool) -> Result<StepOutput> + Sync,
     {
-        self.pass(dataset, ctx, 0, task, false)
+        self.pass(dataset, ctx, 0, 0, task, None)
     }
 
-    fn pass<D, F>(&mut self, dataset: &D, ctx: &Ctx, epoch: u64, task: &F, train: bool) -> Result<EpochReport>
+    fn pass<D, F>(
+        &mut self,
+        dataset: &D,
+        ctx: &Ctx,
+        epoch: u64,
+        skip: u64,
+        task: &F,
+        mut after: Option<&mut AfterStep<'_>>,
+    ) -> Result<EpochReport>
     where
         D: Feed,
         F: Fn(&M, &TensorBatch, bool) -> Result<StepOutput> + Sync,
     {
         let start = Instant::now();
-        let batches = dataset.feed(&ctx.with_epoch(epoch), &self.devices())?;
+        let train = after.is_some();
+        let batches = dataset.feed(&ctx.with_epoch(epoch), &self.devices(), skip)?;
         let bar = self.bar(train, epoch);
         let mut report = EpochReport { epoch, ..EpochReport::default() };
         loop {
@@ -445,7 +495,15 @@ impl<M: Send> Trainer<M> {
             let parts = parts?;
             let t1 = Instant::now();
             report.data_wait += t1 - t;
-            let totals = if train { self.step(parts, task)? } else { self.eval_step(parts, task)? };
+            let step = skip + report.steps;
+            let (totals, go_on) = match after.as_mut() {
+                Some(after) => {
+                    let kept: Vec<TensorBatch> = parts.iter().map(TensorBatch::shallow_clone).collect();
+                    let totals = self.step(parts, task)?;
+                    (totals, after(step, &kept)?)
+                }
+                None => (self.eval_step(parts, task)?, true),
+            };
             report.compute += t1.elapsed();
             report.steps += 1;
             report.totals.merge(&totals);
@@ -459,6 +517,9 @@ impl<M: Send> Trainer<M> {
                     report.totals.summary(),
                     totals.summary()
                 ));
+            }
+            if !go_on {
+                break;
             }
         }
         batches.finish()?;
@@ -484,6 +545,9 @@ impl<M: Send> Trainer<M> {
     }
 }
 
+/// What [`Trainer::train_epoch_from`] calls after each step: `(step, parts) -> go on?`.
+pub type AfterStep<'a> = dyn FnMut(u64, &[TensorBatch]) -> Result<bool> + 'a;
+
 type PartResult = (usize, f64, Vec<(&'static str, f64)>);
 
 /// The global batches of one pass of a pipeline, each converted to tensors, split in one
@@ -508,8 +572,11 @@ impl DeviceBatches {
         self.rx.recv().ok()
     }
 
-    /// Waits for the feeding thread; an error if it panicked.
+    /// Stops the feeding thread (it may be ahead, or the consumer may have stopped early)
+    /// and waits for it; an error if it panicked.
     pub fn finish(mut self) -> Result<()> {
+        let (_, dead) = sync_channel(0);
+        drop(std::mem::replace(&mut self.rx, dead));
         self.join()
     }
 
@@ -539,7 +606,17 @@ where
     D: Dataset,
     D::Item: NamedColumns,
 {
-    let stream = dataset.stream_in(ctx)?;
+    device_batches_from(dataset, ctx, devices, 0)
+}
+
+/// [`device_batches`] of the pass after its first `skip` batches ([`Dataset::stream_from`]:
+/// a resumed epoch).
+pub fn device_batches_from<D>(dataset: &D, ctx: &Ctx, devices: &[Device], skip: u64) -> Result<DeviceBatches>
+where
+    D: Dataset,
+    D::Item: NamedColumns,
+{
+    let stream = dataset.stream_from(ctx, skip)?;
     let devices = devices.to_vec();
     let (tx, rx): (SyncSender<Result<Vec<TensorBatch>>>, _) = sync_channel(2);
     let thread = std::thread::Builder::new()
@@ -558,4 +635,11 @@ where
         })
         .map_err(|e| Error::Invalid(format!("starting the thread feeding the devices: {e}")))?;
     Ok(DeviceBatches { rx, thread: Some(thread) })
+}
+
+/// Where [`Trainer::save_checkpoint`] puts the pipeline's state: `PATH.state`.
+fn state_path(model: &Path) -> std::path::PathBuf {
+    let mut name = model.as_os_str().to_owned();
+    name.push(".state");
+    name.into()
 }

@@ -15,6 +15,7 @@ fn main() {
         "../../tests/pipes/mixture.pipe",
         "../../tests/pipes/gpu_augment.pipe",
         "../../tests/pipes/resume.pipe",
+        "../../tests/pipes/global_shuffle.pipe",
         "pipes/tf_fixtures.pipe",
     ]);
     gpu_bench_kernel();

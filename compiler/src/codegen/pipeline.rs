@@ -52,6 +52,28 @@ pub fn generate(c: &Checked, all: &[Checked]) -> R<(TokenStream, Vec<crate::ir::
     let mut stmts = TokenStream::new();
     let mut i = 0;
     while i < chain.len() {
+        // `shuffle(global)` reads the files itself, through their indexes, in place of the
+        // reader under it: the file list (sharded, shuffled, whatever came before) is
+        // taken once, when the dataset is built.
+        if let (Plan::Interleave(il), Some(Plan::Shuffle(s))) = (chain[i], chain.get(i + 1))
+            && s.is_global()
+        {
+            let seed = seed(&s.seed)?;
+            let re = s.reshuffle_each_epoch;
+            let policy = match &il.on_corrupt {
+                ArgValue::Word(w) if w == "skip" => quote!(__sl::CorruptPolicy::Skip),
+                ArgValue::Word(w) if w == "skip_file" => quote!(__sl::CorruptPolicy::SkipFile),
+                _ => quote!(__sl::CorruptPolicy::Fail),
+            };
+            stmts.extend(quote! {
+                let ds = {
+                    let paths = ds.stream()?.collect::<__sl::Result<::std::vec::Vec<_>>>()?;
+                    __sl::global_shuffle(paths, #seed)?.on_corrupt(#policy).reshuffle_each_epoch(#re)
+                };
+            });
+            i += 2;
+            continue;
+        }
         // A non-deterministic TFRecord interleave straight into a batch of the records
         // (plain, or fused with a map) is one stage: the readers fill the batches.
         if let (Plan::Interleave(il), Some(next)) = (chain[i], chain.get(i + 1))

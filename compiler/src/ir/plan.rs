@@ -343,6 +343,14 @@ pub struct Shuffle {
     pub reshuffle_each_epoch: bool,
 }
 
+impl Shuffle {
+    /// `shuffle(global)`: every record of the indexed files in a seeded permutation per
+    /// epoch, read through the files' indexes in place of the reader below it.
+    pub fn is_global(&self) -> bool {
+        self.buffer == ArgValue::Word("global".into())
+    }
+}
+
 /// Groups elements into columnar batches.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Batch {

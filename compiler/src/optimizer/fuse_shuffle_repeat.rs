@@ -37,7 +37,8 @@ impl OptimizerRule for FuseShuffleRepeat {
 fn fuse(plan: Plan) -> Transformed {
     let Plan::Repeat(mut repeat) = plan else { return Transformed::no(plan) };
     match *repeat.input {
-        Plan::Shuffle(shuffle) if shuffle.reshuffle_each_epoch => {
+        // A global shuffle is a reader of its own: nothing to fuse.
+        Plan::Shuffle(shuffle) if shuffle.reshuffle_each_epoch && !shuffle.is_global() => {
             let count = repeat
                 .args
                 .iter()

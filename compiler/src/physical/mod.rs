@@ -28,6 +28,8 @@ pub const ASSUMED_DIM: u64 = 1024;
 pub const INTERLEAVE_BUFFER_PER_SLOT: u64 = 64;
 /// The read buffer of one open TFRecord file (the reader's default `buffer_size`).
 pub const READ_BUFFER_BYTES: u64 = 1 << 20;
+/// The bytes of records in one window of a global shuffle (the runtime's `WINDOW_BYTES`).
+pub const GLOBAL_SHUFFLE_WINDOW_BYTES: u64 = 8 << 20;
 
 /// Planning options.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -295,6 +297,18 @@ impl Cx<'_> {
                 bytes: 0,
             },
             Plan::Select(_) => ExecStage { name: "SelectExec", threads: "1".into(), held: 0, bytes: 0 },
+            Plan::Shuffle(s) if s.is_global() => {
+                // Reader threads hold two windows of about 8 MiB of records each; the
+                // reader below it does not run.
+                let (threads, workers) = self.threads(&ArgValue::Auto);
+                let held = workers.saturating_mul(2);
+                ExecStage {
+                    name: "GlobalShuffleExec",
+                    threads,
+                    held,
+                    bytes: held.saturating_mul(GLOBAL_SHUFFLE_WINDOW_BYTES),
+                }
+            }
             Plan::Shuffle(s) => {
                 let held = self.count(
                     &s.buffer,

@@ -11,7 +11,8 @@
 //! `select` of an unknown field is E0401; E0309 a pipeline that mixes itself (directly or
 //! through others), E0310 `sample_from` of an unknown pipeline, E0311 mixed pipelines of
 //! different element types, E0312 bad weights, E0313 Rust code in `map`/`filter`
-//! (`pipeline!`) on elements without fields.
+//! (`pipeline!`) on elements without fields, E0314 `shuffle(global)` anywhere but right
+//! after the reader of the files.
 //!
 //! Per-field operations other than `parse_example` are kept as written; typing them is
 //! the next step of [3/9].
@@ -265,6 +266,27 @@ pub fn lower(
                     kept.push(name);
                 }
                 Plan::Select(Select { input, fields: kept })
+            }
+            "shuffle"
+                if a("buffer") == Some(ArgValue::Word("global".into()))
+                    && !matches!(&*input, Plan::Interleave(i) if matches!(*i.input, Plan::Files(_))) =>
+            {
+                diags.push(
+                    Diagnostic::error(
+                        "E0314",
+                        "`shuffle(global)` must come right after the reader of the files",
+                        s.name.span,
+                        format!("its input is {}, not the records of `files`", input.output()),
+                    )
+                    .with_note(
+                        "a global shuffle permutes every record of every file through the files' \
+                         indexes (`sluice index`): it replaces reading them in order",
+                    )
+                    .with_help(
+                        "write it right after `tfrecords(files)` (or the `interleave` reading the files)",
+                    ),
+                );
+                return None;
             }
             "shuffle" => Plan::Shuffle(Shuffle {
                 input,

@@ -30,6 +30,8 @@ pub enum ArgKind {
     Bool,
     /// A count of at least 1, or `auto`.
     CountOrAuto,
+    /// A count of at least 1, or `global` (a shuffle of the whole dataset).
+    CountOrGlobal,
     /// A file glob (a string, or a `glob`/`path`/`string` parameter).
     Glob,
     /// A file path.
@@ -49,6 +51,7 @@ impl ArgKind {
             ArgKind::UInt => "an unsigned integer",
             ArgKind::Bool => "`true` or `false`",
             ArgKind::CountOrAuto => "a count of at least 1 or `auto`",
+            ArgKind::CountOrGlobal => "a buffer size of at least 1 or `global`",
             ArgKind::Glob => "a file glob",
             ArgKind::Path => "a file path",
             ArgKind::Compression => "`auto`, `none`, `gzip` or `zlib`",
@@ -60,6 +63,7 @@ impl ArgKind {
     fn words(self) -> &'static [&'static str] {
         match self {
             ArgKind::CountOrAuto => &["auto"],
+            ArgKind::CountOrGlobal => &["global"],
             ArgKind::Compression => &["auto", "none", "gzip", "zlib"],
             ArgKind::CorruptPolicy => &["fail", "skip", "skip_file"],
             _ => &[],
@@ -162,7 +166,7 @@ pub const STAGES: &[StageSig] = &[
     },
     StageSig {
         name: "shuffle",
-        args: &[req("buffer", Count), opt("seed", UInt), opt("reshuffle_each_epoch", Bool)],
+        args: &[req("buffer", CountOrGlobal), opt("seed", UInt), opt("reshuffle_each_epoch", Bool)],
         block: BlockKind::None,
     },
     StageSig {
@@ -413,7 +417,9 @@ fn check_arg(sig: &StageSig, a: &ArgSig, e: &ast::Expr, decls: &Declarations, di
             }
             if let Some(param) = decls.params.iter().find(|q| &q.name == name) {
                 let ok = match a.kind {
-                    Count | UInt | CountOrAuto => matches!(param.ty, ParamType::U32 | ParamType::U64),
+                    Count | UInt | CountOrAuto | CountOrGlobal => {
+                        matches!(param.ty, ParamType::U32 | ParamType::U64)
+                    }
                     Bool => param.ty == ParamType::Bool,
                     Glob | Path => matches!(param.ty, ParamType::Glob | ParamType::Path | ParamType::Str),
                     _ => false,
@@ -423,7 +429,7 @@ fn check_arg(sig: &StageSig, a: &ArgSig, e: &ast::Expr, decls: &Declarations, di
                         wrong(format!("parameter `{name}` is a `{}`", param.ty))
                             .with_label(param.span, format!("`{name}` is declared here")),
                     );
-                } else if matches!(a.kind, Count | CountOrAuto)
+                } else if matches!(a.kind, Count | CountOrAuto | CountOrGlobal)
                     && matches!(param.default, Some(Value::Int(0)))
                 {
                     diags.push(
@@ -464,22 +470,26 @@ fn check_arg(sig: &StageSig, a: &ArgSig, e: &ast::Expr, decls: &Declarations, di
             });
         }
         ExprKind::Int(n) => match a.kind {
-            Count | CountOrAuto if *n == 0 => diags.push(
+            Count | CountOrAuto | CountOrGlobal if *n == 0 => diags.push(
                 Diagnostic::error("E0206", format!("`{}` of `{}` is zero", a.name, sig.name), e.span, "zero")
                     .with_help("sizes and counts are at least 1"),
             ),
-            Count | CountOrAuto | UInt => {}
+            Count | CountOrAuto | CountOrGlobal | UInt => {}
             _ => diags.push(wrong(format!("found the integer `{n}`"))),
         },
-        ExprKind::Unary(ast::UnaryOp::Neg, _) if matches!(a.kind, Count | CountOrAuto | UInt) => diags.push(
-            Diagnostic::error(
-                "E0206",
-                format!("`{}` of `{}` is negative", a.name, sig.name),
-                e.span,
-                "negative",
+        ExprKind::Unary(ast::UnaryOp::Neg, _)
+            if matches!(a.kind, Count | CountOrAuto | CountOrGlobal | UInt) =>
+        {
+            diags.push(
+                Diagnostic::error(
+                    "E0206",
+                    format!("`{}` of `{}` is negative", a.name, sig.name),
+                    e.span,
+                    "negative",
+                )
+                .with_help("sizes, counts and seeds are unsigned"),
             )
-            .with_help("sizes, counts and seeds are unsigned"),
-        ),
+        }
         ExprKind::Bool(_) if a.kind == Bool => {}
         ExprKind::Str(_) if matches!(a.kind, Glob | Path) => {}
         other => diags.push(wrong(format!("found {}", describe(other)))),

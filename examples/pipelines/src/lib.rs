@@ -23,6 +23,7 @@ pub mod corpus {
     sluice::include_pipelines!("mixture");
     sluice::include_pipelines!("gpu_augment");
     sluice::include_pipelines!("resume");
+    sluice::include_pipelines!("global_shuffle");
 }
 
 /// The user function `augment.pipe` declares (`extern fn augment_fns::brighten`).

@@ -48,8 +48,8 @@ pub mod __private {
     pub use sluice_runtime::example;
     pub use sluice_runtime::rng::Philox;
     pub use sluice_runtime::stage::{
-        Buffer, CacheCodec, Dataset, Element, Files, Indexed, OpenTfRecord, Parallelism, RecordBatch, files,
-        from_vec, sample_from, tfrecord_batches, tfrecords,
+        Buffer, CacheCodec, Dataset, Element, Files, Indexed, OpenTfRecord, Parallelism, RecordBatch,
+        Remainder, files, from_vec, sample_from, tfrecord_batches, tfrecords,
     };
     pub use sluice_runtime::tfrecord;
     pub use sluice_runtime::tfrecord::{Compression, CorruptPolicy, ReaderOptions};

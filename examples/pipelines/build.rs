@@ -15,6 +15,7 @@ fn main() {
         "../../tests/pipes/mixture.pipe",
         "../../tests/pipes/gpu_augment.pipe",
         "pipes/tf_fixtures.pipe",
+        "pipes/shard.pipe",
     ]);
     gpu_bench_kernel();
 }

@@ -49,7 +49,7 @@ pub mod __private {
     pub use sluice_runtime::rng::Philox;
     pub use sluice_runtime::stage::{
         Buffer, CacheCodec, Dataset, Element, Files, GlobalShuffle, Indexed, OpenTfRecord, Parallelism,
-        PipelineState, RecordBatch, files, fingerprint, from_vec, global_shuffle, sample_from,
+        PipelineState, RecordBatch, Remainder, files, fingerprint, from_vec, global_shuffle, sample_from,
         tfrecord_batches, tfrecords,
     };
     pub use sluice_runtime::tfrecord;

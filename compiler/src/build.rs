@@ -12,7 +12,8 @@
 //!
 //! Each file's code goes to `$OUT_DIR/sluice/<file stem>.rs`, and cargo is told to
 //! rebuild when the file changes. A file with errors fails the build with the rendered
-//! diagnostics (`file:line:col`, as `sluice check` prints them).
+//! diagnostics (`file:line:col`, as `sluice check` prints them); warnings do not fail it,
+//! they are shown as `cargo:warning=` lines.
 //!
 //! With sluice's `torch` feature on, [`compile`] also links libtorch into the crate's
 //! binaries and tests (an rpath to it, and `--no-as-needed` so that `libtorch_cuda` is
@@ -113,6 +114,12 @@ pub fn compile_file(path: &Path, dir: &Path) -> Result<PathBuf, BuildError> {
         path: path.to_path_buf(),
         rendered: render(&path.display().to_string(), &source, &d),
     })?;
+    // A clean file may still have warnings, which `generate` does not return: cargo shows
+    // them, one `cargo:warning=` line per rendered line.
+    let warnings: Vec<_> = crate::check(&source).into_iter().filter(|d| !d.is_error()).collect();
+    for line in render(&path.display().to_string(), &source, &warnings).trim_end().lines() {
+        println!("cargo:warning={line}");
+    }
     let stem = path.file_stem().map_or_else(|| "pipelines".into(), |s| s.to_string_lossy().into_owned());
     std::fs::create_dir_all(dir).map_err(|error| BuildError::Io { path: dir.to_path_buf(), error })?;
     let target = dir.join(format!("{stem}.rs"));

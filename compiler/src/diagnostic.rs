@@ -34,7 +34,7 @@ pub struct Label {
 pub struct Diagnostic {
     /// Error or warning.
     pub severity: Severity,
-    /// A stable code, `E0001`…, documented in `docs/errors.md` as the language grows.
+    /// A stable code, `E0001`… (`W…` for warnings), documented in `docs/errors.md` as the language grows.
     pub code: &'static str,
     /// The headline.
     pub message: String,
@@ -65,6 +65,16 @@ impl Diagnostic {
             notes: Vec::new(),
             help: None,
         }
+    }
+
+    /// A warning at `span`: the pipeline compiles, but probably not as intended.
+    pub fn warning(
+        code: &'static str,
+        message: impl Into<String>,
+        span: Span,
+        label: impl Into<String>,
+    ) -> Self {
+        Diagnostic { severity: Severity::Warning, ..Diagnostic::error(code, message, span, label) }
     }
 
     /// Adds a secondary label.

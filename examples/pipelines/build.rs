@@ -17,6 +17,7 @@ fn main() {
         "../../tests/pipes/resume.pipe",
         "../../tests/pipes/global_shuffle.pipe",
         "pipes/tf_fixtures.pipe",
+        "pipes/shard.pipe",
     ]);
     gpu_bench_kernel();
 }

@@ -4,7 +4,9 @@
 //! generates for the same text), and turns its diagnostics into `syn::Error`s on the
 //! exact tokens (for a file: on the path, with the rendered snippet and `file:line:col`).
 //! All errors are reported together, and on error a fallback module per pipeline keeps
-//! uses such as `NAME::dataset(&params)` from adding errors of their own.
+//! uses such as `NAME::dataset(&params)` from adding errors of their own. Warnings (such
+//! as W0210, file-level sharding) are left out: a proc-macro cannot emit one on stable
+//! Rust; `sluice check` or `build::compile` on the same text shows them.
 //!
 //! Inline, `map` and `filter` also take Rust closures and function paths, which the
 //! generated code calls directly (see `sluice_compiler::syntax::tokens`); the modules of

@@ -841,7 +841,11 @@ impl Gen<'_> {
             Plan::Shard(p) => {
                 let n = u64_arg(pass_arg(&p.args, "num_shards").ok_or("shard count")?)?;
                 let i = u64_arg(pass_arg(&p.args, "index").ok_or("shard index")?)?;
-                quote!(let ds = ds.shard(#n, #i)?;)
+                match p.remainder() {
+                    "drop" => quote!(let ds = ds.shard_with(#n, #i, __sl::Remainder::Drop)?;),
+                    "pad" => quote!(let ds = ds.shard_with(#n, #i, __sl::Remainder::Pad)?;),
+                    _ => quote!(let ds = ds.shard(#n, #i)?;),
+                }
             }
             Plan::Cache(p) => match p.args.first() {
                 None => quote!(let ds = ds.cache();),

@@ -373,6 +373,19 @@ pub struct Pass {
     pub args: Vec<(&'static str, ArgValue)>,
 }
 
+impl Pass {
+    /// A `shard`'s `remainder`: `keep`, `drop` or `pad` (`keep` when not declared).
+    pub fn remainder(&self) -> &str {
+        self.args
+            .iter()
+            .find_map(|(k, v)| match v {
+                ArgValue::Word(w) if *k == "remainder" => Some(w.as_str()),
+                _ => None,
+            })
+            .unwrap_or("keep")
+    }
+}
+
 /// `shuffle` then `repeat`, fused by the optimizer (tf.data's `ShuffleAndRepeatDataset`):
 /// every epoch is shuffled anew, and the buffer is refilled across an epoch boundary
 /// instead of draining first, so the first elements of an epoch may come out among the
@@ -458,7 +471,7 @@ pub enum Plan {
     Take(Pass),
     /// `skip(n)`.
     Skip(Pass),
-    /// `shard(num_shards, index)`.
+    /// `shard(num_shards, index, remainder)` (`remainder` is `keep` unless declared).
     Shard(Pass),
     /// `cache(file?)`.
     Cache(Pass),

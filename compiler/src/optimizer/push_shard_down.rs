@@ -11,13 +11,16 @@
 //! still partition the files each epoch.
 //!
 //! Only when the interleave reads exactly a `Files` node: anything between them could
-//! change which paths there are.
+//! change which paths there are. And only for `remainder: keep`: `drop` and `pad` even
+//! out record counts, which needs every record's position, so such a shard stays on the
+//! records (every worker reads every file). Sema warns about the shards this rule moves
+//! (W0210), since it cannot produce diagnostics itself.
 //!
 //! ```text
-//! before                            after
-//! Shard: num_shards=8, index=0      Interleave: …
-//!   Interleave: …                     Shard: num_shards=8, index=0
-//!     Files: pattern=…                  Files: pattern=…
+//! before                                        after
+//! Shard: num_shards=8, index=0, remainder=keep  Interleave: …
+//!   Interleave: …                                 Shard: num_shards=8, index=0, remainder=keep
+//!     Files: pattern=…                              Files: pattern=…
 //! ```
 
 use crate::ir::plan::Plan;
@@ -41,8 +44,9 @@ impl OptimizerRule for PushShardDown {
 /// A shard on an interleave of files, moved between the two.
 fn push(plan: Plan) -> Transformed {
     let Plan::Shard(mut shard) = plan else { return Transformed::no(plan) };
+    let keep = shard.remainder() == "keep";
     match *shard.input {
-        Plan::Interleave(mut interleave) if matches!(*interleave.input, Plan::Files(_)) => {
+        Plan::Interleave(mut interleave) if keep && matches!(*interleave.input, Plan::Files(_)) => {
             shard.input = interleave.input;
             interleave.input = Box::new(Plan::Shard(shard));
             Transformed::yes(Plan::Interleave(interleave))
@@ -74,8 +78,34 @@ mod tests {
         changed=true
         Map: fns=[parse_example], parses=[x, label], parallel=1, deterministic=true -> {x: f32[4], label: i64}
           Interleave: reader=tfrecord, cycle_length=4, block_length=1, parallel=1, deterministic=true, compression=auto, on_corrupt=fail, verify_crc=true -> record
-            Shard: num_shards=8, index=3 -> path
+            Shard: num_shards=8, index=3, remainder=keep -> path
               Files: pattern=$files, shuffle_seed=7 -> path
+        ");
+    }
+
+    #[test]
+    fn does_not_apply_when_the_remainder_is_dropped_or_padded() {
+        let shard = |remainder: &str| {
+            check(
+                &PushShardDown,
+                &pipeline(&format!(
+                    "files(files);
+                     interleave(cycle: 4) {{ tfrecord(); }}
+                     shard(8, 3, remainder: {remainder});"
+                )),
+            )
+        };
+        insta::assert_snapshot!(shard("drop"), @r"
+        changed=false
+        Shard: num_shards=8, index=3, remainder=drop -> record
+          Interleave: reader=tfrecord, cycle_length=4, block_length=1, parallel=1, deterministic=true, compression=auto, on_corrupt=fail, verify_crc=true -> record
+            Files: pattern=$files, shuffle_seed=none -> path
+        ");
+        insta::assert_snapshot!(shard("pad"), @r"
+        changed=false
+        Shard: num_shards=8, index=3, remainder=pad -> record
+          Interleave: reader=tfrecord, cycle_length=4, block_length=1, parallel=1, deterministic=true, compression=auto, on_corrupt=fail, verify_crc=true -> record
+            Files: pattern=$files, shuffle_seed=none -> path
         ");
     }
 
@@ -92,9 +122,9 @@ mod tests {
         );
         insta::assert_snapshot!(text, @r"
         changed=false
-        Shard: num_shards=8, index=3 -> record
+        Shard: num_shards=8, index=3, remainder=keep -> record
           Interleave: reader=tfrecord, cycle_length=4, block_length=1, parallel=1, deterministic=true, compression=auto, on_corrupt=fail, verify_crc=true -> record
-            Shard: num_shards=2, index=0 -> path
+            Shard: num_shards=2, index=0, remainder=keep -> path
               Files: pattern=$files, shuffle_seed=none -> path
         ");
     }

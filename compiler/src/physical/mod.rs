@@ -364,6 +364,22 @@ impl Cx<'_> {
                     bytes: 1024u64.saturating_mul(elem(self)),
                 }
             }
+            // `remainder: drop` holds back this worker's element of a round; `pad` keeps
+            // the elements before the worker's first position, at most `num_shards - 1`.
+            Plan::Shard(p) if p.remainder() != "keep" => {
+                let held = match (p.remainder(), p.args.iter().find(|(k, _)| *k == "num_shards")) {
+                    ("pad", Some((_, n))) => self
+                        .count(n, 8, "at most 8 workers for a padded shard's parameter without a default")
+                        .saturating_sub(1),
+                    _ => 1,
+                };
+                ExecStage {
+                    name: "ShardExec",
+                    threads: "1".into(),
+                    held,
+                    bytes: held.saturating_mul(elem(self)),
+                }
+            }
             Plan::Repeat(_) | Plan::Take(_) | Plan::Skip(_) | Plan::Shard(_) | Plan::Cache(_) => ExecStage {
                 name: match n {
                     Plan::Repeat(_) => "RepeatExec",

@@ -40,6 +40,8 @@ pub enum ArgKind {
     Compression,
     /// `fail`, `skip` or `skip_file`.
     CorruptPolicy,
+    /// `keep`, `drop` or `pad`: what `shard` does with the last, partial round.
+    Remainder,
     /// A boolean or numeric expression over the element's fields (checked later).
     Expr,
 }
@@ -56,6 +58,7 @@ impl ArgKind {
             ArgKind::Path => "a file path",
             ArgKind::Compression => "`auto`, `none`, `gzip` or `zlib`",
             ArgKind::CorruptPolicy => "`fail`, `skip` or `skip_file`",
+            ArgKind::Remainder => "`keep`, `drop` or `pad`",
             ArgKind::Expr => "an expression",
         }
     }
@@ -66,6 +69,7 @@ impl ArgKind {
             ArgKind::CountOrGlobal => &["global"],
             ArgKind::Compression => &["auto", "none", "gzip", "zlib"],
             ArgKind::CorruptPolicy => &["fail", "skip", "skip_file"],
+            ArgKind::Remainder => &["keep", "drop", "pad"],
             _ => &[],
         }
     }
@@ -183,7 +187,18 @@ pub const STAGES: &[StageSig] = &[
     StageSig { name: "repeat", args: &[opt("count", Count)], block: BlockKind::None },
     StageSig { name: "take", args: &[req("count", UInt)], block: BlockKind::None },
     StageSig { name: "skip", args: &[req("count", UInt)], block: BlockKind::None },
-    StageSig { name: "shard", args: &[req("num_shards", Count), req("index", UInt)], block: BlockKind::None },
+    // Worker `index` of `num_shards` gets positions `index`, `index + num_shards`, … of
+    // each pass; the last, partial round of `N mod num_shards` elements is dealt out
+    // (`keep`: each record once, counts differ by at most one), dropped (`drop`: every
+    // worker exactly `floor(N / num_shards)`) or padded with the pass's first elements
+    // (`pad`: every worker exactly `ceil(N / num_shards)`, as PyTorch's
+    // `DistributedSampler`). `drop` and `pad` shard record by record, so every worker
+    // reads every file; a `keep` shard of files is file-level (W0210).
+    StageSig {
+        name: "shard",
+        args: &[req("num_shards", Count), req("index", UInt), opt("remainder", Remainder)],
+        block: BlockKind::None,
+    },
     StageSig { name: "cache", args: &[opt("file", Path)], block: BlockKind::None },
     StageSig { name: "prefetch", args: &[opt("buffer", CountOrAuto)], block: BlockKind::None },
 ];

@@ -15,6 +15,11 @@ pub mod fixtures {
     sluice::include_pipelines!("tf_fixtures");
 }
 
+/// Exact sharding by record (`tests/shard.rs`).
+pub mod sharding {
+    sluice::include_pipelines!("shard");
+}
+
 /// The pipelines of `tests/pipes/`.
 pub mod corpus {
     sluice::include_pipelines!("tabular");

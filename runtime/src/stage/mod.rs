@@ -68,7 +68,7 @@ pub use record_batch::{BatchFn, RecordBatch, TfRecordBatches, TfRecordBatchesIte
 pub use repeat::Repeat;
 pub use sample::{SampleFrom, sample_from};
 pub use shuffle::Shuffle;
-pub use slice::{Shard, Skip, Take};
+pub use slice::{Remainder, Shard, Skip, Take};
 pub use source::{Files, FromVec, Range, TfRecordFile, files, from_vec, range, tfrecord_file};
 pub use state::{PipelineState, fingerprint};
 pub use stats::{StageReport, StageStats, StatsReport};
@@ -451,12 +451,27 @@ pub trait Dataset: Send + Sync + 'static {
         Prefetch::new(self, buffer.into())
     }
 
-    /// Every `num_shards`-th element, starting at `index`.
+    /// Every `num_shards`-th element, starting at `index`: worker `index`'s share, with
+    /// [`Remainder::Keep`] (across all workers each element once per pass; counts differ
+    /// by at most one). `index >= num_shards` or `num_shards == 0` is an
+    /// [`Error::Invalid`].
     fn shard(self, num_shards: u64, index: u64) -> Result<Shard<Self>>
     where
         Self: Sized,
     {
-        Shard::new(self, num_shards, index)
+        Shard::new(self, num_shards, index, Remainder::Keep)
+    }
+
+    /// [`shard`](Dataset::shard) with the last, partial round kept, dropped (every worker
+    /// gets exactly `floor(N / num_shards)` elements) or padded (exactly
+    /// `ceil(N / num_shards)`, repeating the first elements of the pass), as
+    /// [`Remainder`] describes. Every worker reads the whole input; `Drop` holds back
+    /// one element, `Pad` at most `num_shards - 1`.
+    fn shard_with(self, num_shards: u64, index: u64, remainder: Remainder) -> Result<Shard<Self>>
+    where
+        Self: Sized,
+    {
+        Shard::new(self, num_shards, index, remainder)
     }
 
     /// Groups `n` consecutive elements into one columnar batch

@@ -1,4 +1,6 @@
-//! `take`, `skip` and `shard`: position-based selection. Their state is one counter.
+//! `take`, `skip` and `shard`: position-based selection. Their state is one counter
+//! (plus, for `shard`, the element a round holds back, or the elements before the
+//! worker's first position, kept for padding: see [`Remainder`]).
 
 use super::{Ctx, DataIter, Dataset};
 use crate::error::{Error, Result};
@@ -97,48 +99,104 @@ impl<I: DataIter> DataIter for SkipIter<I> {
     }
 }
 
-/// Elements `index`, `index + num_shards`, `index + 2·num_shards`, … of the input.
+/// What [`Shard`] does with the last, partial round of a pass: the `N mod num_shards`
+/// elements left when the `N` elements of the pass are dealt out in rounds of
+/// `num_shards`, one to each worker in turn (worker `index` gets positions `index`,
+/// `index + num_shards`, …).
+///
+/// The length `N` is not known in advance: every worker reads the whole input and
+/// decides as the pass streams by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Remainder {
+    /// Deal the partial round out too: across all workers each element once, and the
+    /// counts differ by at most one (`ceil(N / n)` or `floor(N / n)`).
+    #[default]
+    Keep,
+    /// Drop the partial round: every worker gets exactly `floor(N / n)` elements, and
+    /// together the first `n · floor(N / n)` of the pass, each once. A worker's element
+    /// of a round is delivered only once the round is complete (it holds back one
+    /// element).
+    Drop,
+    /// Pad the partial round: every worker gets exactly `ceil(N / n)` elements. A worker
+    /// whose position `p` in the last round is past the end (`p >= N`) gets, when the
+    /// input ends, the element at position `p mod N` (`p - N` when `N >= n`): the
+    /// padding repeats the first elements of the pass, as PyTorch's `DistributedSampler`
+    /// does. That position is always below `index`, so worker `index` keeps the first
+    /// `min(index, N)` elements of the pass (never its own: moved, not copied).
+    Pad,
+}
+
+impl std::fmt::Display for Remainder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Remainder::Keep => "keep",
+            Remainder::Drop => "drop",
+            Remainder::Pad => "pad",
+        })
+    }
+}
+
+/// Worker `index` of `num_shards`: elements `index`, `index + num_shards`,
+/// `index + 2·num_shards`, … of the input, with the last partial round kept, dropped or
+/// padded as its [`Remainder`] says.
 #[must_use = "datasets are lazy: iterate them"]
 #[derive(Debug)]
 pub struct Shard<D> {
     input: D,
     num_shards: u64,
     index: u64,
+    remainder: Remainder,
 }
 
 impl<D> Shard<D> {
-    pub(crate) fn new(input: D, num_shards: u64, index: u64) -> Result<Self> {
+    pub(crate) fn new(input: D, num_shards: u64, index: u64, remainder: Remainder) -> Result<Self> {
         if num_shards == 0 || index >= num_shards {
             return Err(Error::Invalid(format!(
                 "shard index {index} out of range for {num_shards} shards (need 0 <= index < num_shards)"
             )));
         }
-        Ok(Shard { input, num_shards, index })
+        Ok(Shard { input, num_shards, index, remainder })
     }
 }
 
 impl<D: Dataset> Dataset for Shard<D> {
     type Item = D::Item;
-    type Iter = ShardIter<D::Iter>;
+    type Iter = ShardIter<D::Iter, D::Item>;
     fn iter(&self, ctx: &Ctx) -> Result<Self::Iter> {
-        Ok(ShardIter { input: self.input.iter(ctx)?, num_shards: self.num_shards, index: self.index, pos: 0 })
+        Ok(ShardIter {
+            input: self.input.iter(ctx)?,
+            num_shards: self.num_shards,
+            index: self.index,
+            remainder: self.remainder,
+            pos: 0,
+            held: None,
+            first: Vec::new(),
+            done: false,
+        })
     }
 }
 
 /// One pass of [`Shard`].
 #[derive(Debug)]
-pub struct ShardIter<I> {
+pub struct ShardIter<I, T> {
     input: I,
     num_shards: u64,
     index: u64,
+    remainder: Remainder,
     /// Position in the input of the next element to read.
     pos: u64,
+    /// `Drop`: this worker's element of the current round, until the round completes.
+    held: Option<T>,
+    /// `Pad`: the first `min(index, pos)` elements of the pass, the padding's sources.
+    first: Vec<T>,
+    /// `Drop`, `Pad`: the input has ended (and the padding, if any, was delivered).
+    done: bool,
 }
 
-impl<I: DataIter> DataIter for ShardIter<I> {
-    type Item = I::Item;
+impl<I: DataIter> ShardIter<I, I::Item> {
+    /// `Keep`: the next element at one of this worker's positions.
     #[inline]
-    fn next(&mut self) -> Result<Option<I::Item>> {
+    fn next_keep(&mut self) -> Result<Option<I::Item>> {
         loop {
             let Some(x) = self.input.next()? else { return Ok(None) };
             let mine = self.pos % self.num_shards == self.index;
@@ -146,6 +204,75 @@ impl<I: DataIter> DataIter for ShardIter<I> {
             if mine {
                 return Ok(Some(x));
             }
+        }
+    }
+
+    /// `Drop`: this worker's element of a round, once the round's last element is read.
+    fn next_drop(&mut self) -> Result<Option<I::Item>> {
+        loop {
+            let Some(x) = self.input.next()? else {
+                // The round in progress, if any, is partial: its element is dropped.
+                self.held = None;
+                self.done = true;
+                return Ok(None);
+            };
+            let slot = self.pos % self.num_shards;
+            self.pos += 1;
+            if slot == self.index {
+                self.held = Some(x);
+            }
+            if slot == self.num_shards - 1
+                && let Some(mine) = self.held.take()
+            {
+                return Ok(Some(mine));
+            }
+        }
+    }
+
+    /// `Pad`: this worker's elements as they come, then its padding element when the
+    /// last round was partial and this worker's position in it is past the end.
+    fn next_pad(&mut self) -> Result<Option<I::Item>> {
+        loop {
+            let Some(x) = self.input.next()? else {
+                self.done = true;
+                return Ok(self.padding());
+            };
+            let p = self.pos;
+            self.pos += 1;
+            if p < self.index {
+                self.first.push(x);
+            } else if p % self.num_shards == self.index {
+                return Ok(Some(x));
+            }
+        }
+    }
+
+    /// At the end of a `Pad` pass of `N = pos` elements, with `q = floor(N / n)` full
+    /// rounds and `r = N mod n` elements left: this worker's position in the partial
+    /// round is `p = n·q + index`, past the end when `index >= r > 0`; its padding is the
+    /// element at `p mod N`, which is `index - r` when `q >= 1` and `index mod r`
+    /// otherwise, so always below `index`: one of `first`.
+    fn padding(&mut self) -> Option<I::Item> {
+        let mut first = std::mem::take(&mut self.first);
+        let (n, len) = (self.num_shards, self.pos);
+        let rest = len % n;
+        if rest == 0 || self.index < rest {
+            return None;
+        }
+        let source = usize::try_from((len - rest + self.index) % len).ok()?;
+        (source < first.len()).then(|| first.swap_remove(source))
+    }
+}
+
+impl<I: DataIter> DataIter for ShardIter<I, I::Item> {
+    type Item = I::Item;
+    #[inline]
+    fn next(&mut self) -> Result<Option<I::Item>> {
+        match self.remainder {
+            Remainder::Keep => self.next_keep(),
+            _ if self.done => Ok(None),
+            Remainder::Drop => self.next_drop(),
+            Remainder::Pad => self.next_pad(),
         }
     }
 }

@@ -306,3 +306,28 @@ fn dropping_a_pass_early_stops_its_readers() {
         drop(s); // must not hang
     }
 }
+
+#[test]
+fn shards_are_blocks_of_the_permutation_that_partition_each_epoch() {
+    let dir = tempfile::tempdir().unwrap();
+    let lens = [13, 0, 29, 6];
+    let paths = dataset(dir.path(), &lens, 8);
+    let total: usize = lens.iter().sum();
+    for n in [1u64, 2, 3, 5, 48, 60] {
+        for drop in [false, true] {
+            let mut all = Vec::new();
+            for i in 0..n {
+                let ds = global_shuffle(&paths, 4).unwrap().shard(n, i, drop).unwrap();
+                let mine = pass(&ds, 1);
+                let want = total as u64 / n + u64::from(!drop && i < total as u64 % n);
+                assert_eq!(mine.len() as u64, want, "{n} shards, drop {drop}, shard {i}");
+                all.extend(mine);
+            }
+            // In order, the blocks are the epoch's permutation (or its first n·⌊N/n⌋).
+            let whole = pass(&global_shuffle(&paths, 4).unwrap(), 1);
+            let kept = if drop { total - total % n as usize } else { total };
+            assert_eq!(all, whole[..kept], "{n} shards, drop {drop}");
+        }
+    }
+    assert!(global_shuffle(&paths, 4).unwrap().shard(3, 3, false).is_err());
+}

@@ -65,13 +65,24 @@ pub fn generate(c: &Checked, all: &[Checked]) -> R<(TokenStream, Vec<crate::ir::
                 ArgValue::Word(w) if w == "skip_file" => quote!(__sl::CorruptPolicy::SkipFile),
                 _ => quote!(__sl::CorruptPolicy::Fail),
             };
+            // A `shard` (keep or drop) right after it takes a block of the permutation:
+            // each worker reads only its own records.
+            let (shard, used) = match chain.get(i + 2) {
+                Some(Plan::Shard(p)) if p.remainder() != "pad" => {
+                    let n = u64_arg(pass_arg(&p.args, "num_shards").ok_or("shard count")?)?;
+                    let k = u64_arg(pass_arg(&p.args, "index").ok_or("shard index")?)?;
+                    let drop = p.remainder() == "drop";
+                    (quote!(.shard(#n, #k, #drop)?), 3)
+                }
+                _ => (TokenStream::new(), 2),
+            };
             stmts.extend(quote! {
                 let ds = {
                     let paths = ds.stream()?.collect::<__sl::Result<::std::vec::Vec<_>>>()?;
-                    __sl::global_shuffle(paths, #seed)?.on_corrupt(#policy).reshuffle_each_epoch(#re)
+                    __sl::global_shuffle(paths, #seed)?.on_corrupt(#policy).reshuffle_each_epoch(#re) #shard
                 };
             });
-            i += 2;
+            i += used;
             continue;
         }
         // A non-deterministic TFRecord interleave straight into a batch of the records

@@ -73,3 +73,30 @@ fn a_file_without_an_index_is_a_clear_error() {
     };
     assert!(err.contains(".tfrecord") && err.contains("sluice index"), "{err}");
 }
+
+#[test]
+fn sharded_after_a_global_shuffle_workers_partition_each_epoch_equally() {
+    use sluice_examples::corpus::global_sharded;
+    let dir = data(true);
+    for workers in [1u32, 2, 3, 4, 7] {
+        for epoch in 0..2 {
+            let mut all = Vec::new();
+            for worker in 0..workers {
+                let p = global_sharded::Params {
+                    files: format!("{}/*.tfrecord", dir.path().display()),
+                    workers,
+                    worker,
+                    seed: 5,
+                };
+                let ds = global_sharded::dataset(&p).unwrap();
+                let ctx = Ctx::new(&RuntimeOptions::default()).with_epoch(epoch);
+                let mine: Vec<i64> = ds.stream_in(&ctx).unwrap().map(|r| r.unwrap().id).collect();
+                assert_eq!(mine.len(), 1000 / workers as usize, "{workers} workers: equal counts");
+                all.extend(mine);
+            }
+            let distinct: BTreeSet<i64> = all.iter().copied().collect();
+            assert_eq!(distinct.len(), all.len(), "{workers} workers, epoch {epoch}: a record twice");
+            assert_eq!(all.len(), 1000 - 1000 % workers as usize);
+        }
+    }
+}

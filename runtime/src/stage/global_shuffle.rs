@@ -189,6 +189,29 @@ impl GlobalShuffle {
         self
     }
 
+    /// Worker `index` of `num_shards`: a contiguous block of each epoch's permutation,
+    /// reading only its own records. The blocks partition the epoch exactly: with
+    /// `drop_remainder` every worker gets `N / num_shards` positions (the last `N mod
+    /// num_shards` positions of the permutation go to none), else the first `N mod
+    /// num_shards` workers get one more. Every worker must be built over the same files
+    /// with the same seed (they then draw the same permutation).
+    pub fn shard(self, num_shards: u64, index: u64, drop_remainder: bool) -> Result<Self> {
+        if num_shards == 0 || index >= num_shards {
+            return Err(crate::error::Error::Invalid(format!(
+                "shard index {index} out of range for {num_shards} shards (need 0 <= index < num_shards)"
+            )));
+        }
+        let n = self.len();
+        let (per, extra) = (n / num_shards, n % num_shards);
+        let range = if drop_remainder {
+            index * per..(index + 1) * per
+        } else {
+            let start = index * per + index.min(extra);
+            start..start + per + u64::from(index < extra)
+        };
+        Ok(self.positions(range))
+    }
+
     /// Starts each pass at position `p` of its permutation: the exact suffix of the
     /// epoch from `p` (`positions(p..u64::MAX)`).
     pub fn starting_at(self, p: u64) -> Self {

@@ -779,3 +779,62 @@ pub fn resume_blocker(plan: &Plan) -> Option<String> {
     }
     None
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn blocker(stages: &str) -> Option<String> {
+        let source = format!(
+            "pipeline p(files: glob = \"d/*\", seed: u64 = 1) {{
+                schema {{ image: bytes, label: i64 }}
+                {stages}
+            }}"
+        );
+        let checked = crate::compile(&source).unwrap_or_else(|d| panic!("{d:?}"));
+        let plan = crate::optimizer::optimize(checked[0].plan.clone().unwrap()).plan;
+        resume_blocker(&plan)
+    }
+
+    #[test]
+    fn seeded_ordered_pipelines_resume_and_others_say_why() {
+        let map = "map(parallel: auto) { parse_example(); image = decode_raw(image, u8); image = reshape(image, [4, 4, 3]);";
+        assert_eq!(
+            blocker(&format!(
+                "tfrecords(files); shuffle(100, seed: seed); {map} image = random_crop(image, 2, 2, seed: seed); \
+                 image = random_flip(image, seed: 3); }} batch(4);"
+            )),
+            None
+        );
+        for (stages, why) in [
+            ("tfrecords(files); shuffle(100); batch(4);", "`shuffle` without a seed"),
+            ("tfrecords(files); shuffle(100); repeat(); batch(4);", "`shuffle` without a seed"),
+            (
+                &format!("tfrecords(files); {map} image = random_flip(image); }} batch(4);"),
+                "`random_flip` without a seed",
+            ),
+            (
+                &format!("tfrecords(files); {map} image = random_crop(image, 2, 2); }} batch(4);"),
+                "`random_crop` without a seed",
+            ),
+            (
+                "files(files); interleave(cycle: 4, parallel: 2, deterministic: false) { tfrecord(); } batch(4);",
+                "`interleave(deterministic: false)`",
+            ),
+            (
+                "tfrecords(files); map(parallel: 4, deterministic: false) { parse_example(); } batch(4);",
+                "`map(deterministic: false)`",
+            ),
+        ] {
+            let got = blocker(stages);
+            assert!(got.as_deref().is_some_and(|g| g.contains(why)), "{stages}: {got:?}");
+        }
+        // One worker keeps the order whatever `deterministic` says.
+        assert_eq!(
+            blocker(
+                "tfrecords(files); map(parallel: 1, deterministic: false) { parse_example(); } batch(4);"
+            ),
+            None
+        );
+    }
+}

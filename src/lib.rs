@@ -18,7 +18,7 @@ pub use sluice_macros::pipeline;
 pub use sluice_runtime as runtime;
 #[cfg(feature = "torch")]
 pub use sluice_runtime::torch;
-pub use sluice_runtime::{CorruptKind, Error, Result, example, rng, synth, tfrecord};
+pub use sluice_runtime::{CorruptKind, Error, Result, dist, example, rng, synth, tfrecord};
 
 /// Includes the Rust that `sluice_compiler::build::compile` generated (in `build.rs`)
 /// from `NAME.pipe`: one module per pipeline of the file.

@@ -19,6 +19,8 @@
 //! - [`column`](mod@column): the columnar batches (`Dense`, `Ragged`, `Tensor`, `Batchable`);
 //! - [`abi`]: what generated code calls besides the stages (the specialised
 //!   `tf.train.Example` parser's helpers, the per-field operations, parameters).
+//! - [`dist`]: the collective operations between the processes of a multi-process job
+//!   (`dist::Mpi` with the `mpi` feature: rank, world size, all-reduce, broadcast);
 //! - `torch` (feature `torch`): batches as `tch::Tensor`s without copying, the
 //!   per-device split of a pipeline's batches, and the data-parallel `Trainer`.
 //! - `cuda` (feature `cuda`): the generated CUDA kernels of post-`batch` chains, compiled
@@ -29,6 +31,7 @@ pub mod abi;
 pub mod column;
 #[cfg(feature = "cuda")]
 pub mod cuda;
+pub mod dist;
 pub mod error;
 pub mod example;
 pub mod image;

@@ -55,7 +55,7 @@ pub fn gpu_available() -> bool {
 }
 
 /// The number of CUDA devices, or why there is none usable.
-fn device_count() -> Result<usize, String> {
+pub(crate) fn device_count() -> Result<usize, String> {
     static COUNT: OnceLock<Result<usize, String>> = OnceLock::new();
     COUNT
         .get_or_init(|| {

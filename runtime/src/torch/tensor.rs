@@ -277,6 +277,72 @@ impl TensorBatch {
         TensorBatch { rows: len, columns: self.columns.iter().map(|(n, c)| (*n, c.rows(s, l))).collect() }
     }
 
+    /// The rows of `batches`, one after the other, as one batch on the first batch's
+    /// device (a copy): the global batch of a multi-process step, say, from its ranks'
+    /// parts. The batches must have the same columns with the same types and row shapes.
+    pub fn concat(batches: &[TensorBatch]) -> Result<TensorBatch> {
+        let Some(first) = batches.first() else {
+            return Err(Error::Invalid("concatenating no batches".into()));
+        };
+        let device = first.columns.first().map_or(Device::Cpu, |(_, c)| match c {
+            Column::Dense(t) => t.device(),
+            Column::Ragged { values, .. } => values.device(),
+        });
+        let mut columns = Vec::with_capacity(first.columns.len());
+        for (i, (name, column)) in first.columns.iter().enumerate() {
+            let mut same = Vec::with_capacity(batches.len());
+            for b in batches {
+                match b.columns.get(i) {
+                    Some((n, c)) if n == name => same.push(c),
+                    _ => {
+                        return Err(Error::Invalid(format!(
+                            "concatenating batches whose columns differ (`{name}` is not in the same place in all)"
+                        )));
+                    }
+                }
+            }
+            let joined = match column {
+                Column::Dense(_) => {
+                    let ts = same
+                        .iter()
+                        .map(|c| match c {
+                            Column::Dense(t) => Ok(t.to_device(device)),
+                            Column::Ragged { .. } => Err(Error::Invalid(format!(
+                                "column `{name}` is dense in one batch and ragged in another"
+                            ))),
+                        })
+                        .collect::<Result<Vec<_>>>()?;
+                    Column::Dense(
+                        Tensor::f_cat(&ts, 0).map_err(|e| Error::Invalid(format!("column `{name}`: {e}")))?,
+                    )
+                }
+                Column::Ragged { .. } => {
+                    let (mut values, mut offsets, mut base) = (Vec::new(), Vec::new(), 0i64);
+                    for (k, c) in same.iter().enumerate() {
+                        let Column::Ragged { values: v, offsets: o } = c else {
+                            return Err(Error::Invalid(format!(
+                                "column `{name}` is ragged in one batch and dense in another"
+                            )));
+                        };
+                        let o = o.to_device(device);
+                        // Each batch's offsets start at 0: shift them past the values before,
+                        // and keep the shared boundary once.
+                        let o = if k == 0 { o } else { o.narrow(0, 1, o.size()[0] - 1) };
+                        offsets.push(o + base);
+                        base += v.size()[0];
+                        values.push(v.to_device(device));
+                    }
+                    let cat = |ts: &[Tensor]| {
+                        Tensor::f_cat(ts, 0).map_err(|e| Error::Invalid(format!("column `{name}`: {e}")))
+                    };
+                    Column::Ragged { values: cat(&values)?, offsets: cat(&offsets)? }
+                }
+            };
+            columns.push((*name, joined));
+        }
+        Ok(TensorBatch { rows: batches.iter().map(TensorBatch::rows).sum(), columns })
+    }
+
     /// The batch split into `parts` consecutive parts whose sizes differ by at most one
     /// (the first `rows % parts` parts have one row more), sharing this batch's memory.
     pub fn split(&self, parts: usize) -> Vec<TensorBatch> {

@@ -13,6 +13,12 @@
 //! Buffers that are not trained (a batch norm's running statistics) are each replica's
 //! own, as with MirroredStrategy's non-synchronised batch norm; checkpoints hold the
 //! first replica's.
+//!
+//! Across processes ([`Trainer::join`], Horovod's way: `mpirun` starts one process per
+//! GPU or CPU replica, each reading its own shard of the data), the first replica's
+//! gradient of each step is then summed over the ranks ([`super::dist`]): every rank
+//! weights its part by its share of the *global* batch's rows, so `W` ranks compute what
+//! one process computes on the union of their batches.
 
 use std::io::IsTerminal;
 use std::path::Path;
@@ -24,9 +30,11 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tch::nn::{self, OptimizerConfig};
 use tch::{Device, Tensor};
 
+use super::dist::CrossRank;
 use super::feed::Feed;
 use super::tensor::TensorBatch;
 use crate::column::NamedColumns;
+use crate::dist::Collective;
 use crate::error::{Error, Result};
 use crate::stage::PipelineState;
 use crate::stage::{Ctx, Dataset};
@@ -180,12 +188,18 @@ pub struct Trainer<M> {
     /// The trainable variables' names, sorted: the order gradients are reduced in.
     names: Vec<String>,
     progress: bool,
+    /// The other ranks, once [`join`](Trainer::join)ed.
+    cross: Option<CrossRank>,
 }
 
 impl<M> std::fmt::Debug for Trainer<M> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let devices: Vec<_> = self.replicas.iter().map(|r| r.device).collect();
-        f.debug_struct("Trainer").field("devices", &devices).field("variables", &self.names.len()).finish()
+        f.debug_struct("Trainer")
+            .field("devices", &devices)
+            .field("variables", &self.names.len())
+            .field("cross", &self.cross)
+            .finish()
     }
 }
 
@@ -242,7 +256,50 @@ impl<M: Send> Trainer<M> {
             let opt = opt.clone().build(&vs, lr).map_err(torch_err("building the optimizer"))?;
             replicas.push(Replica { device, vs, model, opt, vars });
         }
-        Ok(Trainer { replicas, names, progress: std::io::stderr().is_terminal() })
+        Ok(Trainer { replicas, names, progress: std::io::stderr().is_terminal(), cross: None })
+    }
+
+    /// Makes this trainer one rank of a multi-process job over `comm` (every rank calls it,
+    /// with the same model): every rank's parameters (buffers included) are set to rank
+    /// 0's, and from now on each step's gradient is summed over the ranks (NCCL between
+    /// CUDA devices when it loads, else `comm`), each rank's pass ends when every rank's
+    /// does, and reports, checkpoints and evaluations are the whole job's. CPU ranks
+    /// sharing a machine share its cores.
+    pub fn join(mut self, comm: Box<dyn Collective>) -> Result<Self> {
+        if self.cross.is_some() {
+            return Err(Error::Invalid("this trainer has already joined a multi-process job".into()));
+        }
+        if self.replicas.iter().all(|r| r.device == Device::Cpu) && comm.local_size() > 1 {
+            let cores = std::thread::available_parallelism().map_or(1, usize::from);
+            let per_rank = (cores / (comm.local_size() * self.replicas.len())).max(1);
+            tch::set_num_threads(i32::try_from(per_rank).unwrap_or(1));
+        }
+        let cross = CrossRank::new(comm, self.replicas[0].device)?;
+        let mut all: Vec<(String, Tensor)> = self.replicas[0].vs.variables().into_iter().collect();
+        all.sort_by(|a, b| a.0.cmp(&b.0));
+        let tensors: Vec<Tensor> = all.into_iter().map(|(_, t)| t).collect();
+        cross.broadcast_vars(&tensors)?;
+        let (first, rest) = self.replicas.split_at_mut(1);
+        for r in rest {
+            r.vs.copy(&first[0].vs).map_err(torch_err("replicas of different models"))?;
+        }
+        self.cross = Some(cross);
+        Ok(self)
+    }
+
+    /// This process's rank in the job (0 without [`join`](Self::join)).
+    pub fn rank(&self) -> usize {
+        self.cross.as_ref().map_or(0, CrossRank::rank)
+    }
+
+    /// The number of ranks in the job (1 without [`join`](Self::join)).
+    pub fn world_size(&self) -> usize {
+        self.cross.as_ref().map_or(1, CrossRank::size)
+    }
+
+    /// How gradients travel between ranks: `"nccl"`, `"mpi"`, or `None` for one process.
+    pub fn gradient_backend(&self) -> Option<&'static str> {
+        self.cross.as_ref().map(CrossRank::gradient_backend)
     }
 
     /// Shows (or hides) a progress bar on stderr during [`train_epoch`](Self::train_epoch)
@@ -275,32 +332,64 @@ impl<M: Send> Trainer<M> {
     }
 
     /// Saves the model's parameters (the first replica's; `.safetensors` by extension,
-    /// else tch's format).
+    /// else tch's format). In a multi-process job, rank 0 writes (every rank holds the
+    /// same parameters) and every rank returns once the file is whole.
     pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
         let path = path.as_ref();
-        self.replicas[0]
-            .vs
-            .save(path)
-            .map_err(|e| Error::Invalid(format!("{}: saving the model: {e}", path.display())))
+        let saved = if self.rank() == 0 {
+            self.replicas[0]
+                .vs
+                .save(path)
+                .map_err(|e| Error::Invalid(format!("{}: saving the model: {e}", path.display())))
+        } else {
+            Ok(())
+        };
+        if let Some(cross) = &self.cross {
+            cross.comm().barrier()?;
+        }
+        saved
     }
 
-    /// Saves the model as [`save`](Self::save) does, and beside it (`PATH.state`) the
-    /// training pipeline's position, so that [`load_checkpoint`](Self::load_checkpoint)
-    /// resumes both together. The state is written last: a checkpoint with a state is
-    /// whole.
+    /// Saves the model as [`save`](Self::save) does, and beside it the training
+    /// pipeline's position (`PATH.state`; in a multi-process job each rank's own,
+    /// `PATH.rankR-of-W.state`, since each reads its own shard), so that
+    /// [`load_checkpoint`](Self::load_checkpoint) resumes both together. The states are
+    /// written last: a checkpoint with its states is whole.
     pub fn save_checkpoint(&self, path: impl AsRef<Path>, state: &PipelineState) -> Result<()> {
         let path = path.as_ref();
         self.save(path)?;
-        state.save(state_path(path))
+        let saved = state.save(state_path(path, self.rank(), self.world_size()));
+        if let Some(cross) = &self.cross {
+            cross.comm().barrier()?;
+        }
+        saved
     }
 
     /// Loads a checkpoint of [`save_checkpoint`](Self::save_checkpoint): the model into
-    /// every replica, and the pipeline's position (`None` for a model saved alone).
+    /// every replica, and this rank's pipeline position (`None` for a model saved alone).
+    /// A checkpoint of a job with another number of ranks is an error that says so: its
+    /// shards are not this job's.
     pub fn load_checkpoint(&mut self, path: impl AsRef<Path>) -> Result<Option<PipelineState>> {
         let path = path.as_ref();
         self.load(path)?;
-        let state = state_path(path);
-        if state.exists() { PipelineState::load(state).map(Some) } else { Ok(None) }
+        let state = state_path(path, self.rank(), self.world_size());
+        if state.exists() {
+            return PipelineState::load(state).map(Some);
+        }
+        match saved_by(path) {
+            Some(ranks) if ranks != self.world_size() => Err(Error::Invalid(format!(
+                "{}: a checkpoint of a job of {ranks} rank(s); this job has {}: each rank's pipeline position is \
+                 for its own shard, so resume it with {ranks}",
+                path.display(),
+                self.world_size()
+            ))),
+            Some(_) => Err(Error::Invalid(format!(
+                "{}: this rank's pipeline position ({}) is missing",
+                path.display(),
+                state.display()
+            ))),
+            None => Ok(None),
+        }
     }
 
     /// Loads parameters saved by [`save`](Self::save) into every replica.
@@ -314,14 +403,29 @@ impl<M: Send> Trainer<M> {
     }
 
     /// One training step on a global batch split by the pipeline: `parts[i]` on replica
-    /// `i`'s device. Returns the batch's loss and metric sums.
+    /// `i`'s device. Returns the batch's loss and metric sums. In a multi-process job
+    /// ([`join`](Self::join)) every rank calls it together, each with its own part of the
+    /// global batch (its shard's batch), and gets its own part's sums.
     pub fn step<F>(&mut self, parts: Vec<TensorBatch>, task: &F) -> Result<Totals>
     where
         F: Fn(&M, &TensorBatch, bool) -> Result<StepOutput> + Sync,
     {
         self.check_parts(&parts)?;
         let rows: usize = parts.iter().map(TensorBatch::rows).sum();
-        if rows == 0 {
+        let global = match &self.cross {
+            None => rows as u64,
+            Some(cross) => cross.agree(true, rows, false, false)?.rows,
+        };
+        self.step_of(Some(parts), global, task)
+    }
+
+    /// A step on this rank's `parts` (`None`: this rank has no batch for this step) of a
+    /// global batch of `global_rows` rows.
+    fn step_of<F>(&mut self, parts: Option<Vec<TensorBatch>>, global_rows: u64, task: &F) -> Result<Totals>
+    where
+        F: Fn(&M, &TensorBatch, bool) -> Result<StepOutput> + Sync,
+    {
+        if global_rows == 0 {
             return Ok(Totals::default());
         }
         for r in &mut self.replicas {
@@ -329,10 +433,13 @@ impl<M: Send> Trainer<M> {
                 v.zero_grad();
             }
         }
-        let results = self.run_parts(parts, task, true)?;
+        let results = match parts {
+            Some(parts) if parts.iter().any(|p| p.rows() > 0) => self.run_parts(parts, task, true)?,
+            _ => Vec::new(),
+        };
         let totals = Totals::of_parts(&results);
-        let weights: Vec<f64> = results.iter().map(|(r, _, _)| *r as f64 / rows as f64).collect();
-        self.all_reduce_grads(&weights);
+        let weights: Vec<f64> = results.iter().map(|(r, _, _)| *r as f64 / global_rows as f64).collect();
+        self.all_reduce_grads(&weights)?;
         for r in &mut self.replicas {
             r.opt.step();
         }
@@ -393,33 +500,47 @@ impl<M: Send> Trainer<M> {
         })
     }
 
-    /// Replaces every replica's gradients by `Σ weights[i] · grad_i`, computed on the
-    /// first replica's device.
-    fn all_reduce_grads(&mut self, weights: &[f64]) {
-        if self.replicas.len() == 1 {
-            return;
-        }
+    /// Replaces every replica's gradients by `Σ weights[i] · grad_i` (no term for a
+    /// replica without a weight), computed on the first replica's device, then, in a
+    /// multi-process job, by its sum over the ranks.
+    fn all_reduce_grads(&mut self, weights: &[f64]) -> Result<()> {
         let device = self.replicas[0].device;
-        tch::no_grad(|| {
-            for j in 0..self.names.len() {
-                let mut sum: Option<Tensor> = None;
-                for (r, &w) in self.replicas.iter().zip(weights) {
-                    if w == 0.0 {
-                        continue;
+        // One replica weighted 1 (a whole batch in one process) already holds it.
+        if !(self.replicas.len() == 1 && weights == [1.0]) {
+            tch::no_grad(|| {
+                for j in 0..self.names.len() {
+                    let mut sum: Option<Tensor> = None;
+                    for (r, &w) in self.replicas.iter().zip(weights) {
+                        if w == 0.0 {
+                            continue;
+                        }
+                        let g = r.vars[j].grad().to_device(device) * w;
+                        sum = Some(match sum {
+                            Some(s) => s + g,
+                            None => g,
+                        });
                     }
-                    let g = r.vars[j].grad().to_device(device) * w;
-                    sum = Some(match sum {
-                        Some(s) => s + g,
-                        None => g,
-                    });
+                    let mut g0 = self.replicas[0].vars[j].grad();
+                    match sum {
+                        Some(sum) => g0.copy_(&sum),
+                        None => _ = g0.zero_(),
+                    }
                 }
-                let Some(sum) = sum else { continue };
-                for r in &self.replicas {
-                    let mut g = r.vars[j].grad();
-                    g.copy_(&sum);
+            });
+        }
+        if let Some(cross) = &self.cross {
+            let grads: Vec<Tensor> = self.replicas[0].vars.iter().map(Tensor::grad).collect();
+            tch::no_grad(|| cross.all_reduce_grads(&grads))?;
+        }
+        let (first, rest) = self.replicas.split_at_mut(1);
+        tch::no_grad(|| {
+            for r in rest {
+                for (v, v0) in r.vars.iter().zip(&first[0].vars) {
+                    v.grad().copy_(&v0.grad());
                 }
             }
         });
+        Ok(())
     }
 
     /// Loss and metrics of the model on `parts` (no gradients, `train` false).
@@ -432,7 +553,9 @@ impl<M: Send> Trainer<M> {
     }
 
     /// Trains one pass of `dataset` (pass `epoch` of `ctx`), reporting each step on the
-    /// progress bar and returning the epoch's figures.
+    /// progress bar and returning the epoch's figures. In a multi-process job each rank
+    /// passes its own shard's pipeline; the pass goes on while any rank has a batch, and
+    /// the figures (rows, loss, metrics) are the whole job's.
     pub fn train_epoch<D, F>(&mut self, dataset: &D, ctx: &Ctx, epoch: u64, task: &F) -> Result<EpochReport>
     where
         D: Feed,
@@ -489,20 +612,77 @@ impl<M: Send> Trainer<M> {
         let batches = dataset.feed(&ctx.with_epoch(epoch), &self.devices(), skip)?;
         let bar = self.bar(train, epoch);
         let mut report = EpochReport { epoch, ..EpochReport::default() };
+        // In a multi-process job: this rank's step hook said to stop; it tells the others
+        // at the next agreement instead of leaving them waiting in a collective.
+        let mut stopping = false;
         loop {
             let t = Instant::now();
-            let Some(parts) = batches.next() else { break };
-            let parts = parts?;
+            let next = if stopping { None } else { batches.next() };
+            let (parts, global_rows) = match &self.cross {
+                None => match next {
+                    None => break,
+                    Some(parts) => {
+                        let parts = parts?;
+                        let rows = parts.iter().map(TensorBatch::rows).sum::<usize>() as u64;
+                        (Some(parts), rows)
+                    }
+                },
+                Some(cross) => {
+                    let (parts, failure) = match next {
+                        None => (None, None),
+                        Some(Ok(parts)) => (Some(parts), None),
+                        Some(Err(e)) => (None, Some(e)),
+                    };
+                    let rows = parts.iter().flatten().map(TensorBatch::rows).sum();
+                    let agreed = cross.agree(parts.is_some(), rows, failure.is_some(), stopping)?;
+                    if let Some(e) = failure {
+                        return Err(e);
+                    }
+                    if agreed.failed > 0 {
+                        return Err(Error::Invalid(format!(
+                            "rank {} of {}: {} other rank(s) failed at step {} of epoch {} (their errors say why); \
+                             stopping with them",
+                            cross.rank(),
+                            cross.size(),
+                            agreed.failed,
+                            skip + report.steps,
+                            epoch + 1
+                        )));
+                    }
+                    if agreed.stopping > 0 {
+                        if agreed.stopping as usize != cross.size() {
+                            return Err(Error::Invalid(format!(
+                                "the ranks disagree on stopping after step {} of epoch {}: the step hook must \
+                                 decide alike on every rank",
+                                skip + report.steps,
+                                epoch + 1
+                            )));
+                        }
+                        break;
+                    }
+                    if agreed.with_batch == 0 {
+                        break;
+                    }
+                    (parts, agreed.rows)
+                }
+            };
+            if let Some(parts) = &parts {
+                self.check_parts(parts)?;
+            }
             let t1 = Instant::now();
             report.data_wait += t1 - t;
             let step = skip + report.steps;
             let (totals, go_on) = match after.as_mut() {
                 Some(after) => {
-                    let kept: Vec<TensorBatch> = parts.iter().map(TensorBatch::shallow_clone).collect();
-                    let totals = self.step(parts, task)?;
+                    let kept: Vec<TensorBatch> =
+                        parts.iter().flatten().map(TensorBatch::shallow_clone).collect();
+                    let totals = self.step_of(parts, global_rows, task)?;
                     (totals, after(step, &kept)?)
                 }
-                None => (self.eval_step(parts, task)?, true),
+                None => match parts {
+                    Some(parts) => (self.eval_step(parts, task)?, true),
+                    None => (Totals::default(), true),
+                },
             };
             report.compute += t1.elapsed();
             report.steps += 1;
@@ -519,12 +699,18 @@ impl<M: Send> Trainer<M> {
                 ));
             }
             if !go_on {
-                break;
+                if self.cross.is_none() {
+                    break;
+                }
+                stopping = true;
             }
         }
         batches.finish()?;
         if let Some(bar) = bar {
             bar.finish_and_clear();
+        }
+        if let Some(cross) = &self.cross {
+            cross.reduce_totals(&mut report.totals)?;
         }
         report.wall = start.elapsed();
         Ok(report)
@@ -637,9 +823,26 @@ where
     Ok(DeviceBatches { rx, thread: Some(thread) })
 }
 
-/// Where [`Trainer::save_checkpoint`] puts the pipeline's state: `PATH.state`.
-fn state_path(model: &Path) -> std::path::PathBuf {
+/// Where [`Trainer::save_checkpoint`] puts rank `rank` of `ranks`' pipeline state:
+/// `PATH.state` for one process, `PATH.rankR-of-W.state` for a job of several.
+fn state_path(model: &Path, rank: usize, ranks: usize) -> std::path::PathBuf {
     let mut name = model.as_os_str().to_owned();
+    if ranks > 1 {
+        name.push(format!(".rank{rank}-of-{ranks}"));
+    }
     name.push(".state");
     name.into()
+}
+
+/// The number of ranks whose states lie beside `model` (their rank 0's), if any.
+fn saved_by(model: &Path) -> Option<usize> {
+    if state_path(model, 0, 1).exists() {
+        return Some(1);
+    }
+    let dir = model.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let prefix = format!("{}.rank0-of-", model.file_name()?.to_string_lossy());
+    std::fs::read_dir(dir).ok()?.flatten().find_map(|e| {
+        let name = e.file_name().to_string_lossy().into_owned();
+        name.strip_prefix(&prefix)?.strip_suffix(".state")?.parse().ok()
+    })
 }

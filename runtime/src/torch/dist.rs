@@ -18,6 +18,8 @@
 //! loss and metric sums ([`CrossRank::reduce_totals`]), so every rank reports the global
 //! figures.
 
+use std::rc::Rc;
+
 use tch::{Device, Kind, Tensor};
 
 use super::trainer::Totals;
@@ -39,7 +41,7 @@ pub(crate) struct Agreement {
 
 /// A trainer's link to the other ranks.
 pub(crate) struct CrossRank {
-    comm: Box<dyn Collective>,
+    comm: Rc<dyn Collective>,
     #[cfg(feature = "cuda")]
     nccl: Option<nccl::Nccl>,
 }
@@ -53,7 +55,7 @@ impl std::fmt::Debug for CrossRank {
 impl CrossRank {
     /// The link over `comm`, gradients on `device` (the first local replica's): NCCL
     /// between CUDA devices when it loads, else `comm`. Says on stderr (rank 0) which.
-    pub(crate) fn new(comm: Box<dyn Collective>, device: Device) -> Result<CrossRank> {
+    pub(crate) fn new(comm: Rc<dyn Collective>, device: Device) -> Result<CrossRank> {
         #[cfg(feature = "cuda")]
         let nccl = match device {
             Device::Cuda(ordinal) => match nccl::Nccl::new(&*comm, ordinal) {

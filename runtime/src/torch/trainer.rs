@@ -22,6 +22,7 @@
 
 use std::io::IsTerminal;
 use std::path::Path;
+use std::rc::Rc;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -264,8 +265,9 @@ impl<M: Send> Trainer<M> {
     /// 0's, and from now on each step's gradient is summed over the ranks (NCCL between
     /// CUDA devices when it loads, else `comm`), each rank's pass ends when every rank's
     /// does, and reports, checkpoints and evaluations are the whole job's. CPU ranks
-    /// sharing a machine share its cores.
-    pub fn join(mut self, comm: Box<dyn Collective>) -> Result<Self> {
+    /// sharing a machine share its cores. The caller may keep its own handle on `comm`
+    /// (to [`abort`](Collective::abort) the job on an error of its own, say).
+    pub fn join(mut self, comm: Rc<dyn Collective>) -> Result<Self> {
         if self.cross.is_some() {
             return Err(Error::Invalid("this trainer has already joined a multi-process job".into()));
         }

@@ -9,21 +9,30 @@
 //! prints the training pipeline's statistics and, last, `test accuracy: 0.NNNN` on the
 //! 360 held-out images.
 //!
+//! Built with the `mpi` feature and started by `mpirun` (or `srun`), it is one rank of
+//! a multi-process job: each rank trains on its shard of the data (the pipelines'
+//! `workers`/`worker` parameters), on its own GPU (`local_rank % GPUs`) or CPU, with the
+//! gradients summed over the ranks ([`Trainer::join`]); rank 0 prints.
+//!
 //! ```sh
 //! ./scripts/main-job                       # sets up libtorch, builds, runs
 //! cargo run --release -p sluice-digits --features torch -- --epochs 20 --cpu-replicas 2
+//! cargo build --release -p sluice-digits --features mpi && mpirun -np 2 target/release/digits
 //! ```
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::rc::Rc;
 use std::time::Instant;
 
 use clap::Parser;
+use sluice::dist::Collective;
 use sluice::runtime::stage::PipelineState;
 use sluice::runtime::stage::{Ctx, RuntimeOptions};
 use sluice::torch::tch::nn::{self, ModuleT};
 use sluice::torch::tch::{self, Device, Kind, Tensor};
-use sluice::torch::{EpochReport, Feed, StepOutput, TailFeed, TensorBatch, Trainer, devices};
+use sluice::torch::{EpochReport, Feed, StepOutput, TailFeed, TensorBatch, Trainer, devices, rank_devices};
 
 sluice::include_pipelines!("digits");
 
@@ -33,7 +42,7 @@ struct Args {
     /// Passes over the 1437 training images.
     #[arg(long, default_value_t = 15)]
     epochs: u64,
-    /// Global batch size (split across the replicas).
+    /// Global batch size (split across the replicas, and across the ranks of an MPI job).
     #[arg(long, default_value_t = 64)]
     batch_size: u32,
     /// CPU replicas when no GPU is visible (every visible GPU is used otherwise).
@@ -137,31 +146,74 @@ fn task(net: &Net, batch: &TensorBatch, train: bool) -> sluice::Result<StepOutpu
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    match run(&args) {
-        Ok(()) => ExitCode::SUCCESS,
+    let world = match world() {
+        Ok(world) => world,
         Err(e) => {
             eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match (run(&args, world.clone()), world) {
+        (Ok(()), _) => ExitCode::SUCCESS,
+        (Err(e), None) => {
+            eprintln!("error: {e}");
             ExitCode::FAILURE
+        }
+        (Err(e), Some(w)) => {
+            // One write, so that the ranks' lines do not interleave on mpirun's stderr;
+            // then end every rank: the others may be waiting for this one.
+            let line = format!("error: rank {} of {}: {e}\n", w.rank(), w.size());
+            let _ = std::io::stderr().write_all(line.as_bytes());
+            w.abort(1)
         }
     }
 }
 
-fn run(args: &Args) -> sluice::Result<()> {
+/// The MPI job this process is a rank of, when `mpirun`/`srun` started it (feature `mpi`).
+fn world() -> sluice::Result<Option<Rc<dyn Collective>>> {
+    #[cfg(feature = "mpi")]
+    return Ok(sluice::dist::Mpi::from_env()?.map(|w| Rc::new(w) as Rc<dyn Collective>));
+    #[cfg(not(feature = "mpi"))]
+    {
+        if sluice::dist::launched_by_mpi() {
+            eprintln!(
+                "digits: started by an MPI launcher, but built without the `mpi` feature: every process trains alone"
+            );
+        }
+        Ok(None)
+    }
+}
+
+/// Rank `rank` of `ranks`' share of a global batch of `global` rows (the first
+/// `global % ranks` ranks take one row more).
+fn rank_batch(global: u32, ranks: u32, rank: u32) -> u32 {
+    global / ranks + u32::from(rank < global % ranks)
+}
+
+fn run(args: &Args, world: Option<Rc<dyn Collective>>) -> sluice::Result<()> {
     let started = Instant::now();
     let data =
         args.data.clone().unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/data")));
     let files = format!("{}/train-*.tfrecord", data.display());
+    let (workers, worker) = world.as_ref().map_or((1, 0), |w| (w.size() as u32, w.rank() as u32));
+    let batch_size = rank_batch(args.batch_size, workers, worker);
+    if batch_size == 0 {
+        return Err(sluice::Error::Invalid(format!(
+            "a global batch of {} rows for {workers} ranks: each rank needs at least one",
+            args.batch_size
+        )));
+    }
     match args.tail {
         Tail::Cpu => {
-            let p = digits_train::Params { files, batch_size: args.batch_size, seed: args.seed };
+            let p = digits_train::Params { files, batch_size, seed: args.seed, workers, worker };
             let position = Position {
                 state: &|epoch, step| digits_train::state(&p, epoch, step),
                 check: &|s| digits_train::check_state(&p, s),
             };
-            train(args, &data, started, &digits_train::dataset(&p)?, &position)
+            train(args, world, &data, started, &digits_train::dataset(&p)?, &position)
         }
         Tail::Gpu => {
-            let p = digits_train_gpu::Params { files, batch_size: args.batch_size, seed: args.seed };
+            let p = digits_train_gpu::Params { files, batch_size, seed: args.seed, workers, worker };
             let feed = TailFeed::new(
                 digits_train_gpu::host_dataset(&p)?,
                 digits_train_gpu::dataset(&p)?,
@@ -171,7 +223,7 @@ fn run(args: &Args) -> sluice::Result<()> {
                 state: &|epoch, step| digits_train_gpu::state(&p, epoch, step),
                 check: &|s| digits_train_gpu::check_state(&p, s),
             };
-            train(args, &data, started, &feed, &position)
+            train(args, world, &data, started, &feed, &position)
         }
     }
 }
@@ -203,35 +255,58 @@ fn digest(parts: &[TensorBatch]) -> sluice::Result<u64> {
 /// evaluates on the test pipeline after each epoch.
 fn train<F: Feed>(
     args: &Args,
+    world: Option<Rc<dyn Collective>>,
     data: &std::path::Path,
     started: Instant,
     train: &F,
     position: &Position<'_>,
 ) -> sluice::Result<()> {
+    let (workers, worker) = world.as_ref().map_or((1, 0), |w| (w.size() as u32, w.rank() as u32));
     let test = digits_test::dataset(&digits_test::Params {
         files: format!("{}/test-*.tfrecord", data.display()),
         batch_size: 360,
+        workers,
+        worker,
     })?;
 
-    let devices = devices(args.cpu_replicas);
+    let devices = match &world {
+        Some(w) => rank_devices(&**w, args.cpu_replicas),
+        None => devices(args.cpu_replicas),
+    };
+    // Rank 0 speaks for the job.
+    let lead = worker == 0;
     let on = match devices[0] {
         Device::Cpu => format!("{} CPU replica(s) (no CUDA device)", devices.len()),
         _ => format!("{} CUDA device(s)", devices.len()),
     };
-    println!(
-        "digits: {} -> a CNN on {on}, {} epochs, global batch {}, the augmentation's tail on the {}",
-        data.display(),
-        args.epochs,
-        args.batch_size,
-        if args.tail == Tail::Gpu { "GPU" } else { "CPU" }
-    );
+    let ranks = if workers > 1 { format!(" in each of {workers} MPI ranks") } else { String::new() };
+    if lead {
+        println!(
+            "digits: {} -> a CNN on {on}{ranks}, {} epochs, global batch {}, the augmentation's tail on the {}",
+            data.display(),
+            args.epochs,
+            args.batch_size,
+            if args.tail == Tail::Gpu { "GPU" } else { "CPU" }
+        );
+    }
 
     tch::manual_seed(args.seed as i64);
-    let mut trainer =
-        Trainer::new(&devices, Net::new, nn::Adam::default(), args.lr)?.with_progress(!args.no_progress);
+    let mut trainer = Trainer::new(&devices, Net::new, nn::Adam::default(), args.lr)?
+        .with_progress(!args.no_progress && lead);
+    if let Some(w) = world {
+        trainer = trainer.join(w)?;
+        if lead {
+            println!(
+                "gradients summed over {workers} ranks with {}",
+                trainer.gradient_backend().unwrap_or("?")
+            );
+        }
+    }
     if let Some(path) = &args.load {
         trainer.load(path)?;
-        println!("loaded {}", path.display());
+        if lead {
+            println!("loaded {}", path.display());
+        }
     }
     let (mut first, mut skip) = (0, 0);
     if let Some(path) = &args.resume {
@@ -244,7 +319,9 @@ fn train<F: Feed>(
         };
         (position.check)(&state)?;
         (first, skip) = (state.epoch, state.position);
-        println!("resumed {} at epoch {} after step {skip}", path.display(), first + 1);
+        if lead {
+            println!("resumed {} at epoch {} after step {skip}", path.display(), first + 1);
+        }
     }
 
     let (train_ctx, test_ctx) = (Ctx::new(&RuntimeOptions::default()), Ctx::new(&RuntimeOptions::default()));
@@ -257,7 +334,8 @@ fn train<F: Feed>(
         let mut stopped = None;
         let r = trainer.train_epoch_from(train, &train_ctx, epoch, skip, &task, &mut |step, parts| {
             if args.trace_data {
-                println!("data {}.{step} {:016x}", epoch + 1, digest(parts)?);
+                let rank = if workers > 1 { format!("rank {worker} ") } else { String::new() };
+                println!("{rank}data {}.{step} {:016x}", epoch + 1, digest(parts)?);
             }
             steps += 1;
             if args.stop_after_steps == Some(steps) {
@@ -268,6 +346,9 @@ fn train<F: Feed>(
         skip = 0;
         if let (Some(done), Some(path)) = (stopped, &args.save) {
             trainer.save_checkpoint(path, &(position.state)(epoch, done)?)?;
+            if !lead {
+                return Ok(());
+            }
             println!(
                 "{r}\nstopped after {steps} steps, at epoch {} step {done}: saved {} and its pipeline position; \
                  go on with --resume {}",
@@ -279,17 +360,25 @@ fn train<F: Feed>(
         }
         let eval = trainer.evaluate(&test, &test_ctx, &task)?;
         accuracy = eval.totals.metric("accuracy").unwrap_or(f64::NAN);
-        println!("{r}; test loss {:.4} accuracy {accuracy:.4}", eval.totals.loss());
+        if lead {
+            println!("{r}; test loss {:.4} accuracy {accuracy:.4}", eval.totals.loss());
+        }
         training.merge(&r);
     }
     if let Some(path) = &args.save {
         trainer.save_checkpoint(path, &(position.state)(args.epochs, 0)?)?;
-        println!("saved the model to {} (and the pipeline's position beside it)", path.display());
+        if lead {
+            println!("saved the model to {} (and the pipeline's position beside it)", path.display());
+        }
+    }
+    if !lead {
+        return Ok(());
     }
 
     let report = train_ctx.report();
     let name = if args.tail == Tail::Gpu { "digits_train_gpu" } else { "digits_train" };
-    println!("\ntraining pipeline ({name}, {} epochs):\n{report}", args.epochs);
+    let whose = if workers > 1 { ", rank 0's shard".to_string() } else { String::new() };
+    println!("\ntraining pipeline ({name}, {} epochs{whose}):\n{report}", args.epochs);
     println!(
         "training: {} examples in {:.2} s, {:.0} examples/s; waited {:.3} s for data, {:.2} s computing: \
          data stall {:.1}%",

@@ -17,7 +17,13 @@ fn data() -> String {
 }
 
 fn params() -> digits_train_gpu::Params {
-    digits_train_gpu::Params { files: format!("{}/train-*.tfrecord", data()), batch_size: 64, seed: 7 }
+    digits_train_gpu::Params {
+        files: format!("{}/train-*.tfrecord", data()),
+        batch_size: 64,
+        seed: 7,
+        workers: 1,
+        worker: 0,
+    }
 }
 
 fn feed() -> impl Feed {
@@ -111,6 +117,8 @@ fn a_feed_is_also_any_pipeline_of_named_columns() {
     let test = digits_test::dataset(&digits_test::Params {
         files: format!("{}/test-*.tfrecord", data()),
         batch_size: 360,
+        workers: 1,
+        worker: 0,
     })
     .unwrap();
     let batches = pass(&test, 0, &[Device::Cpu], 0);

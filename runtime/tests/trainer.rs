@@ -199,6 +199,21 @@ fn checkpoints_restore_every_replica() {
 }
 
 #[test]
+fn a_checkpoint_of_several_ranks_is_refused_by_one_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("model.safetensors");
+    let mut t = trainer(1, nn::Adam::default());
+    t.save(&path).unwrap();
+    // A model saved alone resumes nothing.
+    assert!(t.load_checkpoint(&path).unwrap().is_none());
+    // The per-rank positions of a job of two ranks: not this process's to resume.
+    std::fs::write(dir.path().join("model.safetensors.rank0-of-2.state"), b"x").unwrap();
+    let e = t.load_checkpoint(&path).unwrap_err().to_string();
+    assert!(e.contains("a checkpoint of a job of 2 rank(s); this job has 1"), "{e}");
+    assert_eq!((t.rank(), t.world_size(), t.gradient_backend()), (0, 1, None));
+}
+
+#[test]
 fn misuse_is_a_clear_error() {
     let mut t = trainer(2, nn::Adam::default());
     let e = t.step(parts(batch(0, 4), 3), &task).unwrap_err().to_string();

@@ -466,6 +466,31 @@ mod tests {
     }
 
     #[test]
+    fn concat_joins_the_rows_of_split_parts_back() {
+        let whole = TensorBatch::from_batch(pair(7)).unwrap();
+        let parts = whole.split(3);
+        let joined = TensorBatch::concat(&parts).unwrap();
+        assert_eq!(joined.rows(), 7);
+        let x = |b: &TensorBatch| Vec::<f32>::try_from(b.tensor("x").unwrap().flatten(0, 1)).unwrap();
+        assert_eq!(x(&joined), x(&whole));
+        let ragged = |b: &TensorBatch| {
+            let (v, o) = b.ragged("name").unwrap();
+            (Vec::<u8>::try_from(v).unwrap(), Vec::<i64>::try_from(o).unwrap())
+        };
+        assert_eq!(ragged(&joined), ragged(&whole));
+        // An empty part adds nothing; batches of other columns are an error.
+        let with_empty = TensorBatch::concat(&[parts[0].shallow_clone(), whole.slice(7, 0)]).unwrap();
+        assert_eq!(ragged(&with_empty), ragged(&parts[0]));
+        let other = TensorBatch::from_columns(
+            1,
+            vec![("y", Column::Dense(Tensor::zeros([1], (Kind::Float, Device::Cpu))))],
+        );
+        let e = TensorBatch::concat(&[whole.shallow_clone(), other]).unwrap_err();
+        assert!(e.to_string().contains("columns differ"), "{e}");
+        assert!(TensorBatch::concat(&[]).is_err());
+    }
+
+    #[test]
     fn unsigned_columns_widen_and_u64_overflow_is_an_error() {
         let t = buffer_tensor(Buffer::U16(vec![1, 65535]), &[2]).unwrap();
         assert_eq!((t.kind(), Vec::<i32>::try_from(t).unwrap()), (Kind::Int, vec![1, 65535]));

@@ -32,6 +32,11 @@ pub fn link_libtorch(lib: &std::path::Path) {
     if let Ok(cuda) = std::fs::canonicalize(cuda) {
         println!("cargo:rustc-link-arg=-Wl,-rpath,{}", cuda.display());
     }
+    // NCCL (cudarc opens `libnccl.so` at run time; scripts/setup-torch links it to the
+    // wheel's `libnccl.so.2`).
+    if let Ok(nccl) = std::fs::canonicalize(lib.join("../../nvidia/nccl/lib")) {
+        println!("cargo:rustc-link-arg=-Wl,-rpath,{}", nccl.display());
+    }
     println!("cargo:rustc-link-arg=-Wl,--no-as-needed");
     println!("cargo:rustc-link-arg=-L{}", lib.display());
     if lib.join("libtorch_cuda.so").exists() {

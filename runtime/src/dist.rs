@@ -42,6 +42,48 @@ pub trait Collective {
     fn backend(&self) -> &'static str;
 }
 
+/// A world of one process: every collective is the identity. A trainer joined to it
+/// takes the cross-rank path (and NCCL on a GPU) and trains as it would alone; the tests
+/// check that path with it where no MPI launcher is at hand.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Single;
+
+impl Collective for Single {
+    fn rank(&self) -> usize {
+        0
+    }
+    fn size(&self) -> usize {
+        1
+    }
+    fn local_rank(&self) -> usize {
+        0
+    }
+    fn local_size(&self) -> usize {
+        1
+    }
+    fn all_reduce_sum_f64(&self, _: &mut [f64]) -> Result<()> {
+        Ok(())
+    }
+    fn all_reduce_sum_f32(&self, _: &mut [f32]) -> Result<()> {
+        Ok(())
+    }
+    fn broadcast(&self, root: usize, _: &mut [u8]) -> Result<()> {
+        match root {
+            0 => Ok(()),
+            _ => Err(crate::Error::Invalid(format!("broadcast from rank {root} of 1"))),
+        }
+    }
+    fn barrier(&self) -> Result<()> {
+        Ok(())
+    }
+    fn abort(&self, code: i32) -> ! {
+        std::process::exit(code)
+    }
+    fn backend(&self) -> &'static str {
+        "single"
+    }
+}
+
 /// Environment variables that MPI launchers set in the processes they start: Open MPI's
 /// `mpirun`, PMIx (Open MPI 5, Slurm's `srun --mpi=pmix`), PMI-1/2 (MPICH's Hydra, Intel
 /// MPI, `srun --mpi=pmi2`), MVAPICH.

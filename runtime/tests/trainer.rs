@@ -2,8 +2,11 @@
 //! like one replica on the whole batch; the pipeline's device split; checkpoints.
 #![cfg(feature = "torch")]
 
+use std::rc::Rc;
+
 use sluice_runtime::Result;
 use sluice_runtime::column::{AnyColumn, Batchable, ColumnBuilder, Dense, IntoAnyColumn, NamedColumns};
+use sluice_runtime::dist::Single;
 use sluice_runtime::stage::{Ctx, Element, RuntimeOptions, from_vec};
 use sluice_runtime::torch::tch::nn::{self, Module, OptimizerConfig};
 use sluice_runtime::torch::tch::{self, Device, Kind};
@@ -128,6 +131,59 @@ fn replicas_train_like_one_replica_sgd_momentum() {
 #[test]
 fn replicas_train_like_one_replica_adam() {
     replicas_train_like_one(nn::Adam::default());
+}
+
+/// A trainer joined to a world of one trains exactly as one left alone: the cross-rank
+/// path (agreement, flat all-reduce, totals) changes nothing but the route.
+#[test]
+fn a_trainer_joined_to_a_world_of_one_trains_as_alone() {
+    let opt = nn::sgd(0.9, 0.0, 1e-4, false);
+    let mut alone = trainer(2, opt);
+    let mut joined = trainer(2, opt).join(Rc::new(Single)).unwrap();
+    assert_eq!((joined.rank(), joined.world_size(), joined.gradient_backend()), (0, 1, Some("single")));
+    let train = from_vec((0..6).map(|i| batch(i * 8, 8)).collect());
+    let ctx = Ctx::new(&RuntimeOptions::default());
+    for epoch in 0..2 {
+        let a = alone.train_epoch(&train, &ctx, epoch, &task).unwrap();
+        let b = joined.train_epoch(&train, &ctx, epoch, &task).unwrap();
+        assert_eq!((a.steps, &a.totals), (b.steps, &b.totals));
+    }
+    assert_eq!(params(alone.model().1), params(joined.model().1));
+    assert!(joined.join(Rc::new(Single)).unwrap_err().to_string().contains("already joined"));
+}
+
+/// On a GPU, a world of one sums gradients with NCCL (when libnccl.so loads) and trains
+/// like one CPU replica, to float rounding.
+#[test]
+fn nccl_of_one_rank_trains_like_a_cpu_replica() {
+    if sluice_runtime::torch::cuda_device_count() == 0 {
+        eprintln!("skipped: no CUDA device (the NCCL path needs a GPU)");
+        return;
+    }
+    let opt = nn::sgd(0.9, 0.0, 1e-4, false);
+    let mut cpu = trainer(1, opt);
+    tch::manual_seed(17);
+    let gpu = Trainer::new(&[Device::Cuda(0)], model, opt, 0.05).unwrap().with_progress(false);
+    let mut gpu = gpu.join(Rc::new(Single)).unwrap();
+    eprintln!("gradients over {:?}", gpu.gradient_backend());
+    let mut from = 0;
+    for rows in STEPS {
+        cpu.step(parts(batch(from, rows), 1), &task).unwrap();
+        let part = TensorBatch::from_batch(batch(from, rows)).unwrap().to_device(Device::Cuda(0));
+        gpu.step(vec![part], &task).unwrap();
+        from += rows;
+    }
+    let on_cpu = |vs: &nn::VarStore| {
+        let mut v: Vec<_> = vs
+            .variables()
+            .into_iter()
+            .map(|(n, t)| (n, Vec::<f32>::try_from(t.to_device(Device::Cpu).flatten(0, -1)).unwrap()))
+            .collect();
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v
+    };
+    let d = max_diff(&on_cpu(cpu.model().1), &on_cpu(gpu.model().1));
+    assert!(d < 1e-4, "NCCL on one GPU differs from a CPU replica by {d}");
 }
 
 #[test]

@@ -63,6 +63,15 @@ the repository root::
     .venv-tf/bin/python examples/digits/peer_keras.py --epochs 15 --batch-size 64 --json
 
 ``scripts/bench-digits`` runs it alternately with the Sluice job and prints the table.
+
+Several workers
+---------------
+``--workers N --worker-index I --port P`` makes it worker ``I`` of ``N`` processes under
+``tf.distribute.MultiWorkerMirroredStrategy`` (TensorFlow's multi-worker data
+parallelism: gRPC between the workers on ``localhost:P`` .. ``P+N-1``, ring all-reduce
+of the gradients), the peer of the Sluice job under ``mpirun -np N``: the same global
+batch, split across the workers; the training files sharded by file (4 files), the test
+set by record. Worker 0 reports. ``scripts/bench-dist`` starts the workers.
 """
 
 import argparse
@@ -98,7 +107,77 @@ def parse_args():
         help="Keras's jit_compile (XLA); default: Keras's own default, auto",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the text")
+    p.add_argument("--workers", type=int, default=1, help="processes of a MultiWorkerMirroredStrategy job")
+    p.add_argument("--worker-index", type=int, default=0, help="this process's index among --workers")
+    p.add_argument("--port", type=int, default=23456, help="worker i listens on localhost:PORT+i")
     return p.parse_args()
+
+
+def multi_worker(args, tf, strategy, model, train_ds, test_ds, n_train, say, started, import_seconds):
+    """Trains `model` (built and compiled under `strategy`) with a custom loop: each
+    step, `strategy.run` computes every replica's gradient of its part of the global
+    batch (the loss averaged over the global batch) and the optimizer's
+    `apply_gradients` all-reduces them across the workers. Prints what `main` prints."""
+    optimizer = model.optimizer
+    loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="none")
+    dist_train = strategy.experimental_distribute_dataset(train_ds)
+
+    @tf.function
+    def train_step(batch):
+        def step(x, y):
+            with tf.GradientTape() as tape:
+                logits = model(x, training=True)
+                loss = tf.nn.compute_average_loss(loss_fn(y, logits), global_batch_size=args.batch_size)
+            grads = tape.gradient(loss, model.trainable_variables)
+            optimizer.apply_gradients(zip(grads, model.trainable_variables))
+            correct = tf.reduce_sum(tf.cast(tf.equal(tf.argmax(logits, -1), y), tf.float32))
+            return loss, correct
+
+        loss, correct = strategy.run(step, args=batch)
+        sum_ = tf.distribute.ReduceOp.SUM
+        return strategy.reduce(sum_, loss, axis=None), strategy.reduce(sum_, correct, axis=None)
+
+    epoch_train, accuracy = [], float("nan")
+    for epoch in range(args.epochs):
+        optimizer.learning_rate.assign(args.lr * 0.5 * (1.0 + math.cos(math.pi * epoch / args.epochs)))
+        t = time.perf_counter()
+        steps, loss_sum, correct = 0, 0.0, 0.0
+        for batch in dist_train:
+            loss, c = train_step(batch)
+            steps, loss_sum, correct = steps + 1, loss_sum + float(loss), correct + float(c)
+        epoch_train.append(time.perf_counter() - t)
+        hits = rows = 0
+        for x, y in test_ds:
+            hits += int(tf.reduce_sum(tf.cast(tf.equal(tf.argmax(model(x, training=False), -1), y), tf.int32)))
+            rows += int(tf.shape(y)[0])
+        accuracy = hits / max(rows, 1)
+        s = epoch_train[-1]
+        say(
+            f"epoch {epoch + 1}: {n_train} examples in {steps} steps, {s:.2f} s, {n_train / max(s, 1e-9):.0f} "
+            f"examples/s, loss {loss_sum / max(steps, 1):.4f} accuracy {correct / n_train:.4f}; test accuracy "
+            f"{accuracy:.4f}"
+        )
+    train_seconds = sum(epoch_train)
+    examples = n_train * args.epochs
+    later = sum(epoch_train[1:])
+    result = {
+        "examples": examples,
+        "train_seconds": round(train_seconds, 4),
+        "examples_per_sec": round(examples / max(train_seconds, 1e-9), 1),
+        "test_accuracy": round(accuracy, 4),
+        "first_epoch_seconds": round(epoch_train[0], 4),
+        "later_examples_per_sec": round(n_train * (len(epoch_train) - 1) / later, 1) if later > 0 else None,
+        "total_seconds": round(time.perf_counter() - started, 3),
+        "import_seconds": round(import_seconds, 3),
+        "workers": args.workers,
+    }
+    if args.worker_index != 0:
+        return
+    if args.json:
+        print(json.dumps(result), flush=True)
+        return
+    say(f"\ntraining: {examples} examples in {train_seconds:.2f} s, {result['examples_per_sec']:.0f} examples/s")
+    say(f"test accuracy: {accuracy:.4f}")
 
 
 def main():
@@ -108,15 +187,29 @@ def main():
     # data" at the end of the first epoch (that is how Keras learns the epoch's length).
     warnings.filterwarnings("ignore", message=".*`shuffle=True` was passed.*")
     warnings.filterwarnings("ignore", message=".*Your input ran out of data.*")
+    if args.workers > 1:
+        os.environ["TF_CONFIG"] = json.dumps(
+            {
+                "cluster": {"worker": [f"localhost:{args.port + i}" for i in range(args.workers)]},
+                "task": {"type": "worker", "index": args.worker_index},
+            }
+        )
     t_import = time.perf_counter()
     import tensorflow as tf
 
     started = time.perf_counter()
     import_seconds = started - t_import
     out = sys.stderr if args.json else sys.stdout
+    chief = args.worker_index == 0
 
     def say(*a):
-        print(*a, file=out, flush=True)
+        if chief:
+            print(*a, file=out, flush=True)
+
+    if args.workers > 1:
+        strategy = tf.distribute.MultiWorkerMirroredStrategy()
+    else:
+        strategy = tf.distribute.get_strategy()  # the default: one device, no distribution
 
     train_files = sorted(glob.glob(os.path.join(args.data, "train-*.tfrecord")))
     test_files = sorted(glob.glob(os.path.join(args.data, "test-*.tfrecord")))
@@ -162,9 +255,16 @@ def main():
         .prefetch(autotune)
     )
     test_ds = tf.data.TFRecordDataset(test_files).map(test_map, num_parallel_calls=autotune).batch(360)
+    if args.workers > 1:
+        # One test file: shard its records, not files.
+        options = tf.data.Options()
+        options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
+        test_ds = test_ds.with_options(options)
 
     keras = tf.keras
     layers = keras.layers
+    scope = strategy.scope()
+    scope.__enter__()
     model = keras.Sequential(
         [
             keras.Input(shape=(8, 8, 1)),
@@ -184,6 +284,12 @@ def main():
         metrics=["accuracy"],
         jit_compile=jit,
     )
+    if args.workers > 1:
+        # Keras 3's `fit` does not run under MultiWorkerMirroredStrategy
+        # (keras-team/keras#20585): the loop TensorFlow's guide writes instead.
+        multi_worker(args, tf, strategy, model, train_ds, test_ds, n_train, say, started, import_seconds)
+        scope.__exit__(None, None, None)
+        return
 
     def schedule(epoch, _lr):
         return args.lr * 0.5 * (1.0 + math.cos(math.pi * epoch / args.epochs))
@@ -227,7 +333,8 @@ def main():
             )
 
     say(
-        f"digits (Keras {keras.__version__}, TensorFlow {tf.__version__}): {args.data} -> a CNN on CPU, "
+        f"digits (Keras {keras.__version__}, TensorFlow {tf.__version__}): {args.data} -> a CNN on CPU"
+        f"{f' in each of {args.workers} workers (MultiWorkerMirroredStrategy)' if args.workers > 1 else ''}, "
         f"{args.epochs} epochs, batch {args.batch_size}, jit_compile={args.jit_compile} "
         f"(XLA {'on' if model.jit_compile else 'off'})"
     )
@@ -241,6 +348,7 @@ def main():
         verbose=0,
     )
     fit_seconds = time.perf_counter() - t_fit
+    scope.__exit__(None, None, None)
     train_seconds = fit_seconds - timing.eval_seconds
     examples = n_train * args.epochs
     rate = examples / max(train_seconds, 1e-9)
@@ -250,7 +358,7 @@ def main():
     total = time.perf_counter() - started
     accuracy = float(timing.test_accuracy)
 
-    if args.json:
+    if args.json and chief:
         print(
             json.dumps(
                 {

@@ -84,6 +84,26 @@ impl Collective for Single {
     }
 }
 
+/// A program's exit status for `result`: `Ok` is success; an error is printed on stderr
+/// (naming the rank in a job of several, in one write so that the ranks' lines do not
+/// interleave) and is a failure, and in a multi-process job it ends every rank
+/// ([`Collective::abort`]), since the others may be waiting for this one in a collective.
+pub fn exit_status(result: Result<()>, world: Option<&dyn Collective>) -> std::process::ExitCode {
+    use std::io::Write;
+    match (result, world) {
+        (Ok(()), _) => std::process::ExitCode::SUCCESS,
+        (Err(e), None) => {
+            eprintln!("error: {e}");
+            std::process::ExitCode::FAILURE
+        }
+        (Err(e), Some(w)) => {
+            let line = format!("error: rank {} of {}: {e}\n", w.rank(), w.size());
+            let _ = std::io::stderr().write_all(line.as_bytes());
+            w.abort(1)
+        }
+    }
+}
+
 /// Environment variables that MPI launchers set in the processes they start: Open MPI's
 /// `mpirun`, PMIx (Open MPI 5, Slurm's `srun --mpi=pmix`), PMI-1/2 (MPICH's Hydra, Intel
 /// MPI, `srun --mpi=pmi2`), MVAPICH.

@@ -20,7 +20,6 @@
 //! cargo build --release -p sluice-digits --features mpi && mpirun -np 2 target/release/digits
 //! ```
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::rc::Rc;
@@ -148,25 +147,9 @@ fn main() -> ExitCode {
     let args = Args::parse();
     let world = match world() {
         Ok(world) => world,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::FAILURE;
-        }
+        Err(e) => return sluice::dist::exit_status(Err(e), None),
     };
-    match (run(&args, world.clone()), world) {
-        (Ok(()), _) => ExitCode::SUCCESS,
-        (Err(e), None) => {
-            eprintln!("error: {e}");
-            ExitCode::FAILURE
-        }
-        (Err(e), Some(w)) => {
-            // One write, so that the ranks' lines do not interleave on mpirun's stderr;
-            // then end every rank: the others may be waiting for this one.
-            let line = format!("error: rank {} of {}: {e}\n", w.rank(), w.size());
-            let _ = std::io::stderr().write_all(line.as_bytes());
-            w.abort(1)
-        }
-    }
+    sluice::dist::exit_status(run(&args, world.clone()), world.as_deref())
 }
 
 /// The MPI job this process is a rank of, when `mpirun`/`srun` started it (feature `mpi`).

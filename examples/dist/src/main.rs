@@ -18,7 +18,7 @@
 //! parameters and that every record is trained on once per epoch across the ranks.
 
 use std::fs::OpenOptions;
-use std::io::Write;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::rc::Rc;
@@ -97,45 +97,29 @@ struct TrainArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Gen { out, records, files } => report(generate_data(&out, records, files), None),
+        Command::Gen { out, records, files } => {
+            sluice::dist::exit_status(generate_data(&out, records, files), None)
+        }
         Command::Compare { a, b, tolerance } => match compare(&a, &b) {
             Ok(diff) => {
                 println!("largest difference {diff:e} (tolerance {tolerance:e})");
                 if diff <= tolerance { ExitCode::SUCCESS } else { ExitCode::FAILURE }
             }
-            Err(e) => report(Err(e), None),
+            Err(e) => sluice::dist::exit_status(Err(e), None),
         },
         Command::Train(args) => {
             let world: Option<Rc<dyn Collective>> = match args.reference {
                 Some(_) => None,
                 None => match Mpi::from_env() {
                     Ok(w) => w.map(|w| Rc::new(w) as Rc<dyn Collective>),
-                    Err(e) => return report(Err(e), None),
+                    Err(e) => return sluice::dist::exit_status(Err(e), None),
                 },
             };
             let result = match args.reference {
                 Some(w) => reference(&args, w),
                 None => train(&args, world.clone()),
             };
-            report(result, world.as_deref())
-        }
-    }
-}
-
-/// The exit status of `result`; an error is printed (with the rank) and, in a
-/// multi-process job, ends every rank: the others may be waiting for this one.
-fn report(result: sluice::Result<()>, world: Option<&dyn Collective>) -> ExitCode {
-    match (result, world) {
-        (Ok(()), _) => ExitCode::SUCCESS,
-        (Err(e), None) => {
-            eprintln!("error: {e}");
-            ExitCode::FAILURE
-        }
-        (Err(e), Some(w)) => {
-            // One write, so that the ranks' lines do not interleave on mpirun's stderr.
-            let line = format!("error: rank {} of {}: {e}\n", w.rank(), w.size());
-            let _ = std::io::stderr().write_all(line.as_bytes());
-            w.abort(1)
+            sluice::dist::exit_status(result, world.as_deref())
         }
     }
 }

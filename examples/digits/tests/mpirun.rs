@@ -31,6 +31,8 @@ fn two_ranks_train_the_digits_to_the_accuracy_of_one() {
             "oob_tcp_if_include",
             "lo",
         ])
+        // Containers often forbid the cross-process memory copies (CMA) of shared memory.
+        .args(["--mca", "btl_vader_single_copy_mechanism", "none"])
         .arg(env!("CARGO_BIN_EXE_digits"))
         .args(["--no-progress", "--epochs", "15"])
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")

@@ -49,6 +49,8 @@ fn mpirun(np: usize, args: &[&str]) -> Output {
     let mut cmd = Command::new("mpirun");
     cmd.args(["-np", &np.to_string(), "--oversubscribe"])
         .args(["--mca", "btl", "self,vader", "--mca", "oob_tcp_if_include", "lo"])
+        // Containers often forbid the cross-process memory copies (CMA) of shared memory.
+        .args(["--mca", "btl_vader_single_copy_mechanism", "none"])
         .arg(EXE)
         .args(args)
         // Containers and CI machines often run as root, which Open MPI refuses by default.

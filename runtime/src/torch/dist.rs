@@ -22,6 +22,7 @@ use std::rc::Rc;
 
 use tch::{Device, Kind, Tensor};
 
+use super::tensor::TensorBatch;
 use super::trainer::Totals;
 use crate::dist::Collective;
 use crate::error::{Error, Result};
@@ -128,6 +129,50 @@ impl CrossRank {
             failed: v[2] as u64,
             stopping: v[3] as u64,
         })
+    }
+
+    /// This rank's next step, agreed with the other ranks: `next` is what its feed gave
+    /// (`None`: its pass is over; not asked for when `stopping`, its step hook having
+    /// said to stop). `Ok(Some((parts, global_rows)))`: a step of the global batch, with
+    /// this rank's parts (`None` when it has none left); `Ok(None)`: the pass is over for
+    /// every rank, or every rank stops. An error: this rank's pipeline failed, or another
+    /// rank's did (every rank returns one), or the ranks disagree on stopping at
+    /// `step` of `epoch`.
+    pub(crate) fn next_step(
+        &self,
+        next: Option<Result<Vec<TensorBatch>>>,
+        stopping: bool,
+        step: u64,
+        epoch: u64,
+    ) -> Result<Option<(Option<Vec<TensorBatch>>, u64)>> {
+        let (parts, failure) = match next {
+            None => (None, None),
+            Some(Ok(parts)) => (Some(parts), None),
+            Some(Err(e)) => (None, Some(e)),
+        };
+        let rows = parts.iter().flatten().map(TensorBatch::rows).sum();
+        let agreed = self.agree(parts.is_some(), rows, failure.is_some(), stopping)?;
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        if agreed.failed > 0 {
+            return Err(Error::Invalid(format!(
+                "{} other rank(s) failed at step {step} of epoch {} (their errors say why); stopping with them",
+                agreed.failed,
+                epoch + 1
+            )));
+        }
+        if agreed.stopping > 0 {
+            if agreed.stopping as usize != self.size() {
+                return Err(Error::Invalid(format!(
+                    "the ranks disagree on stopping after step {step} of epoch {}: the step hook must decide alike \
+                     on every rank",
+                    epoch + 1
+                )));
+            }
+            return Ok(None);
+        }
+        Ok((agreed.with_batch > 0).then_some((parts, agreed.rows)))
     }
 
     /// Replaces `grads` (tensors on one device) on every rank by their sum over the ranks.

@@ -629,44 +629,10 @@ impl<M: Send> Trainer<M> {
                         (Some(parts), rows)
                     }
                 },
-                Some(cross) => {
-                    let (parts, failure) = match next {
-                        None => (None, None),
-                        Some(Ok(parts)) => (Some(parts), None),
-                        Some(Err(e)) => (None, Some(e)),
-                    };
-                    let rows = parts.iter().flatten().map(TensorBatch::rows).sum();
-                    let agreed = cross.agree(parts.is_some(), rows, failure.is_some(), stopping)?;
-                    if let Some(e) = failure {
-                        return Err(e);
-                    }
-                    if agreed.failed > 0 {
-                        return Err(Error::Invalid(format!(
-                            "rank {} of {}: {} other rank(s) failed at step {} of epoch {} (their errors say why); \
-                             stopping with them",
-                            cross.rank(),
-                            cross.size(),
-                            agreed.failed,
-                            skip + report.steps,
-                            epoch + 1
-                        )));
-                    }
-                    if agreed.stopping > 0 {
-                        if agreed.stopping as usize != cross.size() {
-                            return Err(Error::Invalid(format!(
-                                "the ranks disagree on stopping after step {} of epoch {}: the step hook must \
-                                 decide alike on every rank",
-                                skip + report.steps,
-                                epoch + 1
-                            )));
-                        }
-                        break;
-                    }
-                    if agreed.with_batch == 0 {
-                        break;
-                    }
-                    (parts, agreed.rows)
-                }
+                Some(cross) => match cross.next_step(next, stopping, skip + report.steps, epoch)? {
+                    Some(step) => step,
+                    None => break,
+                },
             };
             if let Some(parts) = &parts {
                 self.check_parts(parts)?;

@@ -203,20 +203,23 @@ impl CrossRank {
         Ok(())
     }
 
-    /// `flat` summed over the ranks through host memory.
+    /// `flat` summed over the ranks through host memory, in place on the CPU (a copy to
+    /// and from it for a device tensor).
     fn host_all_reduce(&self, flat: Tensor, float: bool) -> Result<Tensor> {
         let device = flat.device();
         let host = flat.to_device(Device::Cpu).contiguous();
-        let summed = if float {
-            let mut v = Vec::<f32>::try_from(&host).map_err(torch_err)?;
-            self.comm.all_reduce_sum_f32(&mut v)?;
-            Tensor::from_slice(&v)
+        let n = host.numel();
+        if float {
+            // SAFETY: `host` is a fresh contiguous CPU tensor of `n` f32 values (the `cat`
+            // of the gradients, or its copy off the device) that nothing else references.
+            let v = unsafe { std::slice::from_raw_parts_mut(host.data_ptr().cast::<f32>(), n) };
+            self.comm.all_reduce_sum_f32(v)?;
         } else {
-            let mut v = Vec::<f64>::try_from(&host).map_err(torch_err)?;
-            self.comm.all_reduce_sum_f64(&mut v)?;
-            Tensor::from_slice(&v)
-        };
-        Ok(summed.to_device(device))
+            // SAFETY: as above, of `n` f64 values.
+            let v = unsafe { std::slice::from_raw_parts_mut(host.data_ptr().cast::<f64>(), n) };
+            self.comm.all_reduce_sum_f64(v)?;
+        }
+        Ok(host.to_device(device))
     }
 
     /// Sets `vars` on every rank to rank 0's values (bytes as they are, any kind).
@@ -272,14 +275,21 @@ impl CrossRank {
     }
 }
 
-/// A metric's name as a `&'static str`: this rank's own when it has it, else leaked once
-/// (a rank that computed no metric learns the names from another; a handful per process).
+/// A metric's name as a `&'static str`: this rank's own when it has it, else one leaked
+/// once per process and name (a rank that computed no metric learns the names from
+/// another; a task has a handful).
 fn intern(name: &str, known: &[&'static str]) -> &'static str {
-    known.iter().find(|k| **k == name).copied().unwrap_or_else(|| Box::leak(name.to_owned().into_boxed_str()))
-}
-
-fn torch_err(e: tch::TchError) -> Error {
-    Error::Invalid(format!("all-reduce: {e}"))
+    static LEARNT: std::sync::Mutex<Vec<&'static str>> = std::sync::Mutex::new(Vec::new());
+    if let Some(k) = known.iter().find(|k| **k == name) {
+        return k;
+    }
+    let mut learnt = LEARNT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(k) = learnt.iter().find(|k| **k == name) {
+        return k;
+    }
+    let leaked: &'static str = Box::leak(name.to_owned().into_boxed_str());
+    learnt.push(leaked);
+    leaked
 }
 
 /// NCCL between the ranks' GPUs (cudarc, loaded at run time): the unique id made by rank

@@ -223,3 +223,22 @@ fn a_corrupt_record_stops_every_rank_with_its_place() {
     assert!(!out.status.success(), "a corrupt record went unnoticed");
     assert!(err.contains("tabular-00001-of-00003.tfrecord"), "the error does not name the file:\n{err}");
 }
+
+#[test]
+fn a_rank_whose_shard_is_empty_still_steps_and_reports() {
+    if !mpirun_present() {
+        return;
+    }
+    // Two records for three ranks: rank 2 has no batch at all, yet joins every step.
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    ok(exe(&["gen", "--out", s(&data), "--records", "2", "--files", "1"]), "gen");
+    let out = dir.path().join("out");
+    let log = ok(mpirun(3, &["train", "--data", s(&data), "--out", s(&out)]), "mpirun -np 3");
+    // Rank 0 reports the whole job's rows and metrics (learnt by the empty rank too).
+    assert!(log.contains("epoch 2: 2 examples in 1 steps"), "{log}");
+    assert!(log.contains("accuracy"), "{log}");
+    let empty = steps(&out.join("ids.rank2.txt"));
+    assert_eq!(empty.values().map(Vec::len).sum::<usize>(), 0, "rank 2 had rows: {empty:?}");
+    assert_eq!(empty.len(), 2, "rank 2 did not take part in each epoch's step");
+}

@@ -203,6 +203,14 @@ fn a_stopped_job_resumes_each_rank_where_it_stopped() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(err.contains("a checkpoint of a job of 2 rank(s); this job has 3"), "{err}");
+
+    // One rank's position lost: that rank says which file, and the job stops.
+    let lost = parts.join("ckpt.safetensors.rank1-of-2.state");
+    std::fs::remove_file(&lost).unwrap();
+    let out = mpirun(2, &[&common[..], &["--out", s(&parts), "--resume"]].concat());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("this rank's pipeline position") && err.contains("rank1-of-2.state"), "{err}");
 }
 
 #[test]

@@ -110,14 +110,16 @@ pub fn compile_file(path: &Path, dir: &Path) -> Result<PathBuf, BuildError> {
     let io = |error| BuildError::Io { path: path.to_path_buf(), error };
     let bytes = std::fs::read(path).map_err(io)?;
     let source = String::from_utf8(bytes).map_err(|_| BuildError::Utf8 { path: path.to_path_buf() })?;
-    let code = crate::codegen::generate(&source).map_err(|d| BuildError::Diagnostics {
+    let compilation = crate::driver::compile(&source);
+    let name = path.display().to_string();
+    let code = compilation.generate().map_err(|d| BuildError::Diagnostics {
         path: path.to_path_buf(),
-        rendered: render(&path.display().to_string(), &source, &d),
+        rendered: render(&name, &source, &d),
     })?;
-    // A clean file may still have warnings, which `generate` does not return: cargo shows
-    // them, one `cargo:warning=` line per rendered line.
-    let warnings: Vec<_> = crate::check(&source).into_iter().filter(|d| !d.is_error()).collect();
-    for line in render(&path.display().to_string(), &source, &warnings).trim_end().lines() {
+    // A clean file may still have warnings: cargo shows them, one `cargo:warning=` line
+    // per rendered line.
+    let warnings: Vec<_> = compilation.warnings().cloned().collect();
+    for line in render(&name, &source, &warnings).trim_end().lines() {
         println!("cargo:warning={line}");
     }
     let stem = path.file_stem().map_or_else(|| "pipelines".into(), |s| s.to_string_lossy().into_owned());

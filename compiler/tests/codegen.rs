@@ -4,7 +4,12 @@
 
 use std::path::Path;
 
-use sluice_compiler::codegen::generate;
+use sluice_compiler::codegen::Generated;
+use sluice_compiler::diagnostic::Diagnostic;
+
+fn generate(source: &str) -> Result<Generated, Vec<Diagnostic>> {
+    sluice_compiler::compile(source).generate()
+}
 
 fn corpus(name: &str) -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/pipes").join(name);

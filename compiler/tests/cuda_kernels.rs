@@ -199,7 +199,8 @@ fn every_kernel_the_repository_generates_compiles_to_ptx() {
     let mut kernels = Vec::new();
     for path in pipe_files() {
         let source = std::fs::read_to_string(&path).unwrap();
-        let generated = sluice_compiler::codegen::generate(&source)
+        let generated = sluice_compiler::compile(&source)
+            .generate()
             .unwrap_or_else(|d| panic!("{}: {} diagnostics", path.display(), d.len()));
         for k in generated.kernels {
             let name = format!("{}: {}", path.file_name().unwrap().to_string_lossy(), k.name);

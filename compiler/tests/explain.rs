@@ -7,15 +7,10 @@ fn corpus_plans() {
     insta::glob!("../../tests/pipes", "*.pipe", |path| {
         let source = std::fs::read_to_string(path).unwrap();
         let name = path.file_name().unwrap().to_string_lossy();
-        let checked = sluice_compiler::compile(&source)
+        let pipelines = sluice_compiler::compile(&source)
+            .into_result()
             .unwrap_or_else(|d| panic!("{}", sluice_compiler::diagnostic::render(&name, &source, &d)));
-        let mut text = String::new();
-        for c in &checked {
-            let plan = c.plan.as_ref().expect("a clean pipeline has a plan");
-            text.push_str(&sluice_compiler::optimizer::explain(&c.decls.name, plan, true));
-            text.push_str(&format!("== {} (physical) ==\n", c.decls.name));
-            text.push_str(&c.physical.as_ref().expect("a clean pipeline has a physical plan").explain());
-        }
+        let text: String = pipelines.iter().map(|p| p.explain(true)).collect();
         insta::assert_snapshot!(text);
     });
 }

@@ -25,7 +25,7 @@ fn syntax_errors_render_with_file_line_and_column() {
     insta::glob!("../../tests/errors", "*.pipe", |path| {
         let source = std::fs::read_to_string(path).unwrap();
         let name = format!("tests/errors/{}", path.file_name().unwrap().to_string_lossy());
-        let diagnostics = sluice_compiler::check(&source);
+        let diagnostics = sluice_compiler::compile(&source).diagnostics;
         assert!(!diagnostics.is_empty(), "{name}: no diagnostic");
         let text = render(&name, &source, &diagnostics);
         assert!(text.contains(&format!("{name}:")), "names the file with line and column:\n{text}");
@@ -45,7 +45,7 @@ mod no_input_panics {
         /// Random text never panics the front end.
         #[test]
         fn random_text(s in "\\PC{0,300}") {
-            let _ = sluice_compiler::check(&s);
+            let _ = sluice_compiler::compile(&s).diagnostics;
         }
 
         /// Mutated valid pipelines (bytes deleted, duplicated or replaced by pipeline
@@ -65,7 +65,7 @@ mod no_input_panics {
                     _ => { let j = s[i..].chars().next().map_or(i, |c| i + c.len_utf8()); s.replace_range(i..j, tok); }
                 }
             }
-            let diagnostics = sluice_compiler::check(&s);
+            let diagnostics = sluice_compiler::compile(&s).diagnostics;
             let rendered = sluice_compiler::diagnostic::render("fuzz.pipe", &s, &diagnostics);
             prop_assert_eq!(diagnostics.is_empty(), rendered.is_empty());
         }
@@ -79,7 +79,7 @@ mod no_input_panics {
             format!("pipeline p() {{ take({}1); }}", "- ".repeat(100_000)),
             "[".repeat(1_000_000),
         ] {
-            let d = sluice_compiler::check(&s);
+            let d = sluice_compiler::compile(&s).diagnostics;
             assert!(d.iter().any(|d| d.code == "E0003"), "{:?}", d.first());
         }
     }

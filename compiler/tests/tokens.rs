@@ -12,14 +12,8 @@ use sluice_compiler::syntax::{parse, parse_tokens};
 /// The `explain` text of every pipeline of a file (logical, optimized with each rule,
 /// physical): what `tests/explain.rs` snapshots.
 fn explain(file: &sluice_compiler::ast::File) -> String {
-    let checked = sluice_compiler::compile_ast(file).expect("the corpus compiles");
-    let mut text = String::new();
-    for c in &checked {
-        let plan = c.plan.as_ref().expect("a plan");
-        text.push_str(&sluice_compiler::optimizer::explain(&c.decls.name, plan, true));
-        text.push_str(&c.physical.as_ref().expect("a physical plan").explain());
-    }
-    text
+    let pipelines = sluice_compiler::compile_ast(file).into_result().expect("the corpus compiles");
+    pipelines.iter().map(|p| p.explain(true)).collect()
 }
 
 #[test]
@@ -39,8 +33,8 @@ fn corpus_parses_the_same_from_tokens() {
         assert_eq!(from_tokens, from_text, "{}", path.display());
         assert_eq!(explain(&from_tokens), explain(&from_text), "{}", path.display());
         // `pipeline!` expands to the code `build.rs` generates for the same text.
-        let inline = sluice_compiler::codegen::generate_ast(&from_tokens).unwrap().to_pretty_string();
-        let built = sluice_compiler::codegen::generate(&source).unwrap().to_pretty_string();
+        let inline = sluice_compiler::compile_ast(&from_tokens).generate().unwrap().to_pretty_string();
+        let built = sluice_compiler::compile(&source).generate().unwrap().to_pretty_string();
         assert_eq!(inline, built, "{}", path.display());
         seen += 1;
     }
@@ -115,6 +109,6 @@ fn syntax_errors_are_one_e0001_on_the_token() {
 fn rust_code_outside_map_and_filter_is_an_error() {
     let f = tokens("pipeline p(files: glob) { tfrecords(files); map { parse_example(); } take(|x| x); }")
         .unwrap();
-    let d = sluice_compiler::compile_ast(&f).unwrap_err();
+    let d = sluice_compiler::compile_ast(&f).into_result().unwrap_err();
     assert!(d.iter().any(|d| d.code == "E0205"), "{d:?}");
 }

@@ -65,7 +65,7 @@ fn inline(input: TokenStream) -> TokenStream {
         Ok(file) => file,
         Err(diags) => return failed(errors(&diags, |d| map.error(d.primary.span, message(d))), &names),
     };
-    match sluice_compiler::codegen::generate_ast(&file) {
+    match sluice_compiler::compile_ast(&file).generate() {
         Ok(generated) => use_super(generated.tokens),
         Err(diags) => {
             let names: Vec<String> = file.pipelines.iter().map(|p| p.name.name.clone()).collect();
@@ -90,7 +90,7 @@ fn from_file(path: &syn::LitStr) -> TokenStream {
     let track = quote!(
         const _: &[u8] = ::core::include_bytes!(#full_str);
     );
-    match sluice_compiler::codegen::generate(&source) {
+    match sluice_compiler::compile(&source).generate() {
         Ok(generated) => {
             let tokens = generated.tokens;
             quote!(#track #tokens)

@@ -20,7 +20,7 @@ pub struct CheckArgs {
 
 pub fn run(args: CheckArgs) -> Result<ExitCode, Failure> {
     let source = read_source(&args.file)?;
-    let diagnostics = sluice_compiler::check(&source);
+    let diagnostics = sluice_compiler::compile(&source).diagnostics;
     if report(&args.file, &source, &diagnostics) { Ok(ExitCode::from(1)) } else { Ok(ExitCode::SUCCESS) }
 }
 

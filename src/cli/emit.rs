@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
+use sluice_compiler::Compilation;
 use sluice_compiler::codegen::Generated;
 
 use super::Failure;
@@ -23,7 +24,7 @@ pub struct EmitArgs {
 
 pub fn run(args: EmitArgs) -> Result<ExitCode, Failure> {
     let source = read_source(&args.file)?;
-    match generate(&args.file, &source) {
+    match generate(&args.file, &source, &sluice_compiler::compile(&source)) {
         Some(generated) if args.cuda => {
             if generated.kernels.is_empty() {
                 eprintln!(
@@ -47,14 +48,13 @@ pub fn run(args: EmitArgs) -> Result<ExitCode, Failure> {
     }
 }
 
-/// Checks and compiles `source` (of `file`), reporting its diagnostics (warnings too) on
-/// stderr; `None` when it has errors.
-pub fn generate(file: &Path, source: &str) -> Option<Generated> {
-    // `check` gives the warnings of a clean file too, which `generate` does not.
-    if report(file, source, &sluice_compiler::check(source)) {
+/// The code of `compilation` (of `source`, read from `file`), reporting its diagnostics
+/// (warnings too) on stderr; `None` when it has errors.
+pub fn generate(file: &Path, source: &str, compilation: &Compilation) -> Option<Generated> {
+    if report(file, source, &compilation.diagnostics) {
         return None;
     }
-    match sluice_compiler::codegen::generate(source) {
+    match compilation.generate() {
         Ok(generated) => Some(generated),
         Err(diagnostics) => {
             // The warnings were shown above.

@@ -23,25 +23,13 @@ pub struct ExplainArgs {
 pub fn run(args: ExplainArgs) -> Result<ExitCode, Failure> {
     let source = std::fs::read_to_string(&args.file)
         .map_err(|e| Failure::Usage(format!("{}: {e}", args.file.display())))?;
-    match sluice_compiler::compile(&source) {
-        Ok(checked) => {
-            for c in &checked {
-                match &c.plan {
-                    Some(plan) => {
-                        print!("{}", sluice_compiler::optimizer::explain(&c.decls.name, plan, args.verbose))
-                    }
-                    None => println!("== {} (logical) ==", c.decls.name),
-                }
-                if let Some(physical) = &c.physical {
-                    println!("== {} (physical) ==", c.decls.name);
-                    print!("{}", physical.explain());
-                }
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-        Err(diagnostics) => {
-            eprint!("{}", render(&args.file.display().to_string(), &source, &diagnostics));
-            Ok(ExitCode::from(1))
-        }
+    let compilation = sluice_compiler::compile(&source);
+    if compilation.has_errors() {
+        eprint!("{}", render(&args.file.display().to_string(), &source, &compilation.diagnostics));
+        return Ok(ExitCode::from(1));
     }
+    for p in &compilation.pipelines {
+        print!("{}", p.explain(args.verbose));
+    }
+    Ok(ExitCode::SUCCESS)
 }

@@ -67,8 +67,11 @@ fn name_value(s: &str) -> Result<String, String> {
 
 pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     let source = super::check::read_source(&args.file)?;
-    let Some(generated) = super::emit::generate(&args.file, &source) else { return Ok(ExitCode::from(1)) };
-    refuse_externs(&args.file, &source)?;
+    let compilation = sluice_compiler::compile(&source);
+    let Some(generated) = super::emit::generate(&args.file, &source, &compilation) else {
+        return Ok(ExitCode::from(1));
+    };
+    refuse_externs(&args.file, &source, &compilation.pipelines)?;
     let names = &generated.pipelines;
     match &args.pipeline {
         Some(p) if !names.contains(p) => {
@@ -114,9 +117,8 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
 /// user's `extern fn`s: a file that declares one is compiled in the user's crate
 /// (`build.rs`) instead. (Every pipeline of a file is in the one runner, so one `extern
 /// fn` anywhere in the file stops them all.)
-fn refuse_externs(file: &Path, source: &str) -> Result<(), Failure> {
-    let Ok(checked) = sluice_compiler::compile(source) else { return Ok(()) };
-    let Some((pipeline, f)) = checked.iter().find_map(|c| Some((&c.decls.name, c.decls.externs.first()?)))
+fn refuse_externs(file: &Path, source: &str, pipelines: &[sluice_compiler::Pipeline]) -> Result<(), Failure> {
+    let Some((pipeline, f)) = pipelines.iter().find_map(|c| Some((&c.decls.name, c.decls.externs.first()?)))
     else {
         return Ok(());
     };

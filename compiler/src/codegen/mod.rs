@@ -39,6 +39,7 @@ mod types;
 use proc_macro2::TokenStream;
 
 use crate::diagnostic::Diagnostic;
+use crate::driver::Pipeline;
 
 /// The Rust generated for one `.pipe` file.
 #[derive(Debug, Clone)]
@@ -68,22 +69,15 @@ pub fn pretty(tokens: &TokenStream) -> String {
     }
 }
 
-/// Compiles `source` (a whole `.pipe` file) to Rust: every pipeline, or every
-/// diagnostic of the file.
-pub fn generate(source: &str) -> Result<Generated, Vec<Diagnostic>> {
-    generate_ast(&crate::syntax::parse(source)?)
-}
-
-/// Compiles a parsed file (from either front end: `pipeline!` calls this on the tree of
-/// its tokens) to Rust.
-pub fn generate_ast(file: &crate::ast::File) -> Result<Generated, Vec<Diagnostic>> {
-    let checked = crate::compile_ast(file)?;
+/// The Rust of a file's pipelines (from [`driver`](crate::driver), which checked them):
+/// one module each, or `E0600` for each pipeline the code generator cannot handle.
+pub fn generate(pipelines: &[Pipeline]) -> Result<Generated, Vec<Diagnostic>> {
     let mut tokens = TokenStream::new();
-    let mut pipelines = Vec::new();
+    let mut names = Vec::new();
     let mut diags = Vec::new();
     let mut kernels = Vec::new();
-    for c in &checked {
-        match pipeline::generate(c, &checked) {
+    for p in pipelines {
+        match pipeline::generate(p, pipelines) {
             Ok((t, k)) => {
                 tokens.extend(t);
                 kernels.extend(k);
@@ -91,14 +85,14 @@ pub fn generate_ast(file: &crate::ast::File) -> Result<Generated, Vec<Diagnostic
             Err(msg) => diags.push(
                 Diagnostic::error(
                     "E0600",
-                    format!("pipeline `{}` cannot be compiled to Rust: {msg}", c.decls.name),
-                    c.decls.span,
+                    format!("pipeline `{}` cannot be compiled to Rust: {msg}", p.decls.name),
+                    p.decls.span,
                     "in this pipeline",
                 )
                 .with_note("the checker accepts it, but the code generator does not handle it yet"),
             ),
         }
-        pipelines.push(c.decls.name.clone());
+        names.push(p.decls.name.clone());
     }
-    if diags.is_empty() { Ok(Generated { pipelines, tokens, kernels }) } else { Err(diags) }
+    if diags.is_empty() { Ok(Generated { pipelines: names, tokens, kernels }) } else { Err(diags) }
 }

@@ -10,6 +10,7 @@ use std::fmt::{self, Write};
 
 use super::kernel::Kernel;
 use super::types::{TensorType, Value};
+use crate::span::Span;
 
 /// An argument of a node: a constant, a pipeline parameter (resolved at run time), or
 /// `auto` (AUTOTUNE).
@@ -371,6 +372,8 @@ pub struct Pass {
     pub input: Box<Plan>,
     /// Its arguments, in the fixed order of its kind.
     pub args: Vec<(&'static str, ArgValue)>,
+    /// The stage it was written as (empty for a node the optimizer adds).
+    pub span: Span,
 }
 
 impl Pass {
@@ -791,9 +794,8 @@ mod tests {
                 {stages}
             }}"
         );
-        let checked = crate::compile(&source).unwrap_or_else(|d| panic!("{d:?}"));
-        let plan = crate::optimizer::optimize(checked[0].plan.clone().unwrap()).plan;
-        resume_blocker(&plan)
+        let checked = crate::compile(&source).into_result().unwrap_or_else(|d| panic!("{d:?}"));
+        resume_blocker(&checked[0].optimized.plan)
     }
 
     #[test]

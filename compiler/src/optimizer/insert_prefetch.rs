@@ -49,6 +49,7 @@ impl OptimizerRule for InsertPrefetch {
         Transformed::yes(Plan::Prefetch(Pass {
             input: Box::new(plan),
             args: vec![("buffer", ArgValue::Auto)],
+            span: crate::span::Span::default(),
         }))
     }
 }

@@ -401,8 +401,9 @@ mod tests {
              image = scale(image, 1.0 / 3.0);",
             "batch(32);",
         ))
+        .into_result()
         .unwrap();
-        let plan = crate::optimizer::optimize(checked[0].plan.clone().unwrap()).plan;
+        let plan = checked[0].optimized.plan.clone();
         let Plan::DeviceTail(tail) = plan else { panic!("{}", plan.explain()) };
         let [k] = &tail.kernels[..] else { panic!("{:?}", tail.kernels) };
         assert_eq!(
@@ -429,8 +430,9 @@ mod tests {
             "image = center_crop(image, 4, 4); image = cast(image, f32); image = scale(image, 0.5);",
             "batch(8);",
         ))
+        .into_result()
         .unwrap();
-        let plan = crate::optimizer::optimize(checked[0].plan.clone().unwrap()).plan;
+        let plan = checked[0].optimized.plan.clone();
         insta::assert_snapshot!(plan.explain(), @r"
         DeviceTail: device=cuda, kernels=[tail_image(image: center_crop, cast, scale)] -> batch<{image: f32[4, 4, 3], label: i64}>
           Prefetch: buffer=2 -> batch<{image: u8[8, 8, 3], label: i64}>

@@ -125,22 +125,6 @@ pub struct Optimized {
     pub applied: Vec<Application>,
 }
 
-/// The `explain` text of one pipeline: `== NAME (logical) ==` and its plan, then
-/// `== NAME (optimized) ==` and the optimized plan; `verbose` adds, after each of
-/// them, one `-- after RULE:` block per rule that changed the plan, with the plan as it
-/// left the rule. What `sluice explain` prints and the corpus snapshots hold.
-pub fn explain(name: &str, logical: &Plan, verbose: bool) -> String {
-    let optimized = optimize(logical.clone());
-    let mut out = format!("== {name} (logical) ==\n{}", logical.explain());
-    out.push_str(&format!("== {name} (optimized) ==\n{}", optimized.plan.explain()));
-    if verbose {
-        for a in &optimized.applied {
-            out.push_str(&format!("-- after {}:\n{}", a.rule, a.after));
-        }
-    }
-    out
-}
-
 /// Passes over the rule list at most. Every rule but `insert_prefetch` shrinks the plan
 /// or moves a node down, and that one adds a single node once, so a fixed point comes
 /// within a few passes; the bound only guards against a future rule that would undo
@@ -225,9 +209,10 @@ mod tests {
     /// the plan's `explain` text, after a line saying whether the rule changed it.
     pub(crate) fn check(rule: &dyn OptimizerRule, source: &str) -> String {
         let checked = crate::compile(source)
+            .into_result()
             .unwrap_or_else(|d| panic!("{}", crate::diagnostic::render("test.pipe", source, &d)));
         assert_eq!(checked.len(), 1, "one pipeline");
-        let plan = checked.into_iter().next().unwrap().plan.expect("a plan");
+        let plan = checked.into_iter().next().unwrap().logical;
         let t = apply(rule, plan);
         format!("changed={}\n{}", t.changed, t.plan.explain())
     }
@@ -263,8 +248,8 @@ mod tests {
              take(10);
              batch(4);",
         );
-        let checked = crate::compile(&source).unwrap();
-        let plan = checked.into_iter().next().unwrap().plan.unwrap();
+        let checked = crate::compile(&source).into_result().unwrap();
+        let plan = checked.into_iter().next().unwrap().logical;
         let o = optimize(plan);
         let rules: Vec<&str> = o.applied.iter().map(|a| a.rule).collect();
         assert_eq!(
@@ -303,7 +288,7 @@ mod tests {
             filter(label >= 0);
             select(x);
         }";
-        let plan = crate::compile(source).unwrap().into_iter().next().unwrap().plan.unwrap();
+        let plan = crate::compile(source).into_result().unwrap().into_iter().next().unwrap().logical;
         let text = optimize(plan).plan.explain();
         assert!(text.contains("parses=[x, label, weight]"), "{text}");
     }
@@ -326,7 +311,7 @@ mod tests {
     #[test]
     fn a_rule_that_changes_the_output_type_is_caught() {
         let source = pipeline("tfrecords(files); batch(4);");
-        let plan = crate::compile(&source).unwrap().into_iter().next().unwrap().plan.unwrap();
+        let plan = crate::compile(&source).into_result().unwrap().into_iter().next().unwrap().logical;
         let caught = std::panic::catch_unwind(|| apply(&Unbatching, plan));
         let message = caught.expect_err("the check panics");
         let message = message.downcast_ref::<String>().expect("a formatted message");

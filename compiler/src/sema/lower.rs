@@ -328,16 +328,12 @@ pub fn lower(
                 if name == "shard" && !args.iter().any(|(k, _)| *k == "remainder") {
                     args.push(("remainder", ArgValue::Word("keep".into())));
                 }
-                let pass = Pass { input, args };
+                let pass = Pass { input, args, span: s.span };
                 match name {
                     "repeat" => Plan::Repeat(pass),
                     "take" => Plan::Take(pass),
                     "skip" => Plan::Skip(pass),
-                    "shard" => {
-                        let shard = Plan::Shard(pass);
-                        diags.extend(file_level_shard(&shard, s.span));
-                        shard
-                    }
+                    "shard" => Plan::Shard(pass),
                     "cache" => Plan::Cache(pass),
                     _ => Plan::Prefetch(pass),
                 }
@@ -346,62 +342,6 @@ pub fn lower(
         plan = Some(node);
     }
     plan
-}
-
-/// W0210 for a `shard` whose workers will read whole files: one on paths (written
-/// between `files` and `interleave`), or one the optimizer moves onto the file list
-/// (`push_shard_down`: a `remainder: keep` shard on an interleave of `files`). Asks the
-/// optimizer rather than repeating its conditions: the shard is file-level when the
-/// optimized plan holds one more shard of paths with it than without it. A single shard
-/// (`num_shards` the constant 1) is even whatever it reads.
-fn file_level_shard(shard: &Plan, span: Span) -> Option<Diagnostic> {
-    let Plan::Shard(pass) = shard else { return None };
-    if pass.args.iter().any(|(k, v)| *k == "num_shards" && *v == ArgValue::Const(Value::Int(1))) {
-        return None;
-    }
-    let of_paths = |plan: &Plan| {
-        let optimized = crate::optimizer::optimize(plan.clone()).plan;
-        let mut n = 0;
-        let mut node = Some(&optimized);
-        while let Some(p) = node {
-            n += usize::from(matches!(p, Plan::Shard(s) if s.input.output() == Element::Path));
-            node = p.input();
-        }
-        n
-    };
-    if of_paths(shard) <= of_paths(&pass.input) {
-        return None;
-    }
-    let d = Diagnostic::warning(
-        "W0210",
-        "file-level sharding cannot give workers equal record counts",
-        span,
-        "each worker reads whole files",
-    );
-    Some(if pass.input.output() != Element::Path {
-        d.with_note(
-            "a `shard` right on an interleave of `files` is moved onto the file list: each worker reads \
-             whole files, so counts match only when every file holds the same number of records and \
-             the number of files is a multiple of `num_shards`",
-        )
-        .with_help(
-            "declare `remainder: drop` or `remainder: pad` to shard record by record with equal counts \
-             (every worker then reads every file)",
-        )
-    } else {
-        let note = if pass.remainder() == "keep" {
-            "this `shard` deals out files: each worker reads whole files, so counts match only when \
-             every file holds the same number of records and the number of files is a multiple of \
-             `num_shards`"
-        } else {
-            "this `shard` deals out files: its `remainder` evens out the number of files per worker, \
-             not the number of records"
-        };
-        d.with_note(note).with_help(
-            "to shard record by record with equal counts, move `shard` after the `interleave` and \
-             declare `remainder: drop` or `remainder: pad` (every worker then reads every file)",
-        )
-    })
 }
 
 /// `map(code)` / `filter(code)` with Rust code: records with fields in, the same out.
@@ -720,85 +660,5 @@ pub fn device_tail(plan: Plan, device: super::Device) -> Plan {
             })
         }
         _ => plan,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use crate::diagnostic::Severity;
-
-    /// The stages that W0210 points at in a one-pipeline file of `stages`, which must
-    /// still compile.
-    fn file_level(stages: &str) -> Vec<String> {
-        let src = format!("pipeline p(files: glob = \"d/*\", w: u32 = 2, i: u32 = 0) {{\n{stages}\n}}\n");
-        if let Err(d) = crate::compile(&src) {
-            panic!("{}", crate::diagnostic::render("test.pipe", &src, &d));
-        }
-        crate::check(&src)
-            .into_iter()
-            .inspect(|d| assert_eq!((d.code, d.severity), ("W0210", Severity::Warning), "{d:?}"))
-            .map(|d| src[d.primary.span.start..d.primary.span.end].to_string())
-            .collect()
-    }
-
-    #[test]
-    fn shards_of_whole_files_warn() {
-        // Moved onto the file list by `push_shard_down`, also past a stage that does nothing.
-        assert_eq!(file_level("tfrecords(files); shard(w, i);"), ["shard(w, i);"]);
-        assert_eq!(file_level("tfrecords(files); shuffle(1); shard(4, 1);"), ["shard(4, 1);"]);
-        // Written on the paths, whatever the remainder.
-        assert_eq!(
-            file_level("files(files); shard(4, 1); interleave(cycle: 2) { tfrecord(); }"),
-            ["shard(4, 1);"]
-        );
-        assert_eq!(
-            file_level("files(files); shard(4, 1, remainder: pad); interleave(cycle: 2) { tfrecord(); }"),
-            ["shard(4, 1, remainder: pad);"]
-        );
-        // Two shards: the one of paths warns, the one of records stays on the records.
-        assert_eq!(
-            file_level("files(files); shard(2, 0); interleave(cycle: 2) { tfrecord(); } shard(8, 3);"),
-            ["shard(2, 0);"]
-        );
-    }
-
-    #[test]
-    fn shards_of_records_and_single_shards_do_not_warn() {
-        assert!(file_level("tfrecords(files); shard(4, 1, remainder: drop);").is_empty());
-        assert!(file_level("tfrecords(files); shard(w, i, remainder: pad);").is_empty());
-        assert!(file_level("tfrecords(files); repeat(2); shard(4, 1);").is_empty());
-        assert!(file_level("tfrecords(files); shard(1, 0);").is_empty());
-        assert!(file_level("files(files); shard(1, 0); interleave(cycle: 2) { tfrecord(); }").is_empty());
-    }
-
-    #[test]
-    fn drop_and_pad_shards_hold_elements_in_the_memory_bound() {
-        let holds = |remainder: &str| {
-            let src = format!(
-                "pipeline p(files: glob) {{ tfrecords(files); shard(4, 1, remainder: {remainder}); }}"
-            );
-            let checked = crate::compile(&src).unwrap_or_else(|d| panic!("{d:?}"));
-            let physical = checked[0].physical.as_ref().expect("a physical plan").explain();
-            physical.lines().find(|l| l.contains("ShardExec")).map(|l| l.trim().to_string())
-        };
-        assert_eq!(holds("keep").as_deref(), Some("ShardExec: threads=1, holds=0, memory=0 B"));
-        assert_eq!(holds("drop").as_deref(), Some("ShardExec: threads=1, holds=1, memory=64.0 KiB"));
-        assert_eq!(holds("pad").as_deref(), Some("ShardExec: threads=1, holds=3, memory=192.0 KiB"));
-    }
-
-    #[test]
-    fn the_warning_says_how_to_even_counts() {
-        let src = "pipeline p(files: glob) {\n    tfrecords(files);\n    shard(4, 1);\n}\n";
-        let text = crate::diagnostic::render("p.pipe", src, &crate::check(src));
-        insta::assert_snapshot!(text, @r"
-        warning[W0210]: file-level sharding cannot give workers equal record counts
-          ┌─ p.pipe:3:5
-          │
-        3 │     shard(4, 1);
-          │     ^^^^^^^^^^^^ each worker reads whole files
-          │
-          = a `shard` right on an interleave of `files` is moved onto the file list: each worker reads whole files, so counts match only when every file holds the same number of records and the number of files is a multiple of `num_shards`
-          = help: declare `remainder: drop` or `remainder: pad` to shard record by record with equal counts (every worker then reads every file)
-        ");
     }
 }

@@ -26,8 +26,6 @@ pub struct Checked {
     pub decls: Declarations,
     /// The logical plan (`None` when the pipeline had errors that prevent lowering).
     pub plan: Option<crate::ir::plan::Plan>,
-    /// The physical plan, filled in by [`compile`](crate::compile).
-    pub physical: Option<crate::physical::PhysicalPlan>,
 }
 
 /// Runs every semantic check on a parsed file and lowers each pipeline whose stages
@@ -78,10 +76,7 @@ pub fn check_file(file: &ast::File) -> (Vec<Checked>, Vec<Diagnostic>) {
             );
         }
     }
-    let out = decls
-        .into_iter()
-        .zip(plans)
-        .map(|(d, plan)| Checked { decls: d, plan: plan.flatten(), physical: None })
-        .collect();
+    let out =
+        decls.into_iter().zip(plans).map(|(d, plan)| Checked { decls: d, plan: plan.flatten() }).collect();
     (out, diags)
 }

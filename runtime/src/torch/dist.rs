@@ -22,8 +22,8 @@ use std::rc::Rc;
 
 use tch::{Device, Kind, Tensor};
 
+use super::report::Totals;
 use super::tensor::TensorBatch;
-use super::trainer::Totals;
 use crate::dist::Collective;
 use crate::error::{Error, Result};
 

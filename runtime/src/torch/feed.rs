@@ -2,6 +2,10 @@
 //! batches are [`NamedColumns`] is one ([`device_batches`]); a `device cuda` pipeline is
 //! a [`TailFeed`]: its host batches, its device tail's kernels and its CPU twin.
 //!
+//! Either way the pass is a [`DeviceBatches`]: the global batches a thread of the feed's
+//! own delivers on the devices, in one part per device, up to two ahead of the training
+//! loop.
+//!
 //! The GPU path of a [`TailFeed`] (features `torch` and `cuda`, every device a CUDA
 //! device, the driver and NVRTC present) runs on the feed's own thread, per global batch
 //! `b` of the pass:
@@ -24,13 +28,15 @@
 //! CPU twin runs instead, and the feed says so once per process on stderr.
 
 use std::sync::Once;
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::thread::JoinHandle;
 
 use tch::Device;
 
-use super::trainer::{DeviceBatches, device_batches_from};
+use super::tensor::TensorBatch;
 use crate::abi::DeviceTail;
 use crate::column::NamedColumns;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::stage::{Ctx, Dataset};
 
 /// A source of device batches for the trainer: one pass in `ctx`, each global batch split
@@ -99,6 +105,93 @@ where
     }
 }
 
+/// The global batches of one pass of a pipeline, each converted to tensors, split in one
+/// part per device and moved to its device, by a thread of its own that runs up to two
+/// batches ahead of the training loop: see [`device_batches`].
+#[derive(Debug)]
+pub struct DeviceBatches {
+    rx: Receiver<Result<Vec<TensorBatch>>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl DeviceBatches {
+    /// The batches a feeding `thread` sends on a channel.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))] // the GPU tail's feed
+    pub(crate) fn new(rx: Receiver<Result<Vec<TensorBatch>>>, thread: JoinHandle<()>) -> Self {
+        DeviceBatches { rx, thread: Some(thread) }
+    }
+
+    /// The next global batch's parts, `None` at the end of the pass.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&self) -> Option<Result<Vec<TensorBatch>>> {
+        self.rx.recv().ok()
+    }
+
+    /// Stops the feeding thread (it may be ahead, or the consumer may have stopped early)
+    /// and waits for it; an error if it panicked.
+    pub fn finish(mut self) -> Result<()> {
+        let (_, dead) = sync_channel(0);
+        drop(std::mem::replace(&mut self.rx, dead));
+        self.join()
+    }
+
+    fn join(&mut self) -> Result<()> {
+        match self.thread.take().map(JoinHandle::join) {
+            Some(Err(_)) => Err(Error::Invalid("the thread feeding the devices panicked".into())),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl Drop for DeviceBatches {
+    fn drop(&mut self) {
+        // Unblock the feeder (its sends fail once the receiver is gone) and wait for it.
+        let (_, dead) = sync_channel(0);
+        drop(std::mem::replace(&mut self.rx, dead));
+        let _ = self.join();
+    }
+}
+
+/// Runs one pass of `dataset` in `ctx` on a thread of its own, converting each batch to
+/// tensors ([`TensorBatch::from_batch`]), splitting it in `devices.len()` near-equal parts
+/// and moving part `i` to `devices[i]` (through pinned memory and a non-blocking copy
+/// for a GPU), up to two global batches ahead of the consumer.
+pub fn device_batches<D>(dataset: &D, ctx: &Ctx, devices: &[Device]) -> Result<DeviceBatches>
+where
+    D: Dataset,
+    D::Item: NamedColumns,
+{
+    device_batches_from(dataset, ctx, devices, 0)
+}
+
+/// [`device_batches`] of the pass after its first `skip` batches ([`Dataset::stream_from`]:
+/// a resumed epoch).
+pub fn device_batches_from<D>(dataset: &D, ctx: &Ctx, devices: &[Device], skip: u64) -> Result<DeviceBatches>
+where
+    D: Dataset,
+    D::Item: NamedColumns,
+{
+    let stream = dataset.stream_from(ctx, skip)?;
+    let devices = devices.to_vec();
+    let (tx, rx): (SyncSender<Result<Vec<TensorBatch>>>, _) = sync_channel(2);
+    let thread = std::thread::Builder::new()
+        .name("sluice-to-device".into())
+        .spawn(move || {
+            for item in stream {
+                let parts = item.and_then(TensorBatch::from_batch).map(|b| {
+                    let parts = b.split(devices.len());
+                    parts.iter().zip(&devices).map(|(p, &d)| p.to_device(d)).collect()
+                });
+                let failed = parts.is_err();
+                if tx.send(parts).is_err() || failed {
+                    break;
+                }
+            }
+        })
+        .map_err(|e| Error::Invalid(format!("starting the thread feeding the devices: {e}")))?;
+    Ok(DeviceBatches { rx, thread: Some(thread) })
+}
+
 /// Says once per process that a device tail runs as its CPU twin, and why.
 fn note_twin(pipeline: &str, why: &str) {
     static ONCE: Once = Once::new();
@@ -136,15 +229,12 @@ mod gpu {
 
 #[cfg(feature = "cuda")]
 mod gpu {
-    use std::sync::mpsc::sync_channel;
-
     use tch::{Kind, Tensor};
 
     use super::*;
     use crate::abi::TailKernel;
     use crate::cuda::{GpuTail, KernelArg};
-    use crate::error::Error;
-    use crate::torch::tensor::{Column, TensorBatch, split_sizes};
+    use crate::torch::tensor::{Column, split_sizes};
 
     /// The libtorch type of a kernel's dtype name.
     fn kind(dtype: &str) -> Result<Kind> {

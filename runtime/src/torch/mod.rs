@@ -21,16 +21,15 @@
 
 mod dist;
 mod feed;
+mod report;
 mod tensor;
 mod trainer;
 
-pub use feed::{Feed, TailFeed};
+pub use feed::{DeviceBatches, Feed, TailFeed, device_batches, device_batches_from};
+pub use report::{EpochReport, Totals};
 pub use tch;
 pub use tensor::{Column, TensorBatch};
-pub use trainer::{
-    AfterStep, DeviceBatches, EpochReport, StepOutput, Totals, Trainer, device_batches, device_batches_from,
-    devices,
-};
+pub use trainer::{AfterStep, StepOutput, Trainer, devices};
 
 /// The devices of rank `comm.local_rank()` of a multi-process job: the visible CUDA
 /// device it takes (ranks on a machine take its GPUs in turn, `local_rank % GPUs`, as

@@ -1,14 +1,15 @@
 //! The data-parallel trainer: one model replica per device, in the style of
 //! `tf.distribute.MirroredStrategy`.
 //!
-//! Each global batch arrives already split by the pipeline ([`device_batches`]): part `i`
-//! on replica `i`'s device. Every replica runs forward and backward on its part in its
-//! own thread; the gradients are then all-reduced (a weighted sum on the first device,
-//! each part weighted by its share of the batch's rows, copied back to every replica),
-//! and every replica takes the same optimizer step. Replicas start from the first
-//! replica's parameters, so they stay identical, and a step over `N` replicas computes
-//! what one replica computes on the whole batch: the task's loss is a mean over its
-//! part's rows, and `Σ (rows_i / rows) · ∇mean_i = ∇mean`.
+//! Each global batch arrives already split by the pipeline
+//! ([`device_batches`](super::device_batches)): part `i` on replica `i`'s device. Every
+//! replica runs forward and backward on its part in its own thread; the gradients are
+//! then all-reduced (a weighted sum on the first device, each part weighted by its
+//! share of the batch's rows, copied back to every replica), and every replica takes
+//! the same optimizer step. Replicas start from the first replica's parameters, so they
+//! stay identical, and a step over `N` replicas computes what one replica computes on
+//! the whole batch: the task's loss is a mean over its part's rows, and
+//! `Σ (rows_i / rows) · ∇mean_i = ∇mean`.
 //!
 //! Buffers that are not trained (a batch norm's running statistics) are each replica's
 //! own, as with MirroredStrategy's non-synchronised batch norm; checkpoints hold the
@@ -23,8 +24,6 @@
 use std::io::IsTerminal;
 use std::path::Path;
 use std::rc::Rc;
-use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -33,12 +32,12 @@ use tch::{Device, Tensor};
 
 use super::dist::CrossRank;
 use super::feed::Feed;
+use super::report::{EpochReport, PartResult, Totals};
 use super::tensor::TensorBatch;
-use crate::column::NamedColumns;
 use crate::dist::Collective;
 use crate::error::{Error, Result};
+use crate::stage::Ctx;
 use crate::stage::PipelineState;
-use crate::stage::{Ctx, Dataset};
 
 /// What a task computes on one replica's part of a batch.
 #[derive(Debug)]
@@ -64,123 +63,6 @@ struct Replica<M> {
     opt: nn::Optimizer,
     /// The trainable variables, in the order of `Trainer::names`.
     vars: Vec<Tensor>,
-}
-
-/// Loss and metrics summed over some rows.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Totals {
-    /// Rows seen.
-    pub rows: u64,
-    /// `Σ loss_mean · rows` over the parts.
-    pub loss_sum: f64,
-    /// Each metric's sum.
-    pub metrics: Vec<(&'static str, f64)>,
-}
-
-impl Totals {
-    fn add(&mut self, rows: u64, loss_mean: f64, metrics: &[(&'static str, f64)]) {
-        self.rows += rows;
-        self.loss_sum += loss_mean * rows as f64;
-        for &(name, v) in metrics {
-            match self.metrics.iter_mut().find(|(n, _)| *n == name) {
-                Some((_, sum)) => *sum += v,
-                None => self.metrics.push((name, v)),
-            }
-        }
-    }
-
-    /// The sums of each replica's part of a batch (an empty part adds nothing).
-    fn of_parts(parts: &[PartResult]) -> Totals {
-        let mut totals = Totals::default();
-        for (rows, loss, metrics) in parts {
-            totals.add(*rows as u64, *loss, metrics);
-        }
-        totals
-    }
-
-    /// Adds `other`'s rows, loss and metrics.
-    pub fn merge(&mut self, other: &Totals) {
-        self.rows += other.rows;
-        self.loss_sum += other.loss_sum;
-        for &(name, v) in &other.metrics {
-            self.add(0, 0.0, &[(name, v)]);
-        }
-    }
-
-    /// The mean loss per row.
-    pub fn loss(&self) -> f64 {
-        if self.rows == 0 { f64::NAN } else { self.loss_sum / self.rows as f64 }
-    }
-
-    /// Metric `name` per row.
-    pub fn metric(&self, name: &str) -> Option<f64> {
-        let rows = self.rows.max(1) as f64;
-        self.metrics.iter().find(|(n, _)| *n == name).map(|(_, v)| v / rows)
-    }
-
-    fn summary(&self) -> String {
-        let mut s = format!("loss {:.4}", self.loss());
-        for (name, _) in &self.metrics {
-            s.push_str(&format!(" {name} {:.4}", self.metric(name).unwrap_or(f64::NAN)));
-        }
-        s
-    }
-}
-
-/// One pass over a dataset (or several, [`merge`](EpochReport::merge)d): what it
-/// computed and where its time went.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct EpochReport {
-    /// The epoch (0 for the first).
-    pub epoch: u64,
-    /// Global batches.
-    pub steps: u64,
-    /// Loss and metrics.
-    pub totals: Totals,
-    /// Wall time of the pass.
-    pub wall: Duration,
-    /// Time the training loop waited for the next batch from the pipeline.
-    pub data_wait: Duration,
-    /// Time in steps (forward, backward, all-reduce, optimizer).
-    pub compute: Duration,
-}
-
-impl EpochReport {
-    /// Adds `other`'s steps, rows, loss, metrics and times (the epoch stays this one's).
-    pub fn merge(&mut self, other: &EpochReport) {
-        self.steps += other.steps;
-        self.totals.merge(&other.totals);
-        self.wall += other.wall;
-        self.data_wait += other.data_wait;
-        self.compute += other.compute;
-    }
-
-    /// Rows per second of wall time.
-    pub fn examples_per_sec(&self) -> f64 {
-        self.totals.rows as f64 / self.wall.as_secs_f64().max(1e-9)
-    }
-
-    /// The share of the loop's time spent waiting for data, in percent.
-    pub fn data_stall_pct(&self) -> f64 {
-        let total = (self.data_wait + self.compute).as_secs_f64();
-        if total > 0.0 { 100.0 * self.data_wait.as_secs_f64() / total } else { 0.0 }
-    }
-}
-
-impl std::fmt::Display for EpochReport {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "epoch {}: {} examples in {} steps, {:.2} s, {:.0} examples/s, data stall {:.1}%, {}",
-            self.epoch + 1,
-            self.totals.rows,
-            self.steps,
-            self.wall.as_secs_f64(),
-            self.examples_per_sec(),
-            self.data_stall_pct(),
-            self.totals.summary()
-        )
-    }
 }
 
 /// A data-parallel trainer of a tch model `M` over one or more devices.
@@ -701,95 +583,6 @@ impl<M: Send> Trainer<M> {
 
 /// What [`Trainer::train_epoch_from`] calls after each step: `(step, parts) -> go on?`.
 pub type AfterStep<'a> = dyn FnMut(u64, &[TensorBatch]) -> Result<bool> + 'a;
-
-type PartResult = (usize, f64, Vec<(&'static str, f64)>);
-
-/// The global batches of one pass of a pipeline, each converted to tensors, split in one
-/// part per device and moved to its device, by a thread of its own that runs up to two
-/// batches ahead of the training loop: see [`device_batches`].
-#[derive(Debug)]
-pub struct DeviceBatches {
-    rx: Receiver<Result<Vec<TensorBatch>>>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl DeviceBatches {
-    /// The batches a feeding `thread` sends on a channel.
-    #[cfg_attr(not(feature = "cuda"), allow(dead_code))] // the GPU tail's feed
-    pub(crate) fn new(rx: Receiver<Result<Vec<TensorBatch>>>, thread: JoinHandle<()>) -> Self {
-        DeviceBatches { rx, thread: Some(thread) }
-    }
-
-    /// The next global batch's parts, `None` at the end of the pass.
-    #[allow(clippy::should_implement_trait)]
-    pub fn next(&self) -> Option<Result<Vec<TensorBatch>>> {
-        self.rx.recv().ok()
-    }
-
-    /// Stops the feeding thread (it may be ahead, or the consumer may have stopped early)
-    /// and waits for it; an error if it panicked.
-    pub fn finish(mut self) -> Result<()> {
-        let (_, dead) = sync_channel(0);
-        drop(std::mem::replace(&mut self.rx, dead));
-        self.join()
-    }
-
-    fn join(&mut self) -> Result<()> {
-        match self.thread.take().map(JoinHandle::join) {
-            Some(Err(_)) => Err(Error::Invalid("the thread feeding the devices panicked".into())),
-            _ => Ok(()),
-        }
-    }
-}
-
-impl Drop for DeviceBatches {
-    fn drop(&mut self) {
-        // Unblock the feeder (its sends fail once the receiver is gone) and wait for it.
-        let (_, dead) = sync_channel(0);
-        drop(std::mem::replace(&mut self.rx, dead));
-        let _ = self.join();
-    }
-}
-
-/// Runs one pass of `dataset` in `ctx` on a thread of its own, converting each batch to
-/// tensors ([`TensorBatch::from_batch`]), splitting it in `devices.len()` near-equal parts
-/// and moving part `i` to `devices[i]` (through pinned memory and a non-blocking copy
-/// for a GPU), up to two global batches ahead of the consumer.
-pub fn device_batches<D>(dataset: &D, ctx: &Ctx, devices: &[Device]) -> Result<DeviceBatches>
-where
-    D: Dataset,
-    D::Item: NamedColumns,
-{
-    device_batches_from(dataset, ctx, devices, 0)
-}
-
-/// [`device_batches`] of the pass after its first `skip` batches ([`Dataset::stream_from`]:
-/// a resumed epoch).
-pub fn device_batches_from<D>(dataset: &D, ctx: &Ctx, devices: &[Device], skip: u64) -> Result<DeviceBatches>
-where
-    D: Dataset,
-    D::Item: NamedColumns,
-{
-    let stream = dataset.stream_from(ctx, skip)?;
-    let devices = devices.to_vec();
-    let (tx, rx): (SyncSender<Result<Vec<TensorBatch>>>, _) = sync_channel(2);
-    let thread = std::thread::Builder::new()
-        .name("sluice-to-device".into())
-        .spawn(move || {
-            for item in stream {
-                let parts = item.and_then(TensorBatch::from_batch).map(|b| {
-                    let parts = b.split(devices.len());
-                    parts.iter().zip(&devices).map(|(p, &d)| p.to_device(d)).collect()
-                });
-                let failed = parts.is_err();
-                if tx.send(parts).is_err() || failed {
-                    break;
-                }
-            }
-        })
-        .map_err(|e| Error::Invalid(format!("starting the thread feeding the devices: {e}")))?;
-    Ok(DeviceBatches { rx, thread: Some(thread) })
-}
 
 /// Where [`Trainer::save_checkpoint`] puts rank `rank` of `ranks`' pipeline state:
 /// `PATH.state` for one process, `PATH.rankR-of-W.state` for a job of several.

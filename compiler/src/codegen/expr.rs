@@ -11,9 +11,9 @@ use quote::{format_ident, quote};
 
 use super::types::{Repr, field_ident, repr, rust, scalar};
 use crate::ast::{self, BinaryOp, ExprKind, UnaryOp};
+use crate::ir::decls::Declarations;
 use crate::ir::plan::{FieldType, MapOp};
 use crate::ir::types::{DType, ParamType, Shape, TensorType};
-use crate::sema::Declarations;
 use crate::sema::ops::{Ty, Typer};
 
 /// The local holding field `name`.

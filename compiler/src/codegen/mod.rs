@@ -31,9 +31,15 @@
 //! `Item` implements `::sluice::__private::Rows`. Generated code names
 //! `::sluice::__private` only, plus the paths of the user's `extern fn`s.
 
+mod context;
 pub mod cuda;
+mod device_tail;
 mod expr;
-mod pipeline;
+mod maps;
+mod module;
+mod params;
+mod parser;
+mod stages;
 mod types;
 
 use proc_macro2::TokenStream;
@@ -77,7 +83,7 @@ pub fn generate(pipelines: &[Pipeline]) -> Result<Generated, Vec<Diagnostic>> {
     let mut diags = Vec::new();
     let mut kernels = Vec::new();
     for p in pipelines {
-        match pipeline::generate(p, pipelines) {
+        match module::generate(p, pipelines) {
             Ok((t, k)) => {
                 tokens.extend(t);
                 kernels.extend(k);

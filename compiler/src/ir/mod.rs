@@ -1,9 +1,11 @@
 //! The compiler's typed intermediate representation. It names no pest, syn or quote type:
 //! both front ends lower into it, and the optimizer and code generator work on it.
 //!
-//! So far: the types of values that flow through a pipeline ([`types`]). The logical and
-//! physical plans follow ([3/9]).
+//! The types of values that flow through a pipeline ([`types`]), a pipeline's checked
+//! declarations ([`decls`]), the logical plan ([`plan`]) and the per-column kernels of a
+//! device tail ([`kernel`]).
 
+pub mod decls;
 pub mod kernel;
 pub mod plan;
 pub mod types;

@@ -13,9 +13,9 @@ use std::fmt::{self, Write};
 
 use crate::ast::Span;
 use crate::diagnostic::Diagnostic;
+use crate::ir::decls::{Device, ParamDecl};
 use crate::ir::plan::{ArgValue, Element, FieldType, Plan};
 use crate::ir::types::{DType, Dim, Shape, Value};
-use crate::sema::{Device, ParamDecl};
 
 /// Assumed size of one serialized record when nothing bounds it.
 pub const ASSUMED_RECORD_BYTES: u64 = 64 << 10;

@@ -14,75 +14,7 @@ use crate::ast::{self, BinaryOp, ExprKind, Span, UnaryOp};
 use crate::diagnostic::Diagnostic;
 use crate::ir::types::{DType, Dim, ParamType, Shape, TensorType, Value};
 
-/// Where the tail of a pipeline runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Device {
-    /// On CPU threads (the default).
-    #[default]
-    Cpu,
-    /// Lowered to CUDA kernels after `batch`.
-    Cuda,
-}
-
-/// A checked parameter.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ParamDecl {
-    /// Its name.
-    pub name: String,
-    /// Its type.
-    pub ty: ParamType,
-    /// Its default, evaluated and of its type.
-    pub default: Option<Value>,
-    /// Where it is declared.
-    pub span: Span,
-}
-
-/// A checked schema field (a `tf.train.Example` feature).
-#[derive(Debug, Clone, PartialEq)]
-pub struct FieldDecl {
-    /// The feature's name.
-    pub name: String,
-    /// Its dtype and shape (fixed dimensions, or `[]` for variable length).
-    pub ty: TensorType,
-    /// The value used when a record lacks the feature: exactly the shape's values.
-    pub default: Option<Value>,
-    /// Where it is declared.
-    pub span: Span,
-}
-
-/// A checked `extern fn`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ExternDecl {
-    /// The Rust path of the function.
-    pub path: String,
-    /// Parameter names and types.
-    pub params: Vec<(String, TensorType)>,
-    /// The result type.
-    pub ret: TensorType,
-    /// Where it is declared.
-    pub span: Span,
-}
-
-/// The checked declarations of one pipeline.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Declarations {
-    /// The pipeline's name.
-    pub name: String,
-    /// Where the pipeline's name is (for diagnostics about the whole pipeline).
-    pub span: Span,
-    /// Its parameters, in order.
-    pub params: Vec<ParamDecl>,
-    /// The record schema (empty when the pipeline declares none).
-    pub schema: Vec<FieldDecl>,
-    /// The memory budget in bytes, if declared.
-    pub budget: Option<u64>,
-    /// Where the budget is declared (for the error when the plan exceeds it).
-    pub budget_span: Span,
-    /// Where the tail runs.
-    pub device: Device,
-    /// User functions.
-    pub externs: Vec<ExternDecl>,
-}
+pub use crate::ir::decls::{Declarations, Device, ExternDecl, FieldDecl, ParamDecl};
 
 /// Checks the declarations of every pipeline of a file.
 pub fn check_declarations(file: &ast::File) -> (Vec<Declarations>, Vec<Diagnostic>) {

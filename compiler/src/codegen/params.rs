@@ -1,0 +1,157 @@
+//! `Params`: one field per parameter of the pipeline (and the parameters of the
+//! pipelines it mixes), parsed from `--set NAME=VALUE` pairs, with the defaults.
+
+use proc_macro2::{Literal, TokenStream};
+use quote::{format_ident, quote};
+
+use super::context::{Gen, R};
+use super::types::field_ident;
+use crate::ir::plan::Plan;
+use crate::ir::types::{ParamType, Value};
+
+impl Gen<'_> {
+    /// `Params`: one field per parameter, plus the parameters of mixed pipelines.
+    pub(super) fn params(&self) -> R<TokenStream> {
+        let mut fields = Vec::new();
+        let mut inits = Vec::new();
+        let mut arms = Vec::new();
+        let mut finals = Vec::new();
+        let mut defaults = Vec::new();
+        let mut all_default = true;
+        let names: Vec<String> = self.decls.params.iter().map(|p| p.name.clone()).collect();
+        for p in &self.decls.params {
+            let id = field_ident(&p.name);
+            let s = p.name.as_str();
+            let (ty, parse) = match p.ty {
+                ParamType::Glob | ParamType::Path | ParamType::Str => {
+                    (quote!(::std::string::String), quote!(__sl::param::<::std::string::String>(#s, v)?))
+                }
+                ParamType::Bool => (quote!(bool), quote!(__sl::param::<bool>(#s, v)?)),
+                ParamType::U32 => (quote!(u32), quote!(__sl::param::<u32>(#s, v)?)),
+                ParamType::U64 => (quote!(u64), quote!(__sl::param::<u64>(#s, v)?)),
+                ParamType::I64 => (quote!(i64), quote!(__sl::param::<i64>(#s, v)?)),
+                ParamType::F64 => (quote!(f64), quote!(__sl::param::<f64>(#s, v)?)),
+                ParamType::Size => (quote!(u64), quote!(__sl::abi::size_param(#s, v)?)),
+            };
+            let default = match (&p.default, p.ty) {
+                (None, _) => None,
+                (Some(Value::Str(x)), _) => Some(quote!(::std::string::String::from(#x))),
+                (Some(Value::Bool(b)), _) => Some(quote!(#b)),
+                (Some(Value::Int(n)), t) => {
+                    let l = Literal::i64_unsuffixed(*n);
+                    Some(quote!((#l as #ty)).into_iter().collect::<TokenStream>())
+                        .filter(|_| t != ParamType::Str)
+                }
+                (Some(Value::UInt(n) | Value::Bytes(n)), _) => {
+                    let l = Literal::u64_unsuffixed(*n);
+                    Some(quote!((#l as #ty)))
+                }
+                (Some(Value::Float(x)), _) => {
+                    let l = Literal::f64_unsuffixed(*x);
+                    Some(quote!((#l as #ty)))
+                }
+                (Some(Value::List(_)), _) => return Err(format!("parameter `{s}` has a list default")),
+            };
+            fields.push(quote!(pub #id: #ty));
+            let doc = format!(
+                " `{s}` (`{}`){}.",
+                p.ty.name(),
+                p.default.as_ref().map_or(String::new(), |d| format!(", default `{d}`"))
+            );
+            let _ = doc;
+            match &default {
+                Some(d) => {
+                    inits.push(
+                        quote!(let mut #id: ::std::option::Option<#ty> = ::std::option::Option::Some(#d);),
+                    );
+                    defaults.push(quote!(#id: #d));
+                }
+                None => {
+                    all_default = false;
+                    inits
+                        .push(quote!(let mut #id: ::std::option::Option<#ty> = ::std::option::Option::None;));
+                }
+            }
+            arms.push(quote!(#s => #id = ::std::option::Option::Some(#parse),));
+            let missing = format!("parameter `{s}` has no default: set it (`--set {s}=...`)");
+            finals.push(quote!(#id: #id.ok_or_else(|| ::std::string::String::from(#missing))?));
+        }
+        // The parameters of the pipelines this one mixes: `--set input.name=value`.
+        let mut nested = Vec::new();
+        for input in self.sample_inputs() {
+            let id = field_ident(&input);
+            let prefix = format!("{input}.");
+            fields.push(quote!(pub #id: super::#id::Params));
+            let sets = format_ident!("__set_{}", input);
+            inits.push(quote!(let mut #sets: ::std::vec::Vec<(::std::string::String, ::std::string::String)> = ::std::vec::Vec::new();));
+            nested.push(quote!(if let ::std::option::Option::Some(rest) = k.strip_prefix(#prefix) {
+                #sets.push((rest.to_string(), v.clone()));
+                continue;
+            }));
+            finals.push(
+                quote!(#id: super::#id::Params::from_args(&#sets).map_err(|e| format!("{}{}", #prefix, e))?),
+            );
+            all_default &= self
+                .all
+                .iter()
+                .find(|c| c.decls.name == input)
+                .is_some_and(|c| c.decls.params.iter().all(|p| p.default.is_some()));
+            defaults.push(quote!(#id: ::core::default::Default::default()));
+        }
+        let known = if names.is_empty() { "none".to_string() } else { names.join(", ") };
+        let unknown = format!("unknown parameter `{{}}` (parameters: {known})");
+        let default_impl = if all_default {
+            quote! {
+                impl ::core::default::Default for Params {
+                    fn default() -> Self {
+                        Params { #(#defaults,)* }
+                    }
+                }
+            }
+        } else {
+            TokenStream::new()
+        };
+        Ok(quote! {
+            /// The pipeline's parameters.
+            #[derive(Debug, Clone, PartialEq)]
+            pub struct Params { #(#fields,)* }
+
+            impl Params {
+                /// From `NAME=VALUE` pairs (`--set`); the defaults fill the rest.
+                pub fn from_args(set: &[(::std::string::String, ::std::string::String)]) -> ::std::result::Result<Params, ::std::string::String> {
+                    #(#inits)*
+                    for (k, v) in set {
+                        #(#nested)*
+                        match k.as_str() {
+                            #(#arms)*
+                            other => return ::std::result::Result::Err(format!(#unknown, other)),
+                        }
+                    }
+                    ::std::result::Result::Ok(Params { #(#finals,)* })
+                }
+            }
+
+            #default_impl
+        })
+    }
+
+    pub(super) fn sample_inputs(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(plan) =
+            self.all.iter().find(|c| c.decls.name == self.decls.name).map(|c| &c.optimized.plan)
+        {
+            let mut node = Some(plan);
+            while let Some(n) = node {
+                if let Plan::SampleFrom(s) = n {
+                    for i in &s.inputs {
+                        if !out.contains(i) {
+                            out.push(i.clone());
+                        }
+                    }
+                }
+                node = n.input();
+            }
+        }
+        out
+    }
+}

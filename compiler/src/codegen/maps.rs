@@ -12,6 +12,47 @@ use crate::ir::plan::{Element, FieldType, MapOp};
 use crate::ir::types::{DType, TensorType};
 
 impl Gen<'_> {
+    /// A `map` or `filter` with Rust code (`pipeline!`): the code is called as written,
+    /// with the tokens' own spans, so a type error in it points at it.
+    pub(super) fn rust_stage(
+        &mut self,
+        r: &crate::ir::plan::RustStage,
+        input: Option<Element>,
+    ) -> R<TokenStream> {
+        let Some(Element::Fields(fields)) = input else {
+            return Err("Rust code on elements without fields".into());
+        };
+        let rec = self.record(&fields)?;
+        let code = if r.code.tokens.is_empty() {
+            r.code.text.parse::<TokenStream>().map_err(|e| format!("Rust code `{}`: {e}", r.code.text))?
+        } else {
+            r.code.tokens.clone()
+        };
+        let span = code.clone().into_iter().next().map_or_else(proc_macro2::Span::call_site, |t| t.span());
+        Ok(match r.kind {
+            crate::ir::plan::RustKind::Filter => {
+                let f = quote::quote_spanned!(span=> __sluice_filter(#code));
+                quote! {
+                    let ds = {
+                        fn __sluice_filter<F: Fn(&#rec) -> bool + Send + Sync + 'static>(f: F) -> F { f }
+                        let f = #f;
+                        ds.filter(move |x: &#rec| f(x))
+                    };
+                }
+            }
+            crate::ir::plan::RustKind::Map => {
+                let f = quote::quote_spanned!(span=> __sluice_map(#code));
+                quote! {
+                    let ds = {
+                        fn __sluice_map<F: Fn(#rec) -> #rec + Send + Sync + 'static>(f: F) -> F { f }
+                        let f = #f;
+                        ds.map(move |x: #rec| f(x)).named("map")
+                    };
+                }
+            }
+        })
+    }
+
     /// The predicate function of a filter over elements `e`.
     pub(super) fn predicate(&mut self, e: &Element, conditions: &[crate::ast::Expr]) -> R<Ident> {
         let Element::Fields(fields) = e else { return Err("a filter on elements without fields".into()) };

@@ -191,6 +191,12 @@ impl MapOp {
         matches!(self, MapOp::Assign { op, .. } if matches!(op.as_str(), "cast" | "scale" | "normalize" | "expr"))
     }
 
+    /// Whether the operation draws random numbers (`random_crop`, `random_flip`): its
+    /// result depends on the element's position and epoch, not only on its value.
+    pub fn is_random(&self) -> bool {
+        matches!(self, MapOp::Assign { op, .. } if matches!(op.as_str(), "random_crop" | "random_flip"))
+    }
+
     /// Its name in `explain`.
     pub fn name(&self) -> &str {
         match self {

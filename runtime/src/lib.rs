@@ -31,6 +31,7 @@ pub mod abi;
 pub mod column;
 #[cfg(feature = "cuda")]
 pub mod cuda;
+pub mod defaults;
 pub mod dist;
 pub mod error;
 pub mod example;

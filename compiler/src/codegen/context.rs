@@ -91,10 +91,6 @@ pub(super) fn string_arg(v: &ArgValue) -> R<TokenStream> {
     }
 }
 
-pub(super) fn pass_arg<'p>(args: &'p [(&'static str, ArgValue)], name: &str) -> Option<&'p ArgValue> {
-    args.iter().find(|(k, _)| *k == name).map(|(_, v)| v)
-}
-
 /// A generated map function and whether it draws random numbers.
 pub(super) struct MapFn {
     pub(super) name: Ident,

@@ -5,7 +5,8 @@ use proc_macro2::TokenStream;
 use quote::quote;
 
 use super::context::{Gen, R, u64_arg};
-use crate::ir::plan::{ArgValue, Plan};
+use crate::ir::plan::ArgValue;
+use crate::physical::DeviceTailExec;
 
 /// The code of a device tail: the host batches' type, the CPU twin's stage and the
 /// `DeviceTail` value.
@@ -16,21 +17,20 @@ pub(super) struct DeviceCode {
 }
 
 impl Gen<'_> {
-    /// The device tail of pipeline `name` on the batches of `host`: its CPU twin (a map
-    /// over the batches running the tail's operations as generated Rust) and its kernels,
+    /// The device tail of pipeline `name` on the host's batches: its CPU twin (a map over
+    /// the batches running the tail's operations as generated Rust) and its kernels,
     /// whose random operations draw as the twin's (the same ids, in the same order).
     pub(super) fn device_tail(
         &mut self,
         name: &str,
-        host: &Plan,
-        t: &crate::ir::plan::DeviceTail,
+        t: &DeviceTailExec,
     ) -> R<(DeviceCode, Vec<crate::ir::kernel::Kernel>)> {
-        let host_item = self.item_type(&host.output())?;
+        let host_item = self.item_type(&t.input)?;
         let base = self.next_rng;
         let twin = if t.ops.is_empty() {
             TokenStream::new()
         } else {
-            let f = self.map_fn(&host.output(), &t.ops, &t.output)?;
+            let f = self.map_fn(&t.input, &t.ops, &t.output)?;
             self.apply(&f, &ArgValue::Auto, true, None)?
         };
         let (mut kernels, mut generated) = (Vec::new(), Vec::new());

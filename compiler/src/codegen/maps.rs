@@ -16,20 +16,21 @@ impl Gen<'_> {
     /// with the tokens' own spans, so a type error in it points at it.
     pub(super) fn rust_stage(
         &mut self,
-        r: &crate::ir::plan::RustStage,
-        input: Option<Element>,
+        kind: crate::ir::plan::RustKind,
+        code: &crate::ast::RustCode,
+        input: &Element,
     ) -> R<TokenStream> {
-        let Some(Element::Fields(fields)) = input else {
+        let Element::Fields(fields) = input else {
             return Err("Rust code on elements without fields".into());
         };
-        let rec = self.record(&fields)?;
-        let code = if r.code.tokens.is_empty() {
-            r.code.text.parse::<TokenStream>().map_err(|e| format!("Rust code `{}`: {e}", r.code.text))?
+        let rec = self.record(fields)?;
+        let code = if code.tokens.is_empty() {
+            code.text.parse::<TokenStream>().map_err(|e| format!("Rust code `{}`: {e}", code.text))?
         } else {
-            r.code.tokens.clone()
+            code.tokens.clone()
         };
         let span = code.clone().into_iter().next().map_or_else(proc_macro2::Span::call_site, |t| t.span());
-        Ok(match r.kind {
+        Ok(match kind {
             crate::ir::plan::RustKind::Filter => {
                 let f = quote::quote_spanned!(span=> __sluice_filter(#code));
                 quote! {

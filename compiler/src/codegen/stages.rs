@@ -1,52 +1,25 @@
-//! The `let ds = ...;` statement of each stage of the chain.
+//! The `let ds = ...;` statements of the chain: one generator per exec node of the
+//! physical plan, each printing the runtime stage it names. No choice is made here: the
+//! physical plan made them all.
 
 use proc_macro2::{Ident, Literal, TokenStream};
 use quote::quote;
 
-use super::context::{Gen, MapFn, R, parallel, pass_arg, seed, string_arg, u64_arg, usize_arg};
+use super::context::{Gen, MapFn, R, parallel, seed, string_arg, u64_arg, usize_arg};
 use super::types::field_ident;
-use crate::ir::plan::{ArgValue, Element, MapOp, Plan};
+use crate::ir::plan::{ArgValue, Element};
+use crate::physical::{self, Compression, CorruptPolicy, Exec, ReaderMap, ReaderOptions, Remainder};
 
-/// The chain (source first) with each `MapBatch` + elementwise `Map` over its batches
-/// merged into one `MapBatch` (each node re-linked to a copy of its input).
-pub(super) fn merge_elementwise(chain: &[&Plan]) -> Vec<Plan> {
-    let mut out: Vec<Plan> = Vec::new();
-    for n in chain {
-        if let (Plan::Map(m), Some(Plan::MapBatch(prev))) = (n, out.last_mut())
-            && m.ops.iter().all(MapOp::is_elementwise)
-            && let Element::Batch(inner) = &m.output
-        {
-            prev.ops.extend(m.ops.iter().cloned());
-            prev.map_output = (**inner).clone();
-            continue;
-        }
-        out.push((*n).clone());
-    }
-    // Inputs are boxed copies of the original chain: re-link each node to the node
-    // before it in `out`, so `input()` agrees with the merged chain.
-    for k in 1..out.len() {
-        let prev = out[k - 1].clone();
-        if let Some(input) = out[k].input_mut() {
-            *input = prev;
-        }
-    }
-    out
-}
-
-/// The reader options of an interleave.
-pub(super) fn reader_options(i: &crate::ir::plan::Interleave) -> TokenStream {
-    let compression = match &i.compression {
-        ArgValue::Word(w) if w == "gzip" => quote!(__sl::Compression::Gzip),
-        ArgValue::Word(w) if w == "zlib" => quote!(__sl::Compression::Zlib),
-        ArgValue::Word(w) if w == "none" => quote!(__sl::Compression::None),
-        _ => quote!(__sl::Compression::Auto),
+/// The reader options of a TFRecord reader.
+fn reader_options(r: &ReaderOptions) -> TokenStream {
+    let compression = match r.compression {
+        Compression::Gzip => quote!(__sl::Compression::Gzip),
+        Compression::Zlib => quote!(__sl::Compression::Zlib),
+        Compression::None => quote!(__sl::Compression::None),
+        Compression::Auto => quote!(__sl::Compression::Auto),
     };
-    let policy = match &i.on_corrupt {
-        ArgValue::Word(w) if w == "skip" => quote!(__sl::CorruptPolicy::Skip),
-        ArgValue::Word(w) if w == "skip_file" => quote!(__sl::CorruptPolicy::SkipFile),
-        _ => quote!(__sl::CorruptPolicy::Fail),
-    };
-    let verify = i.verify_crc;
+    let policy = corrupt_policy(r.on_corrupt);
+    let verify = r.verify_crc;
     quote!(__sl::ReaderOptions {
         compression: #compression,
         verify_crc: #verify,
@@ -55,53 +28,32 @@ pub(super) fn reader_options(i: &crate::ir::plan::Interleave) -> TokenStream {
     })
 }
 
-/// A non-deterministic interleave of TFRecord files and the batching of its records, as
-/// one stage whose readers fill the batches.
-pub(super) fn read_batches(i: &crate::ir::plan::Interleave, size: &ArgValue, drop: bool) -> R<TokenStream> {
-    let options = reader_options(i);
-    let cycle = usize_arg(&i.cycle_length)?;
-    let par = parallel(&i.parallel)?;
-    let size = usize_arg(size)?;
-    Ok(quote!(__sl::tfrecord_batches(ds, #options, #cycle, #size, #drop).num_parallel(#par)))
+fn corrupt_policy(p: CorruptPolicy) -> TokenStream {
+    match p {
+        CorruptPolicy::Skip => quote!(__sl::CorruptPolicy::Skip),
+        CorruptPolicy::SkipFile => quote!(__sl::CorruptPolicy::SkipFile),
+        CorruptPolicy::Fail => quote!(__sl::CorruptPolicy::Fail),
+    }
+}
+
+/// `Some(c)` or `None` (forever) for a repeat count.
+fn repeat_count(count: &Option<ArgValue>) -> R<TokenStream> {
+    Ok(match count {
+        None => quote!(::std::option::Option::None),
+        Some(v) => {
+            let c = u64_arg(v)?;
+            quote!(::std::option::Option::Some(#c))
+        }
+    })
 }
 
 impl Gen<'_> {
-    /// The statements of a fused map + batch; `batched`: the input already comes in
-    /// batches (a fused reader made them).
-    pub(super) fn map_batch(&mut self, m: &crate::ir::plan::MapBatch, batched: bool) -> R<TokenStream> {
-        let input = m.input.output();
-        let size = usize_arg(&m.size)?;
-        let drop = m.drop_remainder;
-        let f = self.map_batch_fn(&input, &m.ops, &m.map_output)?;
-        let par = parallel(&m.parallel)?;
-        let det = m.deterministic;
-        let call = &f.name;
-        let chunk = match (batched, &input) {
-            (true, _) => TokenStream::new(),
-            (false, Element::Record) => {
-                quote!(let ds = ds.chunks(#size, #drop).map(__sl::RecordBatch::from);)
-            }
-            (false, _) => quote!(let ds = ds.chunks(#size, #drop);),
-        };
-        let (pre, args) = if f.random {
-            (quote!(.enumerate()), quote!(&p, x.epoch, x.index, x.value))
-        } else {
-            (quote!(), quote!(&p, 0, 0, x))
-        };
-        Ok(quote! {
-            #chunk
-            let ds = { let p = __params.clone(); ds #pre .try_map(move |x| #call(#args)) }
-                .num_parallel(#par).deterministic(#det).named("map_batch");
-        })
-    }
-
-    /// The `let ds = ...;` statement of one plan node.
-    pub(super) fn stage(&mut self, n: &Plan) -> R<TokenStream> {
-        let input = n.input().map(Plan::output);
-        Ok(match n {
-            Plan::Files(f) => {
-                let pattern = string_arg(&f.pattern)?;
-                let shuffle = match &f.shuffle_seed {
+    /// The statements of one exec node.
+    pub(super) fn exec(&mut self, e: &Exec) -> R<TokenStream> {
+        Ok(match e {
+            Exec::Files { pattern, shuffle_seed } => {
+                let pattern = string_arg(pattern)?;
+                let shuffle = match shuffle_seed {
                     Some(s) => {
                         let s = u64_arg(s)?;
                         quote!(.shuffled(#s))
@@ -110,7 +62,7 @@ impl Gen<'_> {
                 };
                 quote!(let ds = __sl::files(#pattern)? #shuffle;)
             }
-            Plan::SampleFrom(s) => {
+            Exec::SampleFrom(s) => {
                 let mut inputs = Vec::new();
                 for name in &s.inputs {
                     let id = field_ident(name);
@@ -122,72 +74,114 @@ impl Gen<'_> {
                 let stop = s.stop_on_empty;
                 quote!(let ds = __sl::sample_from(::std::vec![#(#inputs),*], ::std::vec![#(#weights),*], #seed)?.stop_on_empty_dataset(#stop);)
             }
-            Plan::Interleave(i) => {
-                let options = reader_options(i);
-                let cycle = usize_arg(&i.cycle_length)?;
-                let block = usize_arg(&i.block_length)?;
-                let par = parallel(&i.parallel)?;
-                let det = i.deterministic;
+            Exec::Interleave { reader, cycle, block, parallel: par, deterministic } => {
+                let options = reader_options(reader);
+                let cycle = usize_arg(cycle)?;
+                let block = usize_arg(block)?;
+                let par = parallel(par)?;
                 quote! {
                     let ds = ds.interleave(
                         __sl::OpenTfRecord::new(#options),
                         #cycle,
                         #block,
-                    ).num_parallel(#par).deterministic(#det);
+                    ).num_parallel(#par).deterministic(#deterministic);
                 }
             }
-            Plan::Map(m) => {
-                let input = input.ok_or("map without input")?;
-                let f = self.map_fn(&input, &m.ops, &m.output)?;
-                self.apply(&f, &m.parallel, m.deterministic, None)?
+            Exec::GlobalShuffle { reader, seed: s, reshuffle_each_epoch, shard } => {
+                // The file list (sharded, shuffled, whatever came before) is taken once,
+                // when the dataset is built.
+                let seed = seed(s)?;
+                let policy = corrupt_policy(reader.on_corrupt);
+                let shard = match shard {
+                    Some((n, k, drop)) => {
+                        let (n, k) = (u64_arg(n)?, u64_arg(k)?);
+                        quote!(.shard(#n, #k, #drop)?)
+                    }
+                    None => TokenStream::new(),
+                };
+                quote! {
+                    let ds = {
+                        let paths = ds.stream()?.collect::<__sl::Result<::std::vec::Vec<_>>>()?;
+                        __sl::global_shuffle(paths, #seed)?.on_corrupt(#policy).reshuffle_each_epoch(#reshuffle_each_epoch) #shard
+                    };
+                }
             }
-            Plan::MapFilter(m) => {
-                let input = input.ok_or("map without input")?;
-                let f = self.map_fn(&input, &m.ops, &m.output)?;
-                let pred = self.predicate(&m.output, &m.conditions)?;
-                self.apply(&f, &m.parallel, m.deterministic, Some(pred))?
+            Exec::ReadBatches { reader, cycle, parallel: par, size, drop_remainder, maps } => {
+                let options = reader_options(reader);
+                let cycle = usize_arg(cycle)?;
+                let par = parallel(par)?;
+                let size = usize_arg(size)?;
+                let read = quote!(__sl::tfrecord_batches(ds, #options, #cycle, #size, #drop_remainder).num_parallel(#par));
+                if maps.is_empty() {
+                    quote!(let ds = #read;)
+                } else {
+                    let mut calls = Vec::new();
+                    for m in maps {
+                        calls.push(match m {
+                            ReaderMap::MapBatch(f) => self.map_batch_fn(&f.input, &f.ops, &f.output)?.name,
+                            ReaderMap::Map(f) => self.map_fn(&f.input, &f.ops, &f.output)?.name,
+                        });
+                    }
+                    quote! {
+                        let ds = {
+                            let p = __params.clone();
+                            #read.map_batches(move |x| {
+                                #( let x = #calls(&p, 0, 0, x)?; )*
+                                ::std::result::Result::Ok(x)
+                            })
+                        };
+                    }
+                }
             }
-            Plan::MapBatch(m) => self.map_batch(m, false)?,
-            Plan::Filter(f) => {
-                let input = input.ok_or("filter without input")?;
-                let pred = self.predicate(&input, &f.conditions)?;
+            Exec::Map { f, parallel: par, deterministic, filter } => {
+                let g = self.map_fn(&f.input, &f.ops, &f.output)?;
+                let pred = match filter {
+                    Some(conditions) => Some(self.predicate(&f.output, conditions)?),
+                    None => None,
+                };
+                self.apply(&g, par, *deterministic, pred)?
+            }
+            Exec::ChunkedMap { size, drop_remainder, f, parallel: par, deterministic } => {
+                let g = self.map_fn(&f.input, &f.ops, &f.output)?;
+                let (size, call) = (usize_arg(size)?, &g.name);
+                let par = parallel(par)?;
+                quote! {
+                    let ds = ds.chunks(#size, #drop_remainder);
+                    let ds = {
+                        let p = __params.clone();
+                        ds.try_map(move |x: ::std::vec::Vec<::std::vec::Vec<u8>>| #call(&p, 0, 0, __sl::RecordBatch::from(x)))
+                    }
+                    .num_parallel(#par).deterministic(#deterministic).named("map");
+                }
+            }
+            Exec::MapBatch { f, size, drop_remainder, parallel: par, deterministic, batched } => {
+                self.map_batch(f, size, *drop_remainder, par, *deterministic, *batched)?
+            }
+            Exec::Filter { input, conditions } => {
+                let pred = self.predicate(input, conditions)?;
                 quote!(let ds = { let p = __params.clone(); ds.try_filter(move |x| #pred(&p, x)) };)
             }
-            Plan::Rust(r) => self.rust_stage(r, input)?,
-            Plan::Select(s) => {
-                let input = input.ok_or("select without input")?;
-                let (Element::Fields(from), out) = (&input, n.output()) else {
-                    return Err("select of elements without fields".into());
-                };
+            Exec::Rust { input, kind, code } => self.rust_stage(*kind, code, input)?,
+            Exec::Select { from, to } => {
                 let a = self.record(from)?;
-                let Element::Fields(to) = &out else { return Err("select".into()) };
                 let b = self.record(to)?;
-                let names: Vec<Ident> = s.fields.iter().map(|f| field_ident(f)).collect();
+                let names: Vec<Ident> = to.iter().map(|f| field_ident(&f.name)).collect();
                 quote!(let ds = ds.map(|x: #a| #b { #(#names: x.#names,)* });)
             }
-            Plan::Shuffle(s) => {
-                let buffer = usize_arg(&s.buffer)?;
-                let seed = seed(&s.seed)?;
-                let re = s.reshuffle_each_epoch;
-                quote!(let ds = ds.shuffle(#buffer, #seed).reshuffle_each_epoch(#re);)
+            Exec::Shuffle { buffer, seed: s, reshuffle_each_epoch } => {
+                let buffer = usize_arg(buffer)?;
+                let seed = seed(s)?;
+                quote!(let ds = ds.shuffle(#buffer, #seed).reshuffle_each_epoch(#reshuffle_each_epoch);)
             }
-            Plan::ShuffleRepeat(s) => {
-                let buffer = usize_arg(&s.buffer)?;
-                let seed = seed(&s.seed)?;
-                let count = match &s.count {
-                    ArgValue::Word(_) => quote!(::std::option::Option::None),
-                    v => {
-                        let c = u64_arg(v)?;
-                        quote!(::std::option::Option::Some(#c))
-                    }
-                };
+            Exec::ShuffleRepeat { buffer, seed: s, count } => {
+                let buffer = usize_arg(buffer)?;
+                let seed = seed(s)?;
+                let count = repeat_count(count)?;
                 quote!(let ds = ds.shuffle(#buffer, #seed).reshuffle_each_epoch(true).repeat(#count);)
             }
-            Plan::Batch(b) => {
-                let input = input.ok_or("batch without input")?;
-                let size = usize_arg(&b.size)?;
-                let drop = b.drop_remainder;
-                match (&input, &b.padded) {
+            Exec::Batch { input, size, drop_remainder: drop, padded } => {
+                let size = usize_arg(size)?;
+                match (input, padded) {
                     (Element::Fields(f), None) => {
                         self.batch(f)?;
                         quote!(let ds = ds.batch(#size, #drop);)
@@ -203,55 +197,80 @@ impl Gen<'_> {
                     _ => quote!(let ds = ds.chunks(#size, #drop);),
                 }
             }
-            Plan::Unbatch(_) => quote!(let ds = ds.unbatch();),
-            Plan::Repeat(p) => match pass_arg(&p.args, "count") {
-                Some(ArgValue::Word(_)) | None => quote!(let ds = ds.repeat(::std::option::Option::None);),
-                Some(v) => {
-                    let c = u64_arg(v)?;
-                    quote!(let ds = ds.repeat(::std::option::Option::Some(#c));)
-                }
-            },
-            Plan::Take(p) => {
-                let c = u64_arg(pass_arg(&p.args, "count").ok_or("take count")?)?;
+            Exec::Unbatch => quote!(let ds = ds.unbatch();),
+            Exec::Repeat(count) => {
+                let count = repeat_count(count)?;
+                quote!(let ds = ds.repeat(#count);)
+            }
+            Exec::Take(count) => {
+                let c = u64_arg(count)?;
                 quote!(let ds = ds.take(#c);)
             }
-            Plan::Skip(p) => {
-                let c = u64_arg(&p.args.first().ok_or("skip count")?.1)?;
+            Exec::Skip(count) => {
+                let c = u64_arg(count)?;
                 quote!(let ds = ds.skip(#c);)
             }
-            Plan::Shard(p) => {
-                let n = u64_arg(pass_arg(&p.args, "num_shards").ok_or("shard count")?)?;
-                let i = u64_arg(pass_arg(&p.args, "index").ok_or("shard index")?)?;
-                match p.remainder() {
-                    "drop" => quote!(let ds = ds.shard_with(#n, #i, __sl::Remainder::Drop)?;),
-                    "pad" => quote!(let ds = ds.shard_with(#n, #i, __sl::Remainder::Pad)?;),
-                    _ => quote!(let ds = ds.shard(#n, #i)?;),
+            Exec::Shard { num_shards, index, remainder } => {
+                let (n, i) = (u64_arg(num_shards)?, u64_arg(index)?);
+                match remainder {
+                    Remainder::Drop => quote!(let ds = ds.shard_with(#n, #i, __sl::Remainder::Drop)?;),
+                    Remainder::Pad => quote!(let ds = ds.shard_with(#n, #i, __sl::Remainder::Pad)?;),
+                    Remainder::Keep => quote!(let ds = ds.shard(#n, #i)?;),
                 }
             }
-            Plan::Cache(p) => match p.args.first() {
-                None => quote!(let ds = ds.cache();),
-                Some((_, v)) => {
-                    match input.as_ref() {
-                        Some(Element::Fields(f)) => {
-                            self.record(f)?;
-                            let i = self.record_index(f);
-                            self.records[i].2 = true;
-                        }
-                        Some(Element::Record | Element::Path) => {}
-                        _ => return Err("`cache(file)` of batches is not supported yet".into()),
+            Exec::Cache { file: None, .. } => quote!(let ds = ds.cache();),
+            Exec::Cache { input, file: Some(v) } => {
+                match input {
+                    Element::Fields(f) => {
+                        self.record(f)?;
+                        let i = self.record_index(f);
+                        self.records[i].2 = true;
                     }
-                    let path = string_arg(v)?;
-                    quote!(let ds = ds.cache_file(#path);)
+                    Element::Record | Element::Path => {}
+                    Element::Batch(_) => return Err("`cache(file)` of batches is not supported yet".into()),
                 }
-            },
-            Plan::DeviceTail(_) => return Err("a device tail inside a pipeline".into()),
-            Plan::Prefetch(p) => match p.args.first() {
-                None | Some((_, ArgValue::Auto)) => quote!(let ds = ds.prefetch(__sl::Buffer::Auto);),
-                Some((_, v)) => {
-                    let c = usize_arg(v)?;
-                    quote!(let ds = ds.prefetch(#c);)
-                }
-            },
+                let path = string_arg(v)?;
+                quote!(let ds = ds.cache_file(#path);)
+            }
+            Exec::Prefetch(None) => quote!(let ds = ds.prefetch(__sl::Buffer::Auto);),
+            Exec::Prefetch(Some(v)) => {
+                let c = usize_arg(v)?;
+                quote!(let ds = ds.prefetch(#c);)
+            }
+        })
+    }
+
+    /// The statements of a fused map + batch; `batched`: the input already comes in
+    /// batches (a `ReadBatchesExec` made them).
+    fn map_batch(
+        &mut self,
+        f: &physical::MapFn,
+        size: &ArgValue,
+        drop: bool,
+        par: &ArgValue,
+        det: bool,
+        batched: bool,
+    ) -> R<TokenStream> {
+        let size = usize_arg(size)?;
+        let g = self.map_batch_fn(&f.input, &f.ops, &f.output)?;
+        let par = parallel(par)?;
+        let call = &g.name;
+        let chunk = match (batched, &f.input) {
+            (true, _) => TokenStream::new(),
+            (false, Element::Record) => {
+                quote!(let ds = ds.chunks(#size, #drop).map(__sl::RecordBatch::from);)
+            }
+            (false, _) => quote!(let ds = ds.chunks(#size, #drop);),
+        };
+        let (pre, args) = if g.random {
+            (quote!(.enumerate()), quote!(&p, x.epoch, x.index, x.value))
+        } else {
+            (quote!(), quote!(&p, 0, 0, x))
+        };
+        Ok(quote! {
+            #chunk
+            let ds = { let p = __params.clone(); ds #pre .try_map(move |x| #call(#args)) }
+                .num_parallel(#par).deterministic(#det).named("map_batch");
         })
     }
 

@@ -129,7 +129,7 @@ impl BufferTuner {
     pub(crate) fn new(buffer: Buffer, ctx: &Ctx) -> Self {
         let (depth, auto) = match buffer {
             Buffer::Fixed(n) => (n.max(1), false),
-            Buffer::Auto => (2, true),
+            Buffer::Auto => (crate::defaults::PREFETCH_AUTO_DEPTH, true),
         };
         BufferTuner {
             depth,

@@ -62,7 +62,7 @@ use crate::tfrecord::{
 const STAGE_TAG: u64 = 0x4753_4846 << 32; // "GSHF"
 
 /// Bytes of records a window aims at when its size is not set.
-const WINDOW_BYTES: u64 = 8 << 20;
+const WINDOW_BYTES: u64 = crate::defaults::GLOBAL_SHUFFLE_WINDOW_BYTES;
 /// Bounds of the automatic window, in records.
 const MIN_WINDOW: u64 = 256;
 const MAX_WINDOW: u64 = 1 << 16;

@@ -23,7 +23,7 @@ pub const MAX_CYCLE_LENGTH: usize = 1 << 16;
 
 /// Elements each open dataset may have read ahead, by default, when the stage runs on
 /// worker threads.
-pub const DEFAULT_BUFFER_PER_SLOT: usize = 64;
+pub const DEFAULT_BUFFER_PER_SLOT: usize = crate::defaults::INTERLEAVE_BUFFER_PER_SLOT;
 
 /// Elements a worker reads outside the lock before handing them over.
 const FILL_CHUNK: usize = 32;

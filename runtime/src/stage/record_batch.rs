@@ -264,7 +264,7 @@ impl<D: Dataset<Item = PathBuf>, F: BatchFn> Dataset for TfRecordBatches<D, F> {
         self.stats.set_parallelism(workers);
         let paths = Arc::new(Mutex::new(self.files.iter(&ctx.nested())?));
         // Two finished batches per worker may wait: enough to keep the consumer fed.
-        let (tx, rx) = sync_channel(2 * workers);
+        let (tx, rx) = sync_channel(crate::defaults::READ_BATCHES_HANDOVER_PER_THREAD * workers);
         let threads = (0..workers)
             .map(|_| {
                 let (paths, tx, options, ctx, stats, f) = (

@@ -63,7 +63,7 @@ impl Default for ReaderOptions {
             compression: Compression::Auto,
             verify_crc: true,
             on_corrupt: CorruptPolicy::Fail,
-            buffer_size: 1 << 20,
+            buffer_size: crate::defaults::READ_BUFFER_BYTES,
             max_record_len: 1 << 30,
         }
     }

@@ -173,7 +173,8 @@ where
 {
     let stream = dataset.stream_from(ctx, skip)?;
     let devices = devices.to_vec();
-    let (tx, rx): (SyncSender<Result<Vec<TensorBatch>>>, _) = sync_channel(2);
+    let (tx, rx): (SyncSender<Result<Vec<TensorBatch>>>, _) =
+        sync_channel(crate::defaults::DEVICE_FEED_AHEAD);
     let thread = std::thread::Builder::new()
         .name("sluice-to-device".into())
         .spawn(move || {
@@ -279,7 +280,7 @@ mod gpu {
         }
         let stream = host.stream_from(ctx, skip)?;
         let epoch = ctx.epoch();
-        let (tx, rx) = sync_channel(2);
+        let (tx, rx) = sync_channel(crate::defaults::DEVICE_FEED_AHEAD);
         let thread = std::thread::Builder::new()
             .name("sluice-gpu-tail".into())
             .spawn(move || {

@@ -1,0 +1,27 @@
+//! The figures the physical plan sizes stages by. The runtime's defaults come from the
+//! runtime's own `defaults.rs`, included here as source: one file, read by both crates
+//! (the compiler does not link the runtime). `compiler/tests/physical.rs` also holds them
+//! against what the runtime's stages do.
+
+#[path = "../../../runtime/src/defaults.rs"]
+mod runtime;
+
+/// Elements a parallel interleave buffers per open file.
+pub const INTERLEAVE_BUFFER_PER_SLOT: u64 = runtime::INTERLEAVE_BUFFER_PER_SLOT as u64;
+/// The read buffer of one open TFRecord file.
+pub const READ_BUFFER_BYTES: u64 = runtime::READ_BUFFER_BYTES as u64;
+/// The bytes of records in one window of a global shuffle.
+pub const GLOBAL_SHUFFLE_WINDOW_BYTES: u64 = runtime::GLOBAL_SHUFFLE_WINDOW_BYTES;
+/// The depth an automatic prefetch starts at.
+pub const PREFETCH_AUTO_DEPTH: u64 = runtime::PREFETCH_AUTO_DEPTH as u64;
+/// Finished batches each reader thread of a `ReadBatchesExec` may queue.
+pub const READ_BATCHES_HANDOVER_PER_THREAD: u64 = runtime::READ_BATCHES_HANDOVER_PER_THREAD as u64;
+/// Global batches the device feed prepares ahead of the training loop.
+pub const DEVICE_FEED_AHEAD: u64 = runtime::DEVICE_FEED_AHEAD as u64;
+
+/// Assumed size of one serialized record when nothing bounds it.
+pub const ASSUMED_RECORD_BYTES: u64 = 64 << 10;
+/// Assumed size of one byte string (an image's encoded bytes).
+pub const ASSUMED_BYTES_VALUE: u64 = 64 << 10;
+/// Assumed size of a named dimension (`H`, `W` of a decoded image) or a variable length.
+pub const ASSUMED_DIM: u64 = 1024;

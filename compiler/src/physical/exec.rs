@@ -1,0 +1,336 @@
+//! The exec nodes of the physical plan: one per stage as it runs, holding every physical
+//! choice (which stages run fused into which, reader options as typed values, whether a
+//! map's input already comes in batches). The code generator prints each as the
+//! runtime stage it names, and nothing else: it makes no choice of its own.
+
+use std::fmt;
+
+use crate::ir::kernel::Kernel;
+use crate::ir::plan::{ArgValue, Element, FieldType, MapOp, RustKind, SampleFrom};
+
+/// How a TFRecord reader opens and checks its files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReaderOptions {
+    /// Whole-file compression.
+    pub compression: Compression,
+    /// What a corrupt record does.
+    pub on_corrupt: CorruptPolicy,
+    /// Verify payload checksums.
+    pub verify_crc: bool,
+}
+
+/// Whole-file compression of TFRecord files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compression {
+    /// From the file name, else from the first bytes.
+    Auto,
+    /// None.
+    None,
+    /// GZIP.
+    Gzip,
+    /// ZLIB.
+    Zlib,
+}
+
+/// What a corrupt record does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CorruptPolicy {
+    /// The pass fails, naming file, record and offset.
+    Fail,
+    /// The record is skipped and counted.
+    Skip,
+    /// The rest of the file is skipped and counted.
+    SkipFile,
+}
+
+/// How a `shard` deals out a pass's elements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Remainder {
+    /// Every `num_shards`-th element; the last round may be partial.
+    Keep,
+    /// Equal counts: the last partial round dropped.
+    Drop,
+    /// Equal counts: the last partial round padded with the pass's first elements.
+    Pad,
+}
+
+/// A map function's input, operations and output, as the code generator writes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MapFn {
+    /// What it takes.
+    pub input: Element,
+    /// Its operations, in order.
+    pub ops: Vec<MapOp>,
+    /// What it makes (for a map + batch: one row of the batch).
+    pub output: Element,
+}
+
+impl MapFn {
+    /// Whether it draws random numbers (its elements need their epoch and index).
+    pub fn is_random(&self) -> bool {
+        self.ops.iter().any(MapOp::is_random)
+    }
+}
+
+/// One stage of the physical plan.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Exec {
+    /// The paths matching a glob, optionally shuffled each epoch.
+    Files {
+        /// The glob.
+        pattern: ArgValue,
+        /// Shuffle the list each epoch with this seed.
+        shuffle_seed: Option<ArgValue>,
+    },
+    /// Mixes other pipelines of the file (their own plans run beneath it).
+    SampleFrom(SampleFrom),
+    /// Reads the records of the input files, `cycle` at a time.
+    Interleave {
+        /// Reader options.
+        reader: ReaderOptions,
+        /// Files read at once.
+        cycle: ArgValue,
+        /// Records taken from a file before moving to the next.
+        block: ArgValue,
+        /// Reader threads.
+        parallel: ArgValue,
+        /// Keep the order.
+        deterministic: bool,
+    },
+    /// `shuffle(global)` in place of the reader under it: every record of the indexed
+    /// files, in a seeded permutation per epoch, read through the files' indexes.
+    GlobalShuffle {
+        /// Reader options (only the corrupt-record policy applies).
+        reader: ReaderOptions,
+        /// The permutation's seed.
+        seed: Option<ArgValue>,
+        /// A new permutation each epoch.
+        reshuffle_each_epoch: bool,
+        /// A `shard` (keep or drop) right after it, fused: each worker reads only its
+        /// block of the permutation. `(num_shards, index, drop)`.
+        shard: Option<(ArgValue, ArgValue, bool)>,
+    },
+    /// A non-deterministic TFRecord interleave straight into batches of its records: each
+    /// reader thread fills its own batch and runs the maps that follow on it in place
+    /// (the first may be a fused map + batch), handing over whole batches.
+    ReadBatches {
+        /// Reader options.
+        reader: ReaderOptions,
+        /// Files read at once.
+        cycle: ArgValue,
+        /// Reader threads.
+        parallel: ArgValue,
+        /// Records per batch.
+        size: ArgValue,
+        /// Drop a last, partial batch.
+        drop_remainder: bool,
+        /// The maps run in the reader threads, in order (none draws random numbers).
+        maps: Vec<ReaderMap>,
+    },
+    /// A per-element map (with the filter fused into it, if any).
+    Map {
+        /// The function.
+        f: MapFn,
+        /// Worker threads.
+        parallel: ArgValue,
+        /// Keep the order.
+        deterministic: bool,
+        /// A fused filter's predicate parts, tested on the mapped element.
+        filter: Option<Vec<crate::ast::Expr>>,
+    },
+    /// `batch` of serialized records and the map over each batch, as one stage: the map's
+    /// workers gather each batch's records, not the thread that pulls them.
+    ChunkedMap {
+        /// Records per batch.
+        size: ArgValue,
+        /// Drop a last, partial batch.
+        drop_remainder: bool,
+        /// The map over a batch of records.
+        f: MapFn,
+        /// Worker threads.
+        parallel: ArgValue,
+        /// Keep the order.
+        deterministic: bool,
+    },
+    /// A fused map + batch: workers write mapped elements straight into batch columns.
+    MapBatch {
+        /// The function (its output is one row).
+        f: MapFn,
+        /// Elements per batch.
+        size: ArgValue,
+        /// Drop a last, partial batch.
+        drop_remainder: bool,
+        /// Worker threads.
+        parallel: ArgValue,
+        /// Keep the order.
+        deterministic: bool,
+        /// Its input already comes in batches (a `ReadBatches` made them).
+        batched: bool,
+    },
+    /// Keeps the elements whose predicate holds.
+    Filter {
+        /// The elements.
+        input: Element,
+        /// The predicate's parts, all of which must hold.
+        conditions: Vec<crate::ast::Expr>,
+    },
+    /// Rust code in `map` or `filter` (`pipeline!`).
+    Rust {
+        /// The elements (records with fields).
+        input: Element,
+        /// A map or a filter.
+        kind: RustKind,
+        /// The code.
+        code: crate::ast::RustCode,
+    },
+    /// Keeps some fields.
+    Select {
+        /// The fields in.
+        from: Vec<FieldType>,
+        /// The fields out, in order.
+        to: Vec<FieldType>,
+    },
+    /// A shuffle buffer.
+    Shuffle {
+        /// Buffer size in elements.
+        buffer: ArgValue,
+        /// Seed.
+        seed: Option<ArgValue>,
+        /// New order each epoch.
+        reshuffle_each_epoch: bool,
+    },
+    /// A shuffle buffer refilled across epochs.
+    ShuffleRepeat {
+        /// Buffer size in elements.
+        buffer: ArgValue,
+        /// Seed.
+        seed: Option<ArgValue>,
+        /// Epochs (`None`: forever).
+        count: Option<ArgValue>,
+    },
+    /// Columnar batches (padded or not), or chunks of elements without fields.
+    Batch {
+        /// The elements batched.
+        input: Element,
+        /// Elements per batch.
+        size: ArgValue,
+        /// Drop a last, partial batch.
+        drop_remainder: bool,
+        /// For `padded_batch`: pad to this length (`None`: to the longest).
+        padded: Option<Option<ArgValue>>,
+    },
+    /// Batches back to their rows.
+    Unbatch,
+    /// Passes again (`None`: forever).
+    Repeat(Option<ArgValue>),
+    /// The first elements.
+    Take(ArgValue),
+    /// All but the first elements.
+    Skip(ArgValue),
+    /// One worker's share.
+    Shard {
+        /// Workers.
+        num_shards: ArgValue,
+        /// This worker.
+        index: ArgValue,
+        /// How the last round is dealt.
+        remainder: Remainder,
+    },
+    /// Caches the first pass (in memory, or in a file).
+    Cache {
+        /// The elements cached.
+        input: Element,
+        /// The file (`None`: memory).
+        file: Option<ArgValue>,
+    },
+    /// A producer thread and a bounded queue (`None`: depth chosen at run time).
+    Prefetch(Option<ArgValue>),
+}
+
+/// A map run in the reader threads of a [`Exec::ReadBatches`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum ReaderMap {
+    /// The map of a fused map + batch, on the batch of records.
+    MapBatch(MapFn),
+    /// A map over the batches.
+    Map(MapFn),
+}
+
+/// The tail of a `device cuda` pipeline: kernels on the batches' columns, fed by the
+/// runtime's device feed (its CPU twin where there is no GPU).
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeviceTailExec {
+    /// The batches the CPU makes.
+    pub input: Element,
+    /// The operations moved to the device, in order (what the CPU twin runs).
+    pub ops: Vec<MapOp>,
+    /// One kernel per column they change.
+    pub kernels: Vec<Kernel>,
+    /// What comes out.
+    pub output: Element,
+}
+
+impl Exec {
+    /// The node's name in `explain` (`InterleaveExec`, …).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Exec::Files { .. } => "FilesExec",
+            Exec::SampleFrom(_) => "SampleFromExec",
+            Exec::Interleave { .. } => "InterleaveExec",
+            Exec::GlobalShuffle { .. } => "GlobalShuffleExec",
+            Exec::ReadBatches { .. } => "ReadBatchesExec",
+            Exec::Map { filter: None, .. } => "MapExec",
+            Exec::Map { filter: Some(_), .. } => "MapFilterExec",
+            Exec::ChunkedMap { .. } => "ChunkedMapExec",
+            Exec::MapBatch { .. } => "MapBatchExec",
+            Exec::Filter { .. } => "FilterExec",
+            Exec::Rust { kind: RustKind::Map, .. } => "RustMapExec",
+            Exec::Rust { kind: RustKind::Filter, .. } => "RustFilterExec",
+            Exec::Select { .. } => "SelectExec",
+            Exec::Shuffle { .. } => "ShuffleExec",
+            Exec::ShuffleRepeat { .. } => "ShuffleRepeatExec",
+            Exec::Batch { padded: Some(_), .. } => "PaddedBatchExec",
+            Exec::Batch { .. } => "BatchExec",
+            Exec::Unbatch => "UnbatchExec",
+            Exec::Repeat(_) => "RepeatExec",
+            Exec::Take(_) => "TakeExec",
+            Exec::Skip(_) => "SkipExec",
+            Exec::Shard { .. } => "ShardExec",
+            Exec::Cache { .. } => "CacheExec",
+            Exec::Prefetch(_) => "PrefetchExec",
+        }
+    }
+
+    /// What the node does beyond its name, for `explain`: the fused parts and the
+    /// choices that are not threads or memory (empty when there is nothing to say).
+    pub fn detail(&self) -> String {
+        let fns = |f: &MapFn| f.ops.iter().map(MapOp::name).collect::<Vec<_>>().join(", ");
+        match self {
+            Exec::GlobalShuffle { shard: Some(_), .. } => "shard=block of the permutation".into(),
+            Exec::ReadBatches { maps, .. } if !maps.is_empty() => {
+                let parts: Vec<String> = maps
+                    .iter()
+                    .map(|m| match m {
+                        ReaderMap::MapBatch(f) => format!("map_batch({})", fns(f)),
+                        ReaderMap::Map(f) => format!("map({})", fns(f)),
+                    })
+                    .collect();
+                format!("in_readers=[{}]", parts.join(", "))
+            }
+            Exec::ChunkedMap { f, .. } => format!("fns=[{}]", fns(f)),
+            Exec::MapBatch { batched: true, .. } => "input=batches of the reader".into(),
+            _ => String::new(),
+        }
+    }
+}
+
+impl fmt::Display for Compression {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Compression::Auto => "auto",
+            Compression::None => "none",
+            Compression::Gzip => "gzip",
+            Compression::Zlib => "zlib",
+        })
+    }
+}

@@ -1,0 +1,368 @@
+//! Lowering the optimized plan to exec nodes: the physical choices, made once.
+//!
+//! Walking the plan source first, each logical node becomes one exec node, except where
+//! several run as one runtime stage:
+//!
+//! - `shuffle(global)` replaces the reader under it (`GlobalShuffleExec` reads the
+//!   files through their indexes), and takes a `shard` (keep or drop) right after it as a
+//!   block of its permutation;
+//! - a non-deterministic TFRecord interleave straight into a plain `batch` or a fused
+//!   map + batch is one `ReadBatchesExec`: each reader thread fills its own batches and
+//!   runs the maps that follow on them in place, up to the first that draws random
+//!   numbers (those need every row's position, which the reader threads do not keep);
+//! - a `batch` of records and a map over the batches is one `ChunkedMapExec`: the map's
+//!   workers gather each batch;
+//! - elementwise maps over the batches of a map + batch (what `vectorize_past_batch` moved
+//!   there) merge back into it: per row they fuse with the decoding before them
+//!   (`decode_jpeg → resize → scale → normalize` in one pass).
+//!
+//! A `device cuda` pipeline's `DeviceTail` becomes the plan's tail.
+
+use super::exec::{
+    Compression, CorruptPolicy, DeviceTailExec, Exec, MapFn, ReaderMap, ReaderOptions, Remainder,
+};
+use super::memory::Cx;
+use super::{ExecNode, Figures};
+use crate::ir::plan::{ArgValue, Element, Interleave, Map, MapOp, Plan};
+
+/// One node of the chain, with the elementwise maps over its batches merged into it (for
+/// a map + batch).
+struct Step<'p> {
+    node: &'p Plan,
+    /// The `Map` nodes merged into it.
+    merged: Vec<&'p Plan>,
+}
+
+/// The exec nodes of `plan`, source first, and its device tail.
+pub(super) fn lower(plan: &Plan, cx: &mut Cx<'_>) -> (Vec<ExecNode>, Option<(DeviceTailExec, Figures)>) {
+    let (host, tail) = match plan {
+        Plan::DeviceTail(t) => (&*t.input, Some(t)),
+        other => (other, None),
+    };
+    let chain = steps(host);
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < chain.len() {
+        let n = chain[i].node;
+        let next = chain.get(i + 1).map(|s| s.node);
+        if let (Plan::Interleave(il), Some(Plan::Shuffle(s))) = (n, next)
+            && s.is_global()
+        {
+            let figures = cx.stage(next.expect("matched"));
+            let shard = match chain.get(i + 2).map(|s| s.node) {
+                Some(Plan::Shard(p)) if p.remainder() != "pad" => {
+                    Some((arg(&p.args, "num_shards"), arg(&p.args, "index"), p.remainder() == "drop"))
+                }
+                _ => None,
+            };
+            i += if shard.is_some() { 3 } else { 2 };
+            let exec = Exec::GlobalShuffle {
+                reader: reader_options(il),
+                seed: s.seed.clone(),
+                reshuffle_each_epoch: s.reshuffle_each_epoch,
+                shard,
+            };
+            out.push(ExecNode { exec, figures });
+            continue;
+        }
+        if let (Plan::Interleave(il), Some(next)) = (n, next)
+            && reads_batches(il, next)
+        {
+            i += read_batches(&chain, i, il, cx, &mut out);
+            continue;
+        }
+        if let (Plan::Batch(b), Some(Plan::Map(m))) = (n, next)
+            && b.padded.is_none()
+            && m.input.output() == Element::Batch(Box::new(Element::Record))
+            && !m.ops.iter().any(MapOp::is_random)
+        {
+            let (batch, map) = (cx.stage(n), cx.stage(next.expect("matched")));
+            let figures = Figures {
+                threads: map.threads,
+                held: batch.held.saturating_add(map.held),
+                bytes: batch.bytes.saturating_add(map.bytes),
+            };
+            let exec = Exec::ChunkedMap {
+                size: b.size.clone(),
+                drop_remainder: b.drop_remainder,
+                f: map_fn(m),
+                parallel: m.parallel.clone(),
+                deterministic: m.deterministic,
+            };
+            out.push(ExecNode { exec, figures });
+            i += 2;
+            continue;
+        }
+        out.push(one(&chain[i], cx));
+        i += 1;
+    }
+    let tail = tail.map(|t| {
+        let figures = cx.stage(plan);
+        let exec = DeviceTailExec {
+            input: t.input.output(),
+            ops: t.ops.clone(),
+            kernels: t.kernels.clone(),
+            output: t.output.clone(),
+        };
+        (exec, figures)
+    });
+    (out, tail)
+}
+
+/// Whether an interleave and the `next` node run as one `ReadBatchesExec`: a
+/// non-deterministic TFRecord interleave straight into a plain `batch` of its records or
+/// a fused map + batch.
+fn reads_batches(i: &Interleave, next: &Plan) -> bool {
+    !i.deterministic
+        && match next {
+            Plan::Batch(b) => b.padded.is_none(),
+            Plan::MapBatch(_) => true,
+            _ => false,
+        }
+}
+
+/// The `ReadBatchesExec` of the interleave at `chain[i]` (and a `MapBatchExec` over its
+/// batches when the fused map + batch draws random numbers); the steps it took.
+fn read_batches(
+    chain: &[Step<'_>],
+    i: usize,
+    il: &Interleave,
+    cx: &mut Cx<'_>,
+    out: &mut Vec<ExecNode>,
+) -> usize {
+    let next = &chain[i + 1];
+    let batch = cx.stage(next.node);
+    let mut merged_bytes = 0;
+    for m in &next.merged {
+        merged_bytes = merged_bytes.max(cx.stage(m).bytes);
+    }
+    let (size, drop_remainder) = match next.node {
+        Plan::Batch(b) => (b.size.clone(), b.drop_remainder),
+        Plan::MapBatch(m) => (m.size.clone(), m.drop_remainder),
+        _ => unreachable!("reads_batches holds"),
+    };
+    // One batch's bytes: a plain batch's own figure counts it twice (staging + batch).
+    let mut per_batch = match next.node {
+        Plan::Batch(_) => batch.bytes / 2,
+        _ => batch.bytes.max(merged_bytes) / batch.held.max(1),
+    };
+    // The map that follows runs in the reader threads when it can: the batch is parsed
+    // where it was filled, with no hand-over in between.
+    let first = match (next.node, chain.get(i + 2).map(|s| s.node)) {
+        (Plan::MapBatch(_), _) => Some((ReaderMap::MapBatch(map_batch_fn(next)), 2)),
+        (Plan::Batch(_), Some(Plan::Map(m)))
+            if m.input.output() == Element::Batch(Box::new(Element::Record)) =>
+        {
+            let map = cx.stage(chain[i + 2].node);
+            per_batch = per_batch.max(map.bytes / map.held.max(1));
+            Some((ReaderMap::Map(map_fn(m)), 3))
+        }
+        _ => None,
+    };
+    let mut maps = Vec::new();
+    let mut used = 2;
+    let mut random_map_batch = None;
+    match first {
+        Some((f, n)) if !reader_map_fn(&f).is_random() => {
+            maps.push(f);
+            used = n;
+            // Maps over the batches that follow run in the same reader threads.
+            while let Some(Step { node: node @ Plan::Map(m), .. }) = chain.get(i + used)
+                && matches!(m.input.output(), Element::Batch(_))
+                && !m.ops.iter().any(MapOp::is_random)
+            {
+                let map = cx.stage(node);
+                per_batch = per_batch.max(map.bytes / map.held.max(1));
+                maps.push(ReaderMap::Map(map_fn(m)));
+                used += 1;
+            }
+        }
+        // A random map over the batches of records stays a stage of its own, after.
+        Some((ReaderMap::MapBatch(f), _)) => random_map_batch = Some(f),
+        _ => {}
+    }
+    let figures = cx.read_batches(il, per_batch);
+    let exec = Exec::ReadBatches {
+        reader: reader_options(il),
+        cycle: il.cycle_length.clone(),
+        parallel: il.parallel.clone(),
+        size: size.clone(),
+        drop_remainder,
+        maps,
+    };
+    out.push(ExecNode { exec, figures });
+    if let (Some(f), Plan::MapBatch(m)) = (random_map_batch, next.node) {
+        let exec = Exec::MapBatch {
+            f,
+            size,
+            drop_remainder,
+            parallel: m.parallel.clone(),
+            deterministic: m.deterministic,
+            batched: true,
+        };
+        out.push(ExecNode { exec, figures: batch });
+    }
+    used
+}
+
+fn reader_map_fn(m: &ReaderMap) -> &MapFn {
+    match m {
+        ReaderMap::MapBatch(f) | ReaderMap::Map(f) => f,
+    }
+}
+
+/// The exec node of one step on its own.
+fn one(step: &Step<'_>, cx: &mut Cx<'_>) -> ExecNode {
+    let n = step.node;
+    let mut figures = cx.stage(n);
+    let input = || n.input().map_or(Element::Path, Plan::output);
+    let exec = match n {
+        Plan::Files(f) => Exec::Files { pattern: f.pattern.clone(), shuffle_seed: f.shuffle_seed.clone() },
+        Plan::SampleFrom(s) => Exec::SampleFrom(s.clone()),
+        Plan::Interleave(il) => Exec::Interleave {
+            reader: reader_options(il),
+            cycle: il.cycle_length.clone(),
+            block: il.block_length.clone(),
+            parallel: il.parallel.clone(),
+            deterministic: il.deterministic,
+        },
+        Plan::Map(m) => Exec::Map {
+            f: map_fn(m),
+            parallel: m.parallel.clone(),
+            deterministic: m.deterministic,
+            filter: None,
+        },
+        Plan::MapFilter(m) => Exec::Map {
+            f: MapFn { input: input(), ops: m.ops.clone(), output: m.output.clone() },
+            parallel: m.parallel.clone(),
+            deterministic: m.deterministic,
+            filter: Some(m.conditions.clone()),
+        },
+        Plan::MapBatch(m) => {
+            for merged in &step.merged {
+                figures.bytes = figures.bytes.max(cx.stage(merged).bytes);
+            }
+            Exec::MapBatch {
+                f: map_batch_fn(step),
+                size: m.size.clone(),
+                drop_remainder: m.drop_remainder,
+                parallel: m.parallel.clone(),
+                deterministic: m.deterministic,
+                batched: false,
+            }
+        }
+        Plan::Filter(f) => Exec::Filter { input: input(), conditions: f.conditions.clone() },
+        Plan::Rust(r) => Exec::Rust { input: input(), kind: r.kind, code: r.code.clone() },
+        Plan::Select(_) => Exec::Select { from: input().fields().to_vec(), to: n.output().fields().to_vec() },
+        Plan::Shuffle(s) => Exec::Shuffle {
+            buffer: s.buffer.clone(),
+            seed: s.seed.clone(),
+            reshuffle_each_epoch: s.reshuffle_each_epoch,
+        },
+        Plan::ShuffleRepeat(s) => Exec::ShuffleRepeat {
+            buffer: s.buffer.clone(),
+            seed: s.seed.clone(),
+            count: count(Some(&s.count)),
+        },
+        Plan::Batch(b) => Exec::Batch {
+            input: input(),
+            size: b.size.clone(),
+            drop_remainder: b.drop_remainder,
+            padded: b.padded.clone(),
+        },
+        Plan::Unbatch(_) => Exec::Unbatch,
+        Plan::Repeat(p) => Exec::Repeat(count(p.args.iter().find(|(k, _)| *k == "count").map(|(_, v)| v))),
+        Plan::Take(p) => Exec::Take(arg(&p.args, "count")),
+        Plan::Skip(p) => Exec::Skip(p.args.first().map_or(ArgValue::Auto, |(_, v)| v.clone())),
+        Plan::Shard(p) => Exec::Shard {
+            num_shards: arg(&p.args, "num_shards"),
+            index: arg(&p.args, "index"),
+            remainder: match p.remainder() {
+                "drop" => Remainder::Drop,
+                "pad" => Remainder::Pad,
+                _ => Remainder::Keep,
+            },
+        },
+        Plan::Cache(p) => Exec::Cache { input: input(), file: p.args.first().map(|(_, v)| v.clone()) },
+        Plan::Prefetch(p) => Exec::Prefetch(match p.args.first() {
+            None | Some((_, ArgValue::Auto)) => None,
+            Some((_, v)) => Some(v.clone()),
+        }),
+        Plan::DeviceTail(_) => unreachable!("a device tail is the plan's top, taken apart before"),
+    };
+    ExecNode { exec, figures }
+}
+
+/// The chain of `plan` (source first), each elementwise map over the batches of a map +
+/// batch merged into it.
+fn steps(plan: &Plan) -> Vec<Step<'_>> {
+    let mut chain = Vec::new();
+    let mut node = Some(plan);
+    while let Some(n) = node {
+        chain.push(n);
+        node = n.input();
+    }
+    let mut out: Vec<Step<'_>> = Vec::new();
+    for n in chain.into_iter().rev() {
+        if let (Plan::Map(m), Some(prev)) = (n, out.last_mut())
+            && matches!(prev.node, Plan::MapBatch(_))
+            && m.ops.iter().all(MapOp::is_elementwise)
+            && matches!(m.output, Element::Batch(_))
+        {
+            prev.merged.push(n);
+            continue;
+        }
+        out.push(Step { node: n, merged: Vec::new() });
+    }
+    out
+}
+
+fn map_fn(m: &Map) -> MapFn {
+    MapFn { input: m.input.output(), ops: m.ops.clone(), output: m.output.clone() }
+}
+
+/// The map of a map + batch step, with the maps merged into it: one row's function.
+fn map_batch_fn(step: &Step<'_>) -> MapFn {
+    let Plan::MapBatch(m) = step.node else { unreachable!("a map + batch step") };
+    let mut f = MapFn { input: m.input.output(), ops: m.ops.clone(), output: m.map_output.clone() };
+    for merged in &step.merged {
+        if let Plan::Map(m) = merged {
+            f.ops.extend(m.ops.iter().cloned());
+            if let Element::Batch(inner) = &m.output {
+                f.output = (**inner).clone();
+            }
+        }
+    }
+    f
+}
+
+/// The reader options of an interleave.
+fn reader_options(i: &Interleave) -> ReaderOptions {
+    ReaderOptions {
+        compression: match &i.compression {
+            ArgValue::Word(w) if w == "gzip" => Compression::Gzip,
+            ArgValue::Word(w) if w == "zlib" => Compression::Zlib,
+            ArgValue::Word(w) if w == "none" => Compression::None,
+            _ => Compression::Auto,
+        },
+        on_corrupt: match &i.on_corrupt {
+            ArgValue::Word(w) if w == "skip" => CorruptPolicy::Skip,
+            ArgValue::Word(w) if w == "skip_file" => CorruptPolicy::SkipFile,
+            _ => CorruptPolicy::Fail,
+        },
+        verify_crc: i.verify_crc,
+    }
+}
+
+/// A pass node's argument (checked present by sema).
+fn arg(args: &[(&'static str, ArgValue)], name: &str) -> ArgValue {
+    args.iter().find(|(k, _)| *k == name).map_or(ArgValue::Auto, |(_, v)| v.clone())
+}
+
+/// A repeat count: `None` for forever.
+fn count(v: Option<&ArgValue>) -> Option<ArgValue> {
+    match v {
+        None | Some(ArgValue::Word(_)) => None,
+        Some(v) => Some(v.clone()),
+    }
+}

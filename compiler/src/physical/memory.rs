@@ -1,0 +1,249 @@
+//! The figures of each stage: worker threads, the elements it may hold at once, and an
+//! upper bound on the bytes they take (exact for fixed-shape numeric fields, else resting
+//! on the stated assumptions, which `explain` prints).
+
+use super::defaults::*;
+use super::{Figures, Options};
+use crate::ir::decls::ParamDecl;
+use crate::ir::plan::{ArgValue, Element, FieldType, Interleave, Plan};
+use crate::ir::types::{DType, Dim, Shape, Value};
+
+/// What planning one pipeline gathers: the assumptions its bound rests on, and the rows
+/// of the elements at the current stage.
+pub(super) struct Cx<'a> {
+    pub(super) assumptions: Vec<&'static str>,
+    pub(super) options: Options,
+    pub(super) params: &'a [ParamDecl],
+    /// Rows in one element at the current stage (the product of the batch sizes below).
+    pub(super) rows: u64,
+}
+
+impl Cx<'_> {
+    /// Threads of an argument: a fixed count, or `auto` up to the assumed cores.
+    pub(super) fn threads(&self, v: &ArgValue) -> (String, u64) {
+        match v {
+            ArgValue::Const(Value::Int(n)) if *n >= 1 => (n.to_string(), *n as u64),
+            ArgValue::Auto => (format!("auto(<={})", self.options.cores), self.options.cores),
+            ArgValue::Param(p) => (format!("${p}(<={})", self.options.cores), self.options.cores),
+            _ => ("1".into(), 1),
+        }
+    }
+
+    /// A count argument: a constant, a parameter's default, or `fallback`.
+    pub(super) fn count(&mut self, v: &ArgValue, fallback: u64, what: &'static str) -> u64 {
+        match v {
+            ArgValue::Const(Value::Int(n)) if *n >= 0 => *n as u64,
+            ArgValue::Const(Value::UInt(n)) => *n,
+            ArgValue::Param(p) => {
+                match self.params.iter().find(|q| &q.name == p).and_then(|q| q.default.as_ref()) {
+                    Some(Value::Int(n)) if *n >= 0 => {
+                        self.assumptions.push("parameters at their defaults");
+                        *n as u64
+                    }
+                    Some(Value::UInt(n)) => {
+                        self.assumptions.push("parameters at their defaults");
+                        *n
+                    }
+                    _ => {
+                        self.assumptions.push(what);
+                        fallback
+                    }
+                }
+            }
+            _ => {
+                self.assumptions.push(what);
+                fallback
+            }
+        }
+    }
+
+    /// A `ReadBatchesExec`: each reader thread holds the batch it fills, and the
+    /// hand-over queue two finished batches per thread; `per_batch` bounds one batch.
+    pub(super) fn read_batches(&mut self, il: &Interleave, per_batch: u64) -> Figures {
+        let (threads, workers) = self.threads(&il.parallel);
+        let cycle = self.count(&il.cycle_length, 1, "parameters at their defaults' scale (cycle length 1)");
+        let workers = workers.min(cycle.max(1));
+        let held = workers.saturating_mul(1 + READ_BATCHES_HANDOVER_PER_THREAD);
+        Figures {
+            threads,
+            held,
+            bytes: held.saturating_mul(per_batch).saturating_add(workers.saturating_mul(READ_BUFFER_BYTES)),
+        }
+    }
+
+    /// The figures of logical node `n` run as its own stage (the rows of its elements
+    /// tracked from the source up: call it on every node, source first).
+    pub(super) fn stage(&mut self, n: &Plan) -> Figures {
+        let element = n.output();
+        // The rows of this stage's elements: batches multiply, unbatch divides.
+        match n {
+            Plan::Batch(b) => {
+                let size = self.count(&b.size, 1024, "a batch size of 1024 when set without a default");
+                self.rows = self.rows.saturating_mul(size.max(1));
+            }
+            Plan::MapBatch(m) => {
+                let size = self.count(&m.size, 1024, "a batch size of 1024 when set without a default");
+                self.rows = self.rows.saturating_mul(size.max(1));
+            }
+            Plan::Unbatch(_) => self.rows = 1,
+            _ => {}
+        }
+        let rows = self.rows;
+        let elem = |cx: &mut Cx<'_>| cx.element_bytes(&element).saturating_mul(rows);
+        match n {
+            Plan::Files(_) => Figures { threads: "1".into(), held: 0, bytes: 0 },
+            Plan::SampleFrom(_) => {
+                self.assumptions.push("the memory of the mixed pipelines on top (see their own plans)");
+                Figures { threads: "1".into(), held: 0, bytes: 0 }
+            }
+            Plan::Interleave(i) => {
+                let (threads, workers) = self.threads(&i.parallel);
+                let cycle =
+                    self.count(&i.cycle_length, 1, "parameters at their defaults' scale (cycle length 1)");
+                let per_slot = if workers > 1 { INTERLEAVE_BUFFER_PER_SLOT } else { 1 };
+                let held = cycle.saturating_mul(per_slot);
+                let bytes =
+                    held.saturating_mul(elem(self)).saturating_add(cycle.saturating_mul(READ_BUFFER_BYTES));
+                Figures { threads, held, bytes }
+            }
+            Plan::Map(m) => {
+                let (threads, workers) = self.threads(&m.parallel);
+                let held = window(&m.parallel, workers);
+                Figures { threads, held, bytes: held.saturating_mul(elem(self)) }
+            }
+            Plan::MapFilter(m) => {
+                let (threads, workers) = self.threads(&m.parallel);
+                let held = window(&m.parallel, workers);
+                Figures { threads, held, bytes: held.saturating_mul(elem(self)) }
+            }
+            Plan::MapBatch(m) => {
+                // Workers write mapped elements straight into batch columns: the window
+                // holds whole batches.
+                let (threads, workers) = self.threads(&m.parallel);
+                let held = window(&m.parallel, workers);
+                Figures { threads, held, bytes: held.saturating_mul(elem(self)) }
+            }
+            Plan::ShuffleRepeat(s) => {
+                let held = self.count(
+                    &s.buffer,
+                    10_000,
+                    "a shuffle buffer of 10000 elements when set without a default",
+                );
+                Figures { threads: "1".into(), held, bytes: held.saturating_mul(elem(self)) }
+            }
+            Plan::Filter(_) => Figures { threads: "1".into(), held: 0, bytes: 0 },
+            Plan::Rust(_) => Figures { threads: "1".into(), held: 0, bytes: 0 },
+            Plan::Select(_) => Figures { threads: "1".into(), held: 0, bytes: 0 },
+            Plan::Shuffle(s) if s.is_global() => {
+                // Reader threads hold two windows of about 8 MiB of records each; the
+                // reader below it does not run.
+                let (threads, workers) = self.threads(&ArgValue::Auto);
+                let held = workers.saturating_mul(2);
+                Figures { threads, held, bytes: held.saturating_mul(GLOBAL_SHUFFLE_WINDOW_BYTES) }
+            }
+            Plan::Shuffle(s) => {
+                let held = self.count(
+                    &s.buffer,
+                    10_000,
+                    "a shuffle buffer of 10000 elements when set by a parameter",
+                );
+                Figures { threads: "1".into(), held, bytes: held.saturating_mul(elem(self)) }
+            }
+            Plan::Batch(b) => {
+                // The staging vector of one batch's elements and the batch built from it.
+                let size = self.count(&b.size, 1024, "a batch size of 1024 when set without a default");
+                let bytes = elem(self).saturating_mul(2);
+                Figures { threads: "1".into(), held: size, bytes }
+            }
+            Plan::Unbatch(_) => Figures { threads: "1".into(), held: 0, bytes: 0 },
+            // The device feed's thread converts and moves up to two batches ahead of the
+            // training loop (the CPU twin, where there is no GPU, one at a time).
+            Plan::DeviceTail(_) => Figures {
+                threads: "1".into(),
+                held: DEVICE_FEED_AHEAD,
+                bytes: DEVICE_FEED_AHEAD.saturating_mul(elem(self)),
+            },
+            Plan::Prefetch(p) => {
+                let held = match p.args.first().map(|(_, v)| v) {
+                    None | Some(ArgValue::Auto) => PREFETCH_AUTO_DEPTH,
+                    Some(v) => self.count(v, 2, "a prefetch depth of 2 when set by a parameter").max(1),
+                };
+                Figures { threads: "1".into(), held, bytes: held.saturating_mul(elem(self)) }
+            }
+            Plan::Cache(c) if c.args.is_empty() => {
+                self.assumptions
+                    .push("an in-memory cache of at most 1024 elements (it holds the whole dataset)");
+                Figures { threads: "1".into(), held: 1024, bytes: 1024u64.saturating_mul(elem(self)) }
+            }
+            // `remainder: drop` holds back this worker's element of a round; `pad` keeps
+            // the elements before the worker's first position, at most `num_shards - 1`.
+            Plan::Shard(p) if p.remainder() != "keep" => {
+                let held = match (p.remainder(), p.args.iter().find(|(k, _)| *k == "num_shards")) {
+                    ("pad", Some((_, n))) => self
+                        .count(n, 8, "at most 8 workers for a padded shard's parameter without a default")
+                        .saturating_sub(1),
+                    _ => 1,
+                };
+                Figures { threads: "1".into(), held, bytes: held.saturating_mul(elem(self)) }
+            }
+            Plan::Repeat(_) | Plan::Take(_) | Plan::Skip(_) | Plan::Shard(_) | Plan::Cache(_) => {
+                Figures { threads: "1".into(), held: 0, bytes: 0 }
+            }
+        }
+    }
+
+    /// An upper bound on one element's size in bytes.
+    pub(super) fn element_bytes(&mut self, e: &Element) -> u64 {
+        match e {
+            Element::Path => 256,
+            Element::Record => {
+                self.assumptions.push("records of at most 64 KiB");
+                ASSUMED_RECORD_BYTES
+            }
+            Element::Fields(fields) => {
+                fields.iter().map(|f| self.field_bytes(f)).fold(0u64, u64::saturating_add)
+            }
+            Element::Batch(inner) => self.element_bytes(inner),
+        }
+    }
+
+    fn field_bytes(&mut self, f: &FieldType) -> u64 {
+        let Some(t) = &f.ty else { return 0 };
+        let values = match &t.shape {
+            Shape::Var => {
+                self.assumptions.push("variable-length fields of at most 1024 values");
+                ASSUMED_DIM
+            }
+            Shape::Dims(dims) => dims.iter().fold(1u64, |n, d| {
+                n.saturating_mul(match d {
+                    Dim::Fixed(k) => *k,
+                    Dim::Named(_) => {
+                        self.assumptions.push("named dimensions (decoded image sides) of at most 1024");
+                        ASSUMED_DIM
+                    }
+                })
+            }),
+        };
+        let per_value = match t.dtype {
+            DType::Bool | DType::U8 => 1,
+            DType::F16 | DType::Bf16 => 2,
+            DType::I32 | DType::U32 | DType::F32 => 4,
+            DType::I64 | DType::U64 | DType::F64 => 8,
+            DType::Bytes | DType::Str => {
+                self.assumptions.push("byte strings of at most 64 KiB");
+                ASSUMED_BYTES_VALUE
+            }
+        };
+        values.saturating_mul(per_value)
+    }
+}
+
+/// Elements a parallel map holds in flight, as the runtime sizes its window: one per
+/// worker plus one finished result (`auto`), or two per worker (a fixed count).
+fn window(parallel: &ArgValue, workers: u64) -> u64 {
+    match parallel {
+        _ if workers <= 1 => 1,
+        ArgValue::Auto => workers + 1,
+        _ => 2 * workers,
+    }
+}

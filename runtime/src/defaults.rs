@@ -1,0 +1,24 @@
+//! The runtime's default buffer sizes and queue depths, in one place: the stages read
+//! them here, and the compiler's physical plan, which bounds a pipeline's memory by them,
+//! includes this very file (`compiler/src/physical/defaults.rs`), so the two cannot
+//! drift apart. Plain constants only: the compiler compiles this file too.
+
+/// Elements a parallel interleave buffers per open file (per cycle slot).
+pub const INTERLEAVE_BUFFER_PER_SLOT: usize = 64;
+
+/// The read buffer of one open TFRecord file (`ReaderOptions::buffer_size`), grown only
+/// to fit a larger record.
+pub const READ_BUFFER_BYTES: usize = 1 << 20;
+
+/// The bytes of records one window of a global shuffle reads at once.
+pub const GLOBAL_SHUFFLE_WINDOW_BYTES: u64 = 8 << 20;
+
+/// The depth an automatic prefetch (`prefetch()`, `prefetch(auto)`) starts at.
+pub const PREFETCH_AUTO_DEPTH: usize = 2;
+
+/// Finished batches each reader thread of `tfrecord_batches` may queue for the consumer,
+/// besides the one it fills.
+pub const READ_BATCHES_HANDOVER_PER_THREAD: usize = 2;
+
+/// Global batches the device feed prepares ahead of the training loop.
+pub const DEVICE_FEED_AHEAD: usize = 2;

@@ -1,0 +1,172 @@
+//! The physical plan is what runs: for every corpus and benchmark pipeline, the stages of
+//! the generated chain (`dataset()`, or `host_dataset()` before a device tail) are the
+//! exec nodes `explain` shows, in order; and the physical plan's figures rest on the
+//! runtime's own defaults.
+
+use std::path::Path;
+
+use sluice_compiler::physical::{self, Exec, PhysicalPlan};
+
+fn sources() -> Vec<(String, String)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut out = Vec::new();
+    for dir in
+        ["tests/pipes", "examples/bench", "examples/digits", "examples/dist", "examples/pipelines/pipes"]
+    {
+        for entry in std::fs::read_dir(root.join(dir)).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "pipe") {
+                out.push((path.display().to_string(), std::fs::read_to_string(&path).unwrap()));
+            }
+        }
+    }
+    out
+}
+
+/// The `let ds = ...;` statements of the chain function `f` of module `module` in the
+/// generated (prettyplease) text: each from its `let ds` line up to the next.
+fn chain_statements(code: &str, module: &str, f: &str) -> Vec<String> {
+    let start = code.find(&format!("pub mod {module} {{")).unwrap_or_else(|| panic!("module {module}"));
+    let code = &code[start..];
+    let body = code.find(&format!("    pub fn {f}(")).unwrap_or_else(|| panic!("{module}::{f}"));
+    let mut out: Vec<String> = Vec::new();
+    for line in code[body..].lines().skip(1) {
+        if line.starts_with("        let ds = ") {
+            out.push(line.to_string());
+        } else if line.starts_with("        ::std::result::Result::Ok(ds)") || line.starts_with("    }") {
+            break;
+        } else if let Some(last) = out.last_mut() {
+            last.push('\n');
+            last.push_str(line);
+        }
+    }
+    out
+}
+
+/// What the statements of one exec node call: the runtime stage each of them starts.
+fn expected(exec: &Exec) -> Vec<&'static str> {
+    match exec {
+        Exec::Files { .. } => vec!["__sl::files("],
+        Exec::SampleFrom(_) => vec!["__sl::sample_from("],
+        Exec::Interleave { .. } => vec![".interleave("],
+        Exec::GlobalShuffle { .. } => vec!["__sl::global_shuffle("],
+        Exec::ReadBatches { maps, .. } if maps.is_empty() => vec!["__sl::tfrecord_batches("],
+        Exec::ReadBatches { .. } => vec![".map_batches("],
+        Exec::Map { filter: None, .. } => vec![".named(\"map\")"],
+        Exec::Map { filter: Some(_), .. } => vec![".named(\"map_filter\")"],
+        Exec::ChunkedMap { .. } => vec![".chunks(", ".named(\"map\")"],
+        Exec::MapBatch { batched: true, .. } => vec![".named(\"map_batch\")"],
+        Exec::MapBatch { .. } => vec![".chunks(", ".named(\"map_batch\")"],
+        Exec::Filter { .. } => vec![".try_filter("],
+        Exec::Rust { .. } => vec!["__sluice_"],
+        Exec::Select { .. } => vec![".map(|x: Record"],
+        Exec::Shuffle { .. } => vec![".shuffle("],
+        Exec::ShuffleRepeat { .. } => vec![".reshuffle_each_epoch(true).repeat("],
+        Exec::Batch { padded: Some(_), .. } => vec![".padded_batch("],
+        Exec::Batch { input, .. } if input.fields().is_empty() => vec![".chunks("],
+        Exec::Batch { .. } => vec![".batch("],
+        Exec::Unbatch => vec![".unbatch("],
+        Exec::Repeat(_) => vec![".repeat("],
+        Exec::Take(_) => vec![".take("],
+        Exec::Skip(_) => vec![".skip("],
+        Exec::Shard { .. } => vec![".shard"],
+        Exec::Cache { .. } => vec![".cache"],
+        Exec::Prefetch(_) => vec![".prefetch("],
+    }
+}
+
+fn check_chain(name: &str, module: &str, physical: &PhysicalPlan, code: &str) {
+    let f = if physical.tail.is_some() { "host_dataset" } else { "dataset" };
+    let statements = chain_statements(code, module, f);
+    let mut at = 0;
+    for node in &physical.stages {
+        for marker in expected(&node.exec) {
+            let st = statements.get(at).unwrap_or_else(|| {
+                panic!("{name}: {module}: the chain ends before {} ({marker})", node.exec.name())
+            });
+            assert!(
+                st.contains(marker),
+                "{name}: {module}: {} should call `{marker}`:\n{st}",
+                node.exec.name()
+            );
+            at += 1;
+        }
+    }
+    assert_eq!(
+        at,
+        statements.len(),
+        "{name}: {module}: statements after the last exec node: {:?}",
+        &statements[at..]
+    );
+}
+
+#[test]
+fn the_generated_chain_is_the_physical_plan() {
+    let mut checked = 0;
+    for (name, source) in sources() {
+        let compilation = sluice_compiler::compile(&source);
+        let Ok(code) = compilation.generate() else {
+            // A pipeline with Rust code of a user's crate (`extern fn`) still generates.
+            panic!("{name}: does not generate: {:?}", compilation.diagnostics);
+        };
+        let text = code.to_pretty_string();
+        for p in &compilation.pipelines {
+            check_chain(&name, p.name(), &p.physical, &text);
+            let explained = p.physical.explain();
+            let names: Vec<&str> = p.physical.nodes().map(|(n, _)| n).collect();
+            for (line, n) in explained.lines().zip(&names) {
+                assert!(line.trim_start().starts_with(&format!("{n}:")), "{name}: {line} / {n}");
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 20, "{checked} pipelines");
+}
+
+/// A chain that does not match its plan is caught (the check is not vacuous).
+#[test]
+fn a_chain_that_differs_from_its_plan_is_caught() {
+    let source = "pipeline p(files: glob = \"d/*\") { tfrecords(files); take(3); prefetch(2); }";
+    let compilation = sluice_compiler::compile(source);
+    let p = &compilation.pipelines[0];
+    let code = compilation.generate().unwrap().to_pretty_string();
+    check_chain("p.pipe", "p", &p.physical, &code);
+    let swapped = code.replace(".take(", ".skip(");
+    let caught = std::panic::catch_unwind(|| check_chain("p.pipe", "p", &p.physical, &swapped));
+    assert!(caught.is_err(), "a `skip` where the plan has a `TakeExec`");
+    let extra = code.replace("let ds = ds.prefetch(", "let ds = ds.take(1);\n        let ds = ds.prefetch(");
+    assert!(std::panic::catch_unwind(|| check_chain("p.pipe", "p", &p.physical, &extra)).is_err());
+}
+
+/// The figures the physical plan sizes stages by are the runtime's own defaults, and the
+/// runtime's stages use them.
+#[test]
+fn physical_figures_rest_on_the_runtime_defaults() {
+    use sluice_runtime::defaults as rt;
+    assert_eq!(physical::defaults::INTERLEAVE_BUFFER_PER_SLOT, rt::INTERLEAVE_BUFFER_PER_SLOT as u64);
+    assert_eq!(sluice_runtime::stage::DEFAULT_BUFFER_PER_SLOT, rt::INTERLEAVE_BUFFER_PER_SLOT);
+    assert_eq!(
+        physical::defaults::READ_BUFFER_BYTES,
+        sluice_runtime::tfrecord::ReaderOptions::default().buffer_size as u64
+    );
+    assert_eq!(physical::defaults::GLOBAL_SHUFFLE_WINDOW_BYTES, rt::GLOBAL_SHUFFLE_WINDOW_BYTES);
+    assert_eq!(physical::defaults::PREFETCH_AUTO_DEPTH, rt::PREFETCH_AUTO_DEPTH as u64);
+    assert_eq!(
+        physical::defaults::READ_BATCHES_HANDOVER_PER_THREAD,
+        rt::READ_BATCHES_HANDOVER_PER_THREAD as u64
+    );
+    assert_eq!(physical::defaults::DEVICE_FEED_AHEAD, rt::DEVICE_FEED_AHEAD as u64);
+    // A parallel interleave of 4 files holds 64 records per file, plus each file's read
+    // buffer; an automatic prefetch holds its starting depth.
+    let source = "pipeline p(files: glob) { tfrecords(files, cycle: 4, parallel: 2); prefetch(); }";
+    let p = &sluice_compiler::compile(source).pipelines[0];
+    let figures = |name: &str| p.physical.nodes().find(|(n, _)| *n == name).map(|(_, f)| f.clone()).unwrap();
+    let interleave = figures("InterleaveExec");
+    let slots = 4 * rt::INTERLEAVE_BUFFER_PER_SLOT as u64;
+    assert_eq!(interleave.held, slots);
+    assert_eq!(
+        interleave.bytes,
+        slots * physical::defaults::ASSUMED_RECORD_BYTES + 4 * rt::READ_BUFFER_BYTES as u64
+    );
+    assert_eq!(figures("PrefetchExec").held, rt::PREFETCH_AUTO_DEPTH as u64);
+}

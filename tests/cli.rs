@@ -370,9 +370,15 @@ fn explain_prints_the_logical_plan() {
             && out[optimized..].contains("\n    MapBatch: fns=[parse_example]"),
         "{out}"
     );
-    // The physical plan is of the optimized plan.
+    // The physical plan is what runs: the map over the batches runs in the map + batch's
+    // rows, one stage.
     let physical = out.find("== eval (physical) ==\nPrefetchExec:").expect("eval's physical plan");
-    assert!(out[physical..].contains("\n    MapBatchExec: "), "{out}");
+    assert!(
+        out[physical..].starts_with(
+            "== eval (physical) ==\nPrefetchExec: threads=1, holds=2, memory=72.0 KiB\n  MapBatchExec: "
+        ),
+        "{out}"
+    );
     assert!(!out.contains("-- after"), "{out}");
     // `--verbose` adds the plan after each rule that changed it, after the optimized plan.
     let o = sluice(&["explain", "--verbose", root.join("tests/pipes/tabular.pipe").to_str().unwrap()]);

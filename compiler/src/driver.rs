@@ -91,7 +91,12 @@ impl Compilation {
         if self.has_errors() {
             return Err(self.diagnostics.clone());
         }
-        codegen::generate(&self.pipelines)
+        let units: Vec<codegen::Unit<'_>> = self
+            .pipelines
+            .iter()
+            .map(|p| codegen::Unit { decls: &p.decls, plan: &p.optimized.plan, physical: &p.physical })
+            .collect();
+        codegen::generate(&units)
     }
 }
 

@@ -5,8 +5,8 @@
 use proc_macro2::{Ident, Literal, TokenStream};
 use quote::{format_ident, quote};
 
+use super::Unit;
 use super::types::{Repr, field_ident, record_items, repr};
-use crate::driver::Pipeline;
 use crate::ir::decls::Declarations;
 use crate::ir::plan::{ArgValue, Element, FieldType};
 use crate::ir::types::Value;
@@ -17,7 +17,7 @@ pub(super) type R<T> = Result<T, String>;
 /// The generator of one pipeline's module.
 pub(super) struct Gen<'a> {
     pub(super) decls: &'a Declarations,
-    pub(super) all: &'a [Pipeline],
+    pub(super) all: &'a [Unit<'a>],
     /// Distinct record types: fields, whether batched, whether file-cached.
     pub(super) records: Vec<(Vec<FieldType>, bool, bool)>,
     pub(super) items: TokenStream,

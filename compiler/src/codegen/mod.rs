@@ -45,7 +45,9 @@ mod types;
 use proc_macro2::TokenStream;
 
 use crate::diagnostic::Diagnostic;
-use crate::driver::Pipeline;
+use crate::ir::decls::Declarations;
+use crate::ir::plan::Plan;
+use crate::physical::PhysicalPlan;
 
 /// The Rust generated for one `.pipe` file.
 #[derive(Debug, Clone)]
@@ -75,9 +77,22 @@ pub fn pretty(tokens: &TokenStream) -> String {
     }
 }
 
-/// The Rust of a file's pipelines (from [`driver`](crate::driver), which checked them):
-/// one module each, or `E0600` for each pipeline the code generator cannot handle.
-pub fn generate(pipelines: &[Pipeline]) -> Result<Generated, Vec<Diagnostic>> {
+/// What the code generator prints of one pipeline.
+#[derive(Debug, Clone, Copy)]
+pub struct Unit<'a> {
+    /// Its declarations (parameters, schema, user functions).
+    pub decls: &'a Declarations,
+    /// Its optimized plan: the module embeds its `explain` text (the resume fingerprint)
+    /// and why it cannot be resumed, if it cannot.
+    pub plan: &'a Plan,
+    /// What runs: the chain of exec nodes and the device tail.
+    pub physical: &'a PhysicalPlan,
+}
+
+/// The Rust of a file's pipelines (checked and planned by the
+/// [`driver`](crate::driver)): one module each, or `E0600` for each pipeline the code
+/// generator cannot handle.
+pub fn generate(pipelines: &[Unit<'_>]) -> Result<Generated, Vec<Diagnostic>> {
     let mut tokens = TokenStream::new();
     let mut names = Vec::new();
     let mut diags = Vec::new();

@@ -6,18 +6,18 @@
 use proc_macro2::TokenStream;
 use quote::quote;
 
+use super::Unit;
 use super::context::{Gen, R, string_arg};
 use super::device_tail::DeviceCode;
 use super::types::field_ident;
-use crate::driver::Pipeline;
 use crate::ir::plan::Plan;
 
 /// The module of pipeline `c` and the kernels of its device tail; `all` are the file's
 /// pipelines (for `sample_from`).
-pub fn generate(c: &Pipeline, all: &[Pipeline]) -> R<(TokenStream, Vec<crate::ir::kernel::Kernel>)> {
-    let plan = &c.optimized.plan;
+pub fn generate(c: &Unit<'_>, all: &[Unit<'_>]) -> R<(TokenStream, Vec<crate::ir::kernel::Kernel>)> {
+    let plan = c.plan;
     let mut g = Gen {
-        decls: &c.decls,
+        decls: c.decls,
         all,
         records: Vec::new(),
         items: TokenStream::new(),

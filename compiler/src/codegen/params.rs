@@ -137,9 +137,7 @@ impl Gen<'_> {
 
     pub(super) fn sample_inputs(&self) -> Vec<String> {
         let mut out = Vec::new();
-        if let Some(plan) =
-            self.all.iter().find(|c| c.decls.name == self.decls.name).map(|c| &c.optimized.plan)
-        {
+        if let Some(plan) = self.all.iter().find(|c| c.decls.name == self.decls.name).map(|c| c.plan) {
             let mut node = Some(plan);
             while let Some(n) = node {
                 if let Plan::SampleFrom(s) = n {

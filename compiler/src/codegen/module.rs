@@ -19,6 +19,7 @@ pub fn generate(c: &Pipeline, all: &[Pipeline]) -> R<(TokenStream, Vec<crate::ir
     let plan = &c.optimized.plan;
     let mut g = Gen {
         decls: &c.decls,
+        rust_code: &c.rust_code,
         all,
         records: Vec::new(),
         items: TokenStream::new(),

@@ -4,7 +4,7 @@
 
 use crate::ast::{self, ExprKind as A};
 use crate::diagnostic::Diagnostic;
-use crate::ir::expr::Expr;
+use crate::ir::expr::{Expr, ExprType};
 use crate::ir::op::{ImageFormat, Layout, Op};
 use crate::ir::types::{DType, Dim, Shape, TensorType};
 
@@ -152,8 +152,7 @@ impl Typer<'_> {
             "scale" => {
                 let (x, t) = self.tensor_arg(&name, a[0]?, numeric, "numbers", None)?;
                 let factor = self.ty(a[1]?)?;
-                if !matches!(factor.ty, crate::ir::expr::ExprType::Int(_) | crate::ir::expr::ExprType::Float)
-                {
+                if !matches!(factor.ty, ExprType::Int(_) | ExprType::Float) {
                     self.diags.push(Diagnostic::error(
                         "E0405",
                         "`factor` of `scale` must be a number",
@@ -189,7 +188,6 @@ impl Typer<'_> {
 
     /// `normalize(x, mean, std)`: one mean and deviation, or one per channel.
     fn normalize(&mut self, x: &ast::Expr, mean: &ast::Expr, std: &ast::Expr) -> Option<(Op, TensorType)> {
-        use crate::ir::expr::ExprType;
         let (xv, t) = self.tensor_arg(
             "normalize",
             x,
@@ -251,7 +249,6 @@ impl Typer<'_> {
         args: &[ast::Arg],
         e: &ast::Expr,
     ) -> Option<(Op, TensorType)> {
-        use crate::ir::expr::ExprType;
         if name == "parse_example" {
             self.diags.push(
                 Diagnostic::error(
@@ -366,5 +363,62 @@ impl Typer<'_> {
         };
         let ty = TensorType { dtype: decl.ret.dtype, shape };
         Some((Op::Extern { path: name.to_string(), args: values }, ty))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::ir::expr::{Expr, ExprKind};
+    use crate::ir::op::Op;
+    use crate::ir::plan::{MapOp, Plan};
+
+    /// The typed value of `image = VALUE;`, the last statement of a map over decoded
+    /// images.
+    fn value(v: &str) -> Expr {
+        let src = format!(
+            "pipeline p(files: glob = \"d/*\", seed: u64 = 1) {{
+                schema {{ image: bytes, label: i64 }}
+                tfrecords(files);
+                map {{ parse_example(); image = decode_raw(image, u8); image = reshape(image, [4, 4, 3]); image = {v}; }}
+            }}"
+        );
+        let pipelines = crate::compile(&src).into_result().unwrap_or_else(|d| panic!("{v}: {d:?}"));
+        let Plan::Map(m) = &pipelines[0].logical else { panic!("{}", pipelines[0].logical.explain()) };
+        let Some(MapOp::Assign { value, .. }) = m.ops.last() else { panic!("{:?}", m.ops) };
+        value.clone()
+    }
+
+    #[test]
+    fn arguments_bind_once_whether_named_or_positional() {
+        let positional = value("random_crop(image, 2, 3, seed)");
+        let named = value("random_crop(height: 2, image: image, seed: seed, width: 3)");
+        assert_eq!(positional, named);
+        let Some(Op::RandomCrop { image, h, w, seed: Some(seed) }) = named.op() else { panic!("{named:?}") };
+        assert_eq!((image.field(), &h.kind, &w.kind), (Some("image"), &ExprKind::Int(2), &ExprKind::Int(3)));
+        assert!(matches!(&seed.kind, ExprKind::Param { name, .. } if name == "seed"));
+        assert_eq!(named.tensor().map(ToString::to_string).as_deref(), Some("u8[2, 3, 3]"));
+        assert_eq!(named.to_string(), "random_crop(image, 2, 3, seed)");
+    }
+
+    #[test]
+    fn every_node_has_its_type_and_prints_as_pipe_text() {
+        for (v, text, ty) in [
+            ("cast(image, f32) * 2.0 - 1.0", "cast(image, f32) * 2.0 - 1.0", "f32[4, 4, 3]"),
+            ("scale(image, 1.0 / 255.0)", "scale(image, 1.0 / 255.0)", "f32[4, 4, 3]"),
+            (
+                "normalize(image, std: [0.5, 0.5, 0.5], mean: [0.1, 0.2, 0.3])",
+                "normalize(image, [0.1, 0.2, 0.3], [0.5, 0.5, 0.5])",
+                "f32[4, 4, 3]",
+            ),
+            ("transpose(image, chw)", "transpose(image, chw)", "u8[3, 4, 4]"),
+            ("random_flip(image)", "random_flip(image)", "u8[4, 4, 3]"),
+        ] {
+            let e = value(v);
+            assert_eq!(e.to_string(), text);
+            assert_eq!(e.tensor().map(ToString::to_string).as_deref(), Some(ty), "{v}");
+            assert!(e.nodes().iter().all(|n| !matches!(n.kind, ExprKind::Field(_)) || n.tensor().is_some()));
+            // The canonical text types to the same expression.
+            assert_eq!(value(text), e, "{v}");
+        }
     }
 }

@@ -46,7 +46,8 @@ pub fn signature(name: &str) -> Option<(&'static [&'static str], usize)> {
 }
 
 /// Types expressions against the current fields, producing typed IR expressions
-/// ([`ir::expr`](crate::ir::expr)): names resolved, calls bound to [`Op`]s.
+/// ([`ir::expr`](crate::ir::expr)): names resolved, calls bound to
+/// [`Op`](crate::ir::op::Op)s.
 #[derive(Debug)]
 pub struct Typer<'a> {
     /// The fields of the element.

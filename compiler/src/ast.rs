@@ -6,6 +6,8 @@
 
 use std::fmt;
 
+// The operators are plain enums shared with the typed IR, which defines them.
+pub use crate::ir::expr::{BinaryOp, UnaryOp};
 pub use crate::span::Span;
 
 /// A name, with where it was written.
@@ -286,66 +288,5 @@ impl fmt::Debug for RustCode {
 impl PartialEq for RustCode {
     fn eq(&self, other: &RustCode) -> bool {
         self.text == other.text
-    }
-}
-
-/// Prefix operators.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum UnaryOp {
-    /// `-`.
-    Neg,
-    /// `!`.
-    Not,
-}
-
-/// Infix operators, by increasing precedence: `||`; `&&`; comparisons; `+ -`; `* / %`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BinaryOp {
-    /// `||`.
-    Or,
-    /// `&&`.
-    And,
-    /// `==`.
-    Eq,
-    /// `!=`.
-    Ne,
-    /// `<`.
-    Lt,
-    /// `<=`.
-    Le,
-    /// `>`.
-    Gt,
-    /// `>=`.
-    Ge,
-    /// `+`.
-    Add,
-    /// `-`.
-    Sub,
-    /// `*`.
-    Mul,
-    /// `/`.
-    Div,
-    /// `%`.
-    Rem,
-}
-
-impl BinaryOp {
-    /// The operator as written.
-    pub fn symbol(self) -> &'static str {
-        match self {
-            BinaryOp::Or => "||",
-            BinaryOp::And => "&&",
-            BinaryOp::Eq => "==",
-            BinaryOp::Ne => "!=",
-            BinaryOp::Lt => "<",
-            BinaryOp::Le => "<=",
-            BinaryOp::Gt => ">",
-            BinaryOp::Ge => ">=",
-            BinaryOp::Add => "+",
-            BinaryOp::Sub => "-",
-            BinaryOp::Mul => "*",
-            BinaryOp::Div => "/",
-            BinaryOp::Rem => "%",
-        }
     }
 }

@@ -25,7 +25,7 @@ use crate::physical::{self, PhysicalPlan};
 use crate::sema::{self, Declarations};
 
 /// One pipeline through every stage of the compiler.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Pipeline {
     /// Parameters, schema, budget, device, user functions.
     pub decls: Declarations,
@@ -35,6 +35,8 @@ pub struct Pipeline {
     pub optimized: Optimized,
     /// What runs: threads, queue depths, fused stages, the memory bound.
     pub physical: PhysicalPlan,
+    /// The tokens of its Rust code (`pipeline!`), by a `RustStage`'s `code_index`.
+    pub rust_code: Vec<proc_macro2::TokenStream>,
 }
 
 impl Pipeline {
@@ -94,7 +96,12 @@ impl Compilation {
         let units: Vec<codegen::Unit<'_>> = self
             .pipelines
             .iter()
-            .map(|p| codegen::Unit { decls: &p.decls, plan: &p.optimized.plan, physical: &p.physical })
+            .map(|p| codegen::Unit {
+                decls: &p.decls,
+                plan: &p.optimized.plan,
+                physical: &p.physical,
+                rust_code: &p.rust_code,
+            })
             .collect();
         codegen::generate(&units)
     }
@@ -124,7 +131,13 @@ pub fn compile_ast(file: &ast::File) -> Compilation {
             c.decls.device,
             physical::Options::default(),
         ) {
-            Ok(physical) => pipelines.push(Pipeline { decls: c.decls, logical, optimized, physical }),
+            Ok(physical) => pipelines.push(Pipeline {
+                decls: c.decls,
+                logical,
+                optimized,
+                physical,
+                rust_code: c.rust_code,
+            }),
             Err(d) => diagnostics.push(*d),
         }
     }

@@ -17,6 +17,8 @@ pub(super) type R<T> = Result<T, String>;
 /// The generator of one pipeline's module.
 pub(super) struct Gen<'a> {
     pub(super) decls: &'a Declarations,
+    /// The tokens of the pipeline's Rust code, by a `RustStage`'s `code_index`.
+    pub(super) rust_code: &'a [TokenStream],
     pub(super) all: &'a [Unit<'a>],
     /// Distinct record types: fields, whether batched, whether file-cached.
     pub(super) records: Vec<(Vec<FieldType>, bool, bool)>,

@@ -1,20 +1,22 @@
 //! Code for the statements of a `map` block and for `filter` predicates.
 //!
 //! Each field is a local (`f_<name>`), re-bound by each statement that assigns it. Types
-//! come from the one typer of `sema::ops` (the expressions were checked there).
-//! Arithmetic on tensors is one closure over the values (`Array::map` / `Array::zip`),
-//! so `x * 2.0 + 1.0` is a single loop; on scalars it is plain Rust. Integer arithmetic
-//! wraps, and integer division by zero is an error, never a panic.
+//! come from the typed IR's nodes (sema typed them once); over whole batch columns
+//! ([`Scope::columns`]) a value of the element is one column, so its type gains the
+//! batch's dimension in front. Arithmetic on tensors is one closure over the values
+//! (`Array::map` / `Array::zip`), so `x * 2.0 + 1.0` is a single loop; on scalars it is
+//! plain Rust. Integer arithmetic wraps, and integer division by zero is an error, never
+//! a panic.
 
 use proc_macro2::{Ident, Literal, TokenStream};
 use quote::{format_ident, quote};
 
 use super::types::{Repr, field_ident, repr, rust, scalar};
-use crate::ast::{self, BinaryOp, ExprKind, UnaryOp};
 use crate::ir::decls::Declarations;
+use crate::ir::expr::{BinaryOp, Expr, ExprKind, ExprType, UnaryOp};
+use crate::ir::op::{ImageFormat, Op};
 use crate::ir::plan::{FieldType, MapOp};
-use crate::ir::types::{DType, ParamType, Shape, TensorType};
-use crate::sema::ops::{Ty, Typer};
+use crate::ir::types::{DType, Dim, ParamType, Shape, TensorType};
 
 /// The local holding field `name`.
 pub fn local(name: &str) -> Ident {
@@ -36,34 +38,90 @@ pub struct Scope<'a> {
     pub fallible: bool,
     /// Set when the code draws random numbers (needs `__epoch`, `__index`).
     pub random: bool,
+    /// Whether each field is a whole batch column (`[n, ...]`), not one row's value.
+    columns: bool,
 }
 
 type R<T> = Result<T, String>;
 
 impl<'a> Scope<'a> {
-    /// A scope over `fields`.
+    /// A scope over the fields of one element.
     pub fn new(fields: Vec<FieldType>, decls: &'a Declarations, next_rng: &'a mut u64) -> Self {
-        Scope { fields, decls, next_rng, movable: None, fallible: false, random: false }
+        Scope { fields, decls, next_rng, movable: None, fallible: false, random: false, columns: false }
     }
 
-    fn ty(&mut self, e: &ast::Expr) -> R<Ty> {
-        let mut diags = Vec::new();
-        Typer { fields: &self.fields, decls: self.decls, diags: &mut diags }
-            .type_of(e)
-            .ok_or_else(|| format!("cannot type `{e}`"))
+    /// A scope over whole batch columns: `fields` have their batched types (`[n, ...]`;
+    /// byte strings stay as they are).
+    pub fn columns(fields: Vec<FieldType>, decls: &'a Declarations, next_rng: &'a mut u64) -> Self {
+        Scope { columns: true, ..Scope::new(fields, decls, next_rng) }
     }
 
-    fn tensor_ty(&mut self, e: &ast::Expr) -> R<TensorType> {
+    /// The type of `e` here: the node's own type for a row; over columns, the column's.
+    fn ty(&self, e: &Expr) -> R<ExprType> {
+        if self.columns { self.column_ty(e) } else { Ok(e.ty.clone()) }
+    }
+
+    /// The type of `e` over whole columns: every value of the element gains the batch's
+    /// dimension. Only elementwise operations work on columns (`cast`, `scale`,
+    /// `normalize`, arithmetic on operands of one row shape); anything else is an error,
+    /// and the caller maps rows instead.
+    fn column_ty(&self, e: &Expr) -> R<ExprType> {
+        let tensor = |t: ExprType| match t {
+            ExprType::Tensor(t) => Ok(t),
+            _ => Err(format!("`{e}` is not a value")),
+        };
+        match &e.kind {
+            ExprKind::Field(name) => {
+                let f = self.fields.iter().find(|f| &f.name == name).ok_or(format!("unknown `{name}`"))?;
+                f.ty.clone().map(ExprType::Tensor).ok_or_else(|| format!("`{name}` has no type"))
+            }
+            ExprKind::Op(op) if op.is_elementwise() => {
+                let x = tensor(self.column_ty(op.input().expect("a built-in has an input"))?)?;
+                for arg in op.args().into_iter().skip(1) {
+                    self.column_ty(arg)?;
+                }
+                let dtype = e.tensor().ok_or("an operation's value is a tensor")?.dtype;
+                Ok(ExprType::Tensor(TensorType { dtype, shape: x.shape }))
+            }
+            ExprKind::Op(op) => Err(format!("`{}` does not work on whole columns", op.name())),
+            ExprKind::Unary(_, x) => self.column_ty(x),
+            ExprKind::Binary(_, l, r) => {
+                let (lt, rt) = (self.column_ty(l)?, self.column_ty(r)?);
+                let shapes: Vec<Shape> =
+                    [lt.tensor(), rt.tensor()].into_iter().flatten().map(|t| t.shape.clone()).collect();
+                if let [a, b] = &shapes[..]
+                    && a != b
+                    && *a != Shape::scalar()
+                    && *b != Shape::scalar()
+                {
+                    return Err(format!("`{e}` mixes values of different shapes"));
+                }
+                Ok(match &e.ty {
+                    ExprType::Tensor(t) => ExprType::Tensor(TensorType {
+                        dtype: t.dtype,
+                        shape: shapes
+                            .into_iter()
+                            .find(|s| *s != Shape::scalar())
+                            .unwrap_or_else(Shape::scalar),
+                    }),
+                    other => other.clone(),
+                })
+            }
+            _ => Ok(e.ty.clone()),
+        }
+    }
+
+    fn tensor_ty(&self, e: &Expr) -> R<TensorType> {
         match self.ty(e)? {
-            Ty::Tensor(t) => Ok(t),
+            ExprType::Tensor(t) => Ok(t),
             _ => Err(format!("`{e}` is not a value")),
         }
     }
 
     /// `let f_target = value;` for one statement, and the new field type.
-    pub fn statement(&mut self, target: &str, e: &ast::Expr, ty: &TensorType) -> R<TokenStream> {
+    pub fn statement(&mut self, target: &str, e: &Expr, ty: &TensorType) -> R<TokenStream> {
         repr(ty)?;
-        self.movable = (count_reads(e, target) == 1).then(|| target.to_string());
+        self.movable = (e.count_reads(target) == 1).then(|| target.to_string());
         let value = self.value(e)?;
         self.movable = None;
         let name = local(target);
@@ -88,10 +146,10 @@ impl<'a> Scope<'a> {
     /// of making a local.
     pub fn decode_resize_normalize(&mut self, ops: &[MapOp], into: Option<&str>) -> R<Option<TokenStream>> {
         let [
-            MapOp::Assign { target, expr: e0, .. },
-            MapOp::Assign { target: t1, expr: e1, .. },
-            MapOp::Assign { target: t2, expr: e2, .. },
-            MapOp::Assign { target: t3, expr: e3, ty, .. },
+            MapOp::Assign { target, value: e0, .. },
+            MapOp::Assign { target: t1, value: e1, .. },
+            MapOp::Assign { target: t2, value: e2, .. },
+            MapOp::Assign { target: t3, value: e3, ty, .. },
             ..,
         ] = ops
         else {
@@ -100,62 +158,29 @@ impl<'a> Scope<'a> {
         if [t1, t2, t3].iter().any(|t| *t != target) {
             return Ok(None);
         }
-        let call = |e: &ast::Expr, name: &str| -> Option<Vec<(Option<String>, ast::Expr)>> {
-            match &e.kind {
-                ExprKind::Call { callee, args, .. } if callee.to_string() == name => Some(
-                    args.iter().map(|a| (a.name.as_ref().map(|n| n.name.clone()), a.value.clone())).collect(),
-                ),
-                _ => None,
-            }
-        };
-        let reads_target = |args: &[(Option<String>, ast::Expr)]| matches!(&args.first(), Some((None, a)) if a.to_string() == *target);
-        let (Some(dec), Some(res), Some(sc), Some(norm)) =
-            (call(e0, "decode_jpeg"), call(e1, "resize"), call(e2, "scale"), call(e3, "normalize"))
+        let of_target = |x: &Expr| x.field() == Some(target.as_str());
+        let (
+            Some(Op::DecodeImage { format: ImageFormat::Jpeg, bytes, channels: None | Some(3) }),
+            Some(Op::Resize { image, h, w }),
+            Some(Op::Scale { x: scaled, factor }),
+            Some(Op::Normalize { x: normalized, mean, std }),
+        ) = (e0.op(), e1.op(), e2.op(), e3.op())
         else {
             return Ok(None);
         };
-        let channels_ok = match dec.get(1) {
-            None => true,
-            Some((_, c)) => matches!(c.kind, ExprKind::Int(3)),
-        };
-        let factor_ok = match sc.get(1) {
-            Some((None, f)) => const_f64(f).is_some_and(|v| v as f32 == 1.0f32 / 255.0),
-            _ => false,
-        };
-        let named = |args: &[(Option<String>, ast::Expr)], i: usize, name: &str| {
-            args.iter()
-                .find(|(n, _)| n.as_deref() == Some(name))
-                .or_else(|| args.get(i).filter(|(n, _)| n.is_none()))
-                .map(|(_, e)| e.clone())
-        };
-        if !channels_ok
-            || !factor_ok
-            || dec.len() > 2
-            || res.len() != 3
-            || norm.len() != 3
-            || !reads_target(&res)
-            || !reads_target(&sc)
-            || !reads_target(&norm)
-            || res.iter().any(|(n, _)| n.is_some())
-        {
+        let factor_ok = factor.const_f64().is_some_and(|v| v as f32 == 1.0f32 / 255.0);
+        if !factor_ok || !of_target(image) || !of_target(scaled) || !of_target(normalized) {
             return Ok(None);
         }
-        let (Some(src), Some(mean), Some(std)) =
-            (dec.first().map(|(_, e)| e.clone()), named(&norm, 1, "mean"), named(&norm, 2, "std"))
-        else {
-            return Ok(None);
-        };
-        let bytes = self.bytes(&src)?;
-        let h = self.count(&res[1].1)?;
-        let w = self.count(&res[2].1)?;
-        let mean = self.floats(&mean)?;
-        let std = self.floats(&std)?;
+        let bytes = self.bytes(bytes)?;
+        let h = self.count(h)?;
+        let w = self.count(w)?;
+        let mean = self.floats(mean)?;
+        let std = self.floats(std)?;
         let name = local(target);
-        for (t, ty) in [(target, ty)] {
-            match self.fields.iter_mut().find(|f| &f.name == t) {
-                Some(f) => f.ty = Some(ty.clone()),
-                None => self.fields.push(FieldType { name: t.clone(), ty: Some(ty.clone()) }),
-            }
+        match self.fields.iter_mut().find(|f| &f.name == target) {
+            Some(f) => f.ty = Some(ty.clone()),
+            None => self.fields.push(FieldType { name: target.clone(), ty: Some(ty.clone()) }),
         }
         if let Some(field) = into {
             let c = format_ident!("c_{}", field);
@@ -190,18 +215,12 @@ impl<'a> Scope<'a> {
         if scalar || self.movable.as_deref() == Some(name) { quote!(#l) } else { quote!(#l.clone()) }
     }
 
-    fn field_path<'e>(&self, e: &'e ast::Expr) -> Option<&'e str> {
-        match &e.kind {
-            ExprKind::Path(p) if p.segments.len() == 1 => {
-                let n = p.segments[0].name.as_str();
-                self.fields.iter().any(|f| f.name == n).then_some(n)
-            }
-            _ => None,
-        }
+    fn field_path<'e>(&self, e: &'e Expr) -> Option<&'e str> {
+        e.field().filter(|n| self.fields.iter().any(|f| f.name == *n))
     }
 
     /// An owned value of `e` (of the Rust type of its tensor type).
-    fn owned(&mut self, e: &ast::Expr) -> R<TokenStream> {
+    fn owned(&mut self, e: &Expr) -> R<TokenStream> {
         match self.field_path(e) {
             Some(n) => Ok(self.owned_field(n)),
             None => self.value(e),
@@ -209,7 +228,7 @@ impl<'a> Scope<'a> {
     }
 
     /// A reference to the value of `e`.
-    fn borrowed(&mut self, e: &ast::Expr) -> R<TokenStream> {
+    fn borrowed(&mut self, e: &Expr) -> R<TokenStream> {
         match self.field_path(e) {
             Some(n) => {
                 let l = local(n);
@@ -223,20 +242,20 @@ impl<'a> Scope<'a> {
     }
 
     /// The bytes of a byte-string value.
-    fn bytes(&mut self, e: &ast::Expr) -> R<TokenStream> {
+    fn bytes(&mut self, e: &Expr) -> R<TokenStream> {
         let b = self.borrowed(e)?;
         Ok(quote!(::core::convert::AsRef::<[u8]>::as_ref(#b)))
     }
 
     /// The value of a typed expression.
-    pub fn value(&mut self, e: &ast::Expr) -> R<TokenStream> {
+    pub fn value(&mut self, e: &Expr) -> R<TokenStream> {
         let ty = self.tensor_ty(e)?;
         match &e.kind {
-            ExprKind::Path(_) => {
+            ExprKind::Field(_) => {
                 let n = self.field_path(e).ok_or_else(|| format!("`{e}` is not a field"))?;
                 Ok(self.owned_field(n))
             }
-            ExprKind::Call { callee, args, .. } => self.call(&callee.to_string(), args, e),
+            ExprKind::Op(op) => self.call(op, e),
             ExprKind::Binary(..) | ExprKind::Unary(..) => {
                 if repr(&ty)? == Repr::Scalar {
                     self.scalar(e, ty.dtype)
@@ -249,8 +268,8 @@ impl<'a> Scope<'a> {
     }
 
     /// A tensor-valued arithmetic expression as one closure over its tensor operands.
-    fn elementwise(&mut self, e: &ast::Expr, ty: &TensorType) -> R<TokenStream> {
-        let mut leaves: Vec<ast::Expr> = Vec::new();
+    fn elementwise(&mut self, e: &Expr, ty: &TensorType) -> R<TokenStream> {
+        let mut leaves: Vec<Expr> = Vec::new();
         self.collect_leaves(e, &mut leaves)?;
         let mut binds = TokenStream::new();
         let mut params = Vec::new();
@@ -289,7 +308,7 @@ impl<'a> Scope<'a> {
     }
 
     /// The maximal tensor-valued operands of an arithmetic expression (fields, calls).
-    fn collect_leaves(&mut self, e: &ast::Expr, out: &mut Vec<ast::Expr>) -> R<()> {
+    fn collect_leaves(&mut self, e: &Expr, out: &mut Vec<Expr>) -> R<()> {
         match &e.kind {
             ExprKind::Binary(_, l, r) => {
                 self.collect_leaves(l, out)?;
@@ -297,11 +316,11 @@ impl<'a> Scope<'a> {
             }
             ExprKind::Unary(_, x) => self.collect_leaves(x, out),
             // `cast` and `scale` are per-value: part of the one loop, not operands of it.
-            ExprKind::Call { callee, args, .. } if is_per_value(&callee.to_string(), args) => {
-                self.collect_leaves(&args[0].value, out)
+            ExprKind::Op(op) if op.is_per_value() => {
+                self.collect_leaves(op.input().expect("a built-in has an input"), out)
             }
             _ => {
-                if let Ty::Tensor(t) = self.ty(e)?
+                if let ExprType::Tensor(t) = self.ty(e)?
                     && t.shape != Shape::scalar()
                     && !out.contains(e)
                 {
@@ -313,17 +332,11 @@ impl<'a> Scope<'a> {
     }
 
     /// A scalar expression of Rust type `want`.
-    pub fn scalar(&mut self, e: &ast::Expr, want: DType) -> R<TokenStream> {
+    pub fn scalar(&mut self, e: &Expr, want: DType) -> R<TokenStream> {
         self.scalar_with(e, want, &[], &[])
     }
 
-    fn scalar_with(
-        &mut self,
-        e: &ast::Expr,
-        want: DType,
-        leaves: &[ast::Expr],
-        dts: &[DType],
-    ) -> R<TokenStream> {
+    fn scalar_with(&mut self, e: &Expr, want: DType, leaves: &[Expr], dts: &[DType]) -> R<TokenStream> {
         if let Some(i) = leaves.iter().position(|l| l == e) {
             let v = format_ident!("__v{}", i);
             return Ok(convert(quote!(#v), dts[i], want));
@@ -332,16 +345,14 @@ impl<'a> Scope<'a> {
             ExprKind::Int(n) => Ok(number(*n as f64, Some(*n), want)),
             ExprKind::Float(x) => Ok(number(*x, None, want)),
             ExprKind::Bool(b) => Ok(quote!(#b)),
-            ExprKind::Path(p) if p.segments.len() == 1 => {
-                let name = p.segments[0].name.as_str();
-                if let Some(f) = self.fields.iter().find(|f| f.name == name) {
-                    let dt = f.ty.as_ref().map_or(want, |t| t.dtype);
-                    let l = local(name);
-                    return Ok(convert(quote!(#l), dt, want));
-                }
-                let param =
-                    self.decls.params.iter().find(|q| q.name == name).ok_or(format!("unknown `{name}`"))?;
-                let from = match param.ty {
+            ExprKind::Field(name) => {
+                let f = self.fields.iter().find(|f| &f.name == name).ok_or(format!("unknown `{name}`"))?;
+                let dt = f.ty.as_ref().map_or(want, |t| t.dtype);
+                let l = local(name);
+                Ok(convert(quote!(#l), dt, want))
+            }
+            ExprKind::Param { name, ty } => {
+                let from = match ty {
                     ParamType::U32 => DType::U32,
                     ParamType::U64 | ParamType::Size => DType::U64,
                     ParamType::I64 => DType::I64,
@@ -362,74 +373,48 @@ impl<'a> Scope<'a> {
             }
             ExprKind::Binary(op, l, r) => {
                 let own = match self.ty(e)? {
-                    Ty::Tensor(t) => t.dtype,
-                    Ty::Float => DType::F64,
+                    ExprType::Tensor(t) => t.dtype,
+                    ExprType::Float => DType::F64,
                     _ => DType::I64,
                 };
-                let v = match op {
-                    BinaryOp::And | BinaryOp::Or => {
-                        let (a, b) = (
-                            self.scalar_with(l, DType::Bool, leaves, dts)?,
-                            self.scalar_with(r, DType::Bool, leaves, dts)?,
-                        );
-                        if *op == BinaryOp::And { quote!((#a && #b)) } else { quote!((#a || #b)) }
-                    }
-                    BinaryOp::Eq
-                    | BinaryOp::Ne
-                    | BinaryOp::Lt
-                    | BinaryOp::Le
-                    | BinaryOp::Gt
-                    | BinaryOp::Ge => {
-                        let c = self.common(l, r)?;
-                        let (a, b) =
-                            (self.scalar_with(l, c, leaves, dts)?, self.scalar_with(r, c, leaves, dts)?);
-                        let o: TokenStream = op.symbol().parse().map_err(|_| "operator".to_string())?;
-                        quote!((#a #o #b))
-                    }
-                    _ => {
-                        let (a, b) =
-                            (self.scalar_with(l, own, leaves, dts)?, self.scalar_with(r, own, leaves, dts)?);
-                        arith(*op, own, a, b, &mut self.fallible)
-                    }
-                };
-                let have = if matches!(
-                    op,
-                    BinaryOp::And
-                        | BinaryOp::Or
-                        | BinaryOp::Eq
-                        | BinaryOp::Ne
-                        | BinaryOp::Lt
-                        | BinaryOp::Le
-                        | BinaryOp::Gt
-                        | BinaryOp::Ge
-                ) {
-                    DType::Bool
+                let v = if op.is_logical() {
+                    let (a, b) = (
+                        self.scalar_with(l, DType::Bool, leaves, dts)?,
+                        self.scalar_with(r, DType::Bool, leaves, dts)?,
+                    );
+                    if *op == BinaryOp::And { quote!((#a && #b)) } else { quote!((#a || #b)) }
+                } else if op.is_comparison() {
+                    let c = self.common(l, r)?;
+                    let (a, b) = (self.scalar_with(l, c, leaves, dts)?, self.scalar_with(r, c, leaves, dts)?);
+                    let o: TokenStream = op.symbol().parse().map_err(|_| "operator".to_string())?;
+                    quote!((#a #o #b))
                 } else {
-                    own
+                    let (a, b) =
+                        (self.scalar_with(l, own, leaves, dts)?, self.scalar_with(r, own, leaves, dts)?);
+                    arith(*op, own, a, b, &mut self.fallible)
                 };
+                let have = if op.is_logical() || op.is_comparison() { DType::Bool } else { own };
                 Ok(convert(v, have, want))
             }
-            ExprKind::Call { callee, args, .. }
-                if !leaves.is_empty() && is_per_value(&callee.to_string(), args) =>
-            {
+            ExprKind::Op(op) if !leaves.is_empty() && op.is_per_value() => {
                 // Inside an elementwise loop: `cast(x, T)` is a conversion of each value,
                 // `scale(x, f)` a conversion and a product.
                 let t = self.tensor_ty(e)?;
-                let x = &args[0].value;
+                let x = op.input().expect("a built-in has an input");
                 let from = self.tensor_ty(x)?.dtype;
                 let v = self.scalar_with(x, from, leaves, dts)?;
                 let v = convert(v, from, t.dtype);
-                let v = if callee.to_string() == "scale" {
-                    let factor = self.scalar(&args[1].value, t.dtype)?;
+                let v = if let Op::Scale { factor, .. } = &**op {
+                    let factor = self.scalar(factor, t.dtype)?;
                     quote!((#v * #factor))
                 } else {
                     v
                 };
                 Ok(convert(v, t.dtype, want))
             }
-            ExprKind::Call { callee, args, .. } => {
+            ExprKind::Op(op) => {
                 let t = self.tensor_ty(e)?;
-                let v = self.call(&callee.to_string(), args, e)?;
+                let v = self.call(op, e)?;
                 Ok(convert(v, t.dtype, want))
             }
             _ => Err(format!("`{e}` is not a number")),
@@ -437,13 +422,11 @@ impl<'a> Scope<'a> {
     }
 
     /// The type two operands of a comparison are compared in.
-    fn common(&mut self, l: &ast::Expr, r: &ast::Expr) -> R<DType> {
+    fn common(&self, l: &Expr, r: &Expr) -> R<DType> {
         let (a, b) = (self.ty(l)?, self.ty(r)?);
-        let dt = |t: &Ty| match t {
-            Ty::Tensor(t) => Some(t.dtype),
-            _ => None,
-        };
-        let floats = [&a, &b].iter().any(|t| matches!(t, Ty::Float) || dt(t).is_some_and(DType::is_float));
+        let dt = |t: &ExprType| t.tensor().map(|t| t.dtype);
+        let floats =
+            [&a, &b].iter().any(|t| matches!(t, ExprType::Float) || dt(t).is_some_and(DType::is_float));
         Ok(if floats {
             if [&a, &b].iter().any(|t| dt(t) == Some(DType::F64)) { DType::F64 } else { DType::F32 }
         } else {
@@ -451,78 +434,73 @@ impl<'a> Scope<'a> {
         })
     }
 
-    /// A built-in operation or a declared `extern fn`.
-    fn call(&mut self, name: &str, args: &[ast::Arg], e: &ast::Expr) -> R<TokenStream> {
+    /// A built-in operation or a declared `extern fn` (`e` is the call).
+    fn call(&mut self, op: &Op, e: &Expr) -> R<TokenStream> {
         let out_ty = self.tensor_ty(e)?;
-        let Some((params, _)) = crate::sema::ops::signature(name) else { return self.user_fn(name, args) };
-        let (bound, _) = crate::sema::args::bind(params, args);
-        let arg = |i: usize| bound.get(i).copied().flatten().map(|a| &a.value);
-        let x = arg(0).ok_or_else(|| format!("`{name}` needs an argument"))?;
-        match name {
-            "decode_raw" => {
+        match op {
+            Op::DecodeRaw { bytes, .. } => {
                 let t = scalar(out_ty.dtype);
-                let b = self.bytes(x)?;
+                let b = self.bytes(bytes)?;
                 Ok(quote!(__sl::ops::decode_raw::<#t>(#b)?))
             }
-            "decode_jpeg" | "decode_png" => {
-                let b = self.bytes(x)?;
-                let c = arg(1).map_or(Ok(quote!(3usize)), |c| self.count(c))?;
-                let f = format_ident!("{}", name);
+            Op::DecodeImage { bytes, channels, .. } => {
+                let b = self.bytes(bytes)?;
+                let c = match channels {
+                    None => quote!(3usize),
+                    Some(n) => {
+                        let v = number(*n as f64, Some(*n), DType::U64);
+                        quote!((#v as usize))
+                    }
+                };
+                let f = format_ident!("{}", op.name());
                 Ok(quote!(__sl::ops::#f(#b, #c)?))
             }
-            "reshape" => {
+            Op::Reshape { x, dims } => {
                 let v = self.owned(x)?;
-                let dims = match arg(1).map(|a| &a.kind) {
-                    Some(ExprKind::List(items)) => items
-                        .iter()
-                        .map(|i| match i.kind {
-                            ExprKind::Int(n) => Ok(Literal::usize_suffixed(n as usize)),
-                            _ => Err("reshape sizes are integers".to_string()),
-                        })
-                        .collect::<R<Vec<_>>>()?,
-                    _ => return Err("reshape needs a list of sizes".into()),
-                };
+                let dims = dims.iter().map(|n| Literal::usize_suffixed(*n as usize));
                 Ok(quote!(__sl::ops::reshape(#v, &[#(#dims),*])?))
             }
-            "resize" | "center_crop" | "random_crop" => {
-                let v = self.borrowed(x)?;
-                let h = self.count(arg(1).ok_or("height")?)?;
-                let w = self.count(arg(2).ok_or("width")?)?;
-                let f = format_ident!("{}", name);
-                if name == "random_crop" {
-                    let rng = self.rng(arg(3))?;
-                    Ok(quote!({ #rng __sl::ops::random_crop(#v, #h, #w, &mut __rng)? }))
-                } else {
-                    Ok(quote!(__sl::ops::#f(#v, #h, #w)?))
-                }
+            Op::Resize { image, h, w } | Op::CenterCrop { image, h, w } => {
+                let v = self.borrowed(image)?;
+                let h = self.count(h)?;
+                let w = self.count(w)?;
+                let f = format_ident!("{}", op.name());
+                Ok(quote!(__sl::ops::#f(#v, #h, #w)?))
             }
-            "random_flip" => {
-                let v = self.owned(x)?;
-                let rng = self.rng(arg(1))?;
+            Op::RandomCrop { image, h, w, seed } => {
+                let v = self.borrowed(image)?;
+                let h = self.count(h)?;
+                let w = self.count(w)?;
+                let rng = self.rng(seed.as_ref())?;
+                Ok(quote!({ #rng __sl::ops::random_crop(#v, #h, #w, &mut __rng)? }))
+            }
+            Op::RandomFlip { image, seed } => {
+                let v = self.owned(image)?;
+                let rng = self.rng(seed.as_ref())?;
                 Ok(quote!({ #rng __sl::Flip::random_flip(#v, &mut __rng) }))
             }
-            "cast" | "scale" => {
+            Op::Cast { x, .. } | Op::Scale { x, .. } => {
                 let from = self.tensor_ty(x)?;
                 let (s, d) = (scalar(from.dtype), scalar(out_ty.dtype));
-                let body = if name == "cast" {
-                    quote!(__sl::ops::cast::<#s, #d>(v))
-                } else {
-                    let factor = self.scalar(arg(1).ok_or("factor")?, out_ty.dtype)?;
-                    quote!(__sl::ops::cast::<#s, #d>(v) * #factor)
+                let body = match op {
+                    Op::Scale { factor, .. } => {
+                        let factor = self.scalar(factor, out_ty.dtype)?;
+                        quote!(__sl::ops::cast::<#s, #d>(v) * #factor)
+                    }
+                    _ => quote!(__sl::ops::cast::<#s, #d>(v)),
                 };
+                let v = self.owned(x)?;
                 if repr(&from)? == Repr::Scalar {
-                    let v = self.owned(x)?;
                     Ok(quote!({ let v: #s = #v; #body }))
                 } else {
-                    let v = self.owned(x)?;
                     Ok(quote!(__sl::Array::map(#v, |v: #s| -> #d { #body })))
                 }
             }
-            "normalize" => {
+            Op::Normalize { x, mean, std } => {
                 let from = self.tensor_ty(x)?;
                 let s = scalar(from.dtype);
-                let mean = self.floats(arg(1).ok_or("mean")?)?;
-                let std = self.floats(arg(2).ok_or("std")?)?;
+                let mean = self.floats(mean)?;
+                let std = self.floats(std)?;
                 let v = self.owned(x)?;
                 if repr(&from)? == Repr::Scalar {
                     Ok(
@@ -537,24 +515,23 @@ impl<'a> Scope<'a> {
                     Ok(quote!(__sl::ops::normalize(#v, &[#(#mean),*], &[#(#std),*])?))
                 }
             }
-            "transpose" => {
+            Op::Transpose { x, layout } => {
                 let v = self.borrowed(x)?;
-                let layout = arg(1).map(ToString::to_string).unwrap_or_default();
-                let f = format_ident!("transpose_{}", layout);
+                let f = format_ident!("transpose_{}", layout.name());
                 Ok(quote!(__sl::ops::#f(#v)?))
             }
-            "one_hot" => {
-                let from = self.tensor_ty(x)?;
-                let v = self.scalar(x, from.dtype)?;
-                let depth = self.count(arg(1).ok_or("depth")?)?;
+            Op::OneHot { label, depth } => {
+                let from = self.tensor_ty(label)?;
+                let v = self.scalar(label, from.dtype)?;
+                let depth = self.count(depth)?;
                 Ok(quote!(__sl::ops::one_hot(#v, #depth)?))
             }
-            other => Err(format!("unknown operation `{other}`")),
+            Op::Extern { path, args } => self.user_fn(path, args),
         }
     }
 
     /// A call of a declared `extern fn`, resolved from the crate root.
-    fn user_fn(&mut self, name: &str, args: &[ast::Arg]) -> R<TokenStream> {
+    fn user_fn(&mut self, name: &str, args: &[Expr]) -> R<TokenStream> {
         let decl = self
             .decls
             .externs
@@ -564,11 +541,7 @@ impl<'a> Scope<'a> {
             .ok_or_else(|| format!("unknown function `{name}`"))?;
         let mut values = Vec::new();
         for ((_, pty), a) in decl.params.iter().zip(args) {
-            values.push(if repr(pty)? == Repr::Scalar {
-                self.scalar(&a.value, pty.dtype)?
-            } else {
-                self.owned(&a.value)?
-            });
+            values.push(if repr(pty)? == Repr::Scalar { self.scalar(a, pty.dtype)? } else { self.owned(a)? });
         }
         let path: syn::Path =
             syn::parse_str(&format!("crate::{name}")).map_err(|e| format!("path `{name}`: {e}"))?;
@@ -576,13 +549,13 @@ impl<'a> Scope<'a> {
     }
 
     /// A count argument as `usize`.
-    fn count(&mut self, e: &ast::Expr) -> R<TokenStream> {
+    fn count(&mut self, e: &Expr) -> R<TokenStream> {
         let v = self.scalar(e, DType::U64)?;
         Ok(quote!((#v as usize)))
     }
 
     /// A list of float constants (or one number, or a parameter) as `f32` values.
-    fn floats(&mut self, e: &ast::Expr) -> R<Vec<TokenStream>> {
+    fn floats(&mut self, e: &Expr) -> R<Vec<TokenStream>> {
         match &e.kind {
             ExprKind::List(items) => items.iter().map(|i| self.scalar(i, DType::F32)).collect(),
             _ => Ok(vec![self.scalar(e, DType::F32)?]),
@@ -590,7 +563,7 @@ impl<'a> Scope<'a> {
     }
 
     /// `let mut __rng = ...;` for one random operation of one element.
-    fn rng(&mut self, seed: Option<&ast::Expr>) -> R<TokenStream> {
+    fn rng(&mut self, seed: Option<&Expr>) -> R<TokenStream> {
         self.random = true;
         let id = *self.next_rng;
         *self.next_rng += 1;
@@ -603,42 +576,15 @@ impl<'a> Scope<'a> {
     }
 }
 
-/// Whether a call is a per-value conversion (`cast(x, T)`, `scale(x, f)` with both
-/// arguments positional) that an elementwise loop can apply to each value.
-fn is_per_value(callee: &str, args: &[ast::Arg]) -> bool {
-    matches!(callee, "cast" | "scale") && args.len() == 2 && args.iter().all(|a| a.name.is_none())
-}
-
-/// The value of a constant number expression (`1.0 / 255.0`).
-fn const_f64(e: &ast::Expr) -> Option<f64> {
-    match &e.kind {
-        ExprKind::Int(n) => Some(*n as f64),
-        ExprKind::Float(x) => Some(*x),
-        ExprKind::Unary(UnaryOp::Neg, x) => const_f64(x).map(|v| -v),
-        ExprKind::Binary(op, l, r) => {
-            let (a, b) = (const_f64(l)?, const_f64(r)?);
-            match op {
-                BinaryOp::Add => Some(a + b),
-                BinaryOp::Sub => Some(a - b),
-                BinaryOp::Mul => Some(a * b),
-                BinaryOp::Div => Some(a / b),
-                _ => None,
-            }
-        }
-        _ => None,
+/// The type of a row's value as a whole batch column (`[n, ...]`), or `None` for a
+/// variable-length one.
+pub fn batched(t: &TensorType) -> Option<TensorType> {
+    let mut dims = vec![Dim::Named("n".into())];
+    match &t.shape {
+        Shape::Dims(d) => dims.extend(d.iter().cloned()),
+        Shape::Var => return None,
     }
-}
-
-/// How often `e` reads field `name`.
-pub fn count_reads(e: &ast::Expr, name: &str) -> usize {
-    match &e.kind {
-        ExprKind::Path(p) => usize::from(p.segments.len() == 1 && p.segments[0].name == name),
-        ExprKind::List(items) => items.iter().map(|i| count_reads(i, name)).sum(),
-        ExprKind::Call { args, .. } => args.iter().map(|a| count_reads(&a.value, name)).sum(),
-        ExprKind::Unary(_, x) => count_reads(x, name),
-        ExprKind::Binary(_, l, r) => count_reads(l, name) + count_reads(r, name),
-        _ => 0,
-    }
+    Some(TensorType { dtype: t.dtype, shape: Shape::Dims(dims) })
 }
 
 /// A number literal of type `want`.

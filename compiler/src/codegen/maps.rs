@@ -6,32 +6,34 @@ use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
 
 use super::context::{Gen, MapFn, R};
-use super::expr::{Scope, count_reads, local};
+use super::expr::{Scope, batched, local};
 use super::types::{Repr, field_ident, fixed_dims, repr, scalar};
-use crate::ir::plan::{Element, FieldType, MapOp};
-use crate::ir::types::{DType, TensorType};
+use crate::ir::expr::Expr;
+use crate::ir::plan::{Element, FieldType, MapOp, RustKind};
+use crate::ir::types::DType;
 
 impl Gen<'_> {
     /// A `map` or `filter` with Rust code (`pipeline!`): the code is called as written,
-    /// with the tokens' own spans, so a type error in it points at it.
+    /// with the tokens' own spans (from the pipeline's table of Rust tokens), so a type
+    /// error in it points at it.
     pub(super) fn rust_stage(
         &mut self,
-        kind: crate::ir::plan::RustKind,
-        code: &crate::ast::RustCode,
+        kind: RustKind,
+        code: &str,
+        code_index: usize,
         input: &Element,
     ) -> R<TokenStream> {
         let Element::Fields(fields) = input else {
             return Err("Rust code on elements without fields".into());
         };
         let rec = self.record(fields)?;
-        let code = if code.tokens.is_empty() {
-            code.text.parse::<TokenStream>().map_err(|e| format!("Rust code `{}`: {e}", code.text))?
-        } else {
-            code.tokens.clone()
+        let code = match self.rust_code.get(code_index) {
+            Some(tokens) if !tokens.is_empty() => tokens.clone(),
+            _ => code.parse::<TokenStream>().map_err(|e| format!("Rust code `{code}`: {e}"))?,
         };
         let span = code.clone().into_iter().next().map_or_else(proc_macro2::Span::call_site, |t| t.span());
         Ok(match kind {
-            crate::ir::plan::RustKind::Filter => {
+            RustKind::Filter => {
                 let f = quote::quote_spanned!(span=> __sluice_filter(#code));
                 quote! {
                     let ds = {
@@ -41,7 +43,7 @@ impl Gen<'_> {
                     };
                 }
             }
-            crate::ir::plan::RustKind::Map => {
+            RustKind::Map => {
                 let f = quote::quote_spanned!(span=> __sluice_map(#code));
                 quote! {
                     let ds = {
@@ -55,7 +57,7 @@ impl Gen<'_> {
     }
 
     /// The predicate function of a filter over elements `e`.
-    pub(super) fn predicate(&mut self, e: &Element, conditions: &[crate::ast::Expr]) -> R<Ident> {
+    pub(super) fn predicate(&mut self, e: &Element, conditions: &[Expr]) -> R<Ident> {
         let Element::Fields(fields) = e else { return Err("a filter on elements without fields".into()) };
         let rec = self.record(fields)?;
         let name = self.fresh("keep");
@@ -66,7 +68,7 @@ impl Gen<'_> {
             parts.push(scope.scalar(c, DType::Bool)?);
         }
         let reads: Vec<&FieldType> =
-            fields.iter().filter(|f| conditions.iter().any(|c| count_reads(c, &f.name) > 0)).collect();
+            fields.iter().filter(|f| conditions.iter().any(|c| c.count_reads(&f.name) > 0)).collect();
         let binds: Vec<TokenStream> = reads
             .iter()
             .map(|f| {
@@ -190,7 +192,7 @@ impl Gen<'_> {
                 continue;
             }
             match &ops[k] {
-                MapOp::Assign { target, expr, ty, .. } => body.extend(scope.statement(target, expr, ty)?),
+                MapOp::Assign { target, value, ty, .. } => body.extend(scope.statement(target, value, ty)?),
                 MapOp::ParseExample { .. } => return Err("`parse_example` after other operations".into()),
             }
             k += 1;
@@ -357,14 +359,6 @@ impl Gen<'_> {
         if !ops.iter().all(MapOp::is_elementwise) {
             return Ok(None);
         }
-        let batched = |t: &TensorType| -> Option<TensorType> {
-            let mut dims = vec![crate::ir::types::Dim::Named("n".into())];
-            match &t.shape {
-                crate::ir::types::Shape::Dims(d) => dims.extend(d.iter().cloned()),
-                crate::ir::types::Shape::Var => return None,
-            }
-            Some(TensorType { dtype: t.dtype, shape: crate::ir::types::Shape::Dims(dims) })
-        };
         let mut fields = Vec::new();
         let mut binds = TokenStream::new();
         let rec_in = self.record(in_fields)?;
@@ -394,12 +388,12 @@ impl Gen<'_> {
             fields.push(FieldType { name: f.name.clone(), ty: Some(bt) });
         }
         let mut next_rng = self.next_rng;
-        let mut scope = Scope::new(fields, self.decls, &mut next_rng);
+        let mut scope = Scope::columns(fields, self.decls, &mut next_rng);
         let mut assigned = Vec::new();
         for op in ops {
-            let MapOp::Assign { target, expr, ty, .. } = op else { return Ok(None) };
+            let MapOp::Assign { target, value, ty, .. } = op else { return Ok(None) };
             let Some(bt) = batched(ty) else { return Ok(None) };
-            match scope.statement(target, expr, &bt) {
+            match scope.statement(target, value, &bt) {
                 Ok(st) => binds.extend(st),
                 Err(_) => return Ok(None),
             }

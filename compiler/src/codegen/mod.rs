@@ -87,6 +87,8 @@ pub struct Unit<'a> {
     pub plan: &'a Plan,
     /// What runs: the chain of exec nodes and the device tail.
     pub physical: &'a PhysicalPlan,
+    /// The tokens of its Rust code (`pipeline!`), by a Rust stage's `code_index`.
+    pub rust_code: &'a [TokenStream],
 }
 
 /// The Rust of a file's pipelines (checked and planned by the

@@ -18,6 +18,7 @@ pub fn generate(c: &Unit<'_>, all: &[Unit<'_>]) -> R<(TokenStream, Vec<crate::ir
     let plan = c.plan;
     let mut g = Gen {
         decls: c.decls,
+        rust_code: c.rust_code,
         all,
         records: Vec::new(),
         items: TokenStream::new(),

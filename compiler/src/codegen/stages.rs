@@ -161,7 +161,9 @@ impl Gen<'_> {
                 let pred = self.predicate(input, conditions)?;
                 quote!(let ds = { let p = __params.clone(); ds.try_filter(move |x| #pred(&p, x)) };)
             }
-            Exec::Rust { input, kind, code } => self.rust_stage(*kind, code, input)?,
+            Exec::Rust { input, kind, code, code_index } => {
+                self.rust_stage(*kind, code, *code_index, input)?
+            }
             Exec::Select { from, to } => {
                 let a = self.record(from)?;
                 let b = self.record(to)?;

@@ -2,10 +2,15 @@
 //! both front ends lower into it, and the optimizer and code generator work on it.
 //!
 //! The types of values that flow through a pipeline ([`types`]), a pipeline's checked
-//! declarations ([`decls`]), the logical plan ([`plan`]) and the per-column kernels of a
-//! device tail ([`kernel`]).
+//! declarations ([`decls`]), the typed expressions of `map` and `filter` ([`expr`]) with
+//! their bound operations ([`op`]), the logical plan ([`plan`]), whether a plan's
+//! position can be resumed ([`resume`]) and the per-column kernels of a device tail
+//! ([`kernel`]).
 
 pub mod decls;
+pub mod expr;
 pub mod kernel;
+pub mod op;
 pub mod plan;
+pub mod resume;
 pub mod types;

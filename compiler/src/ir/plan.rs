@@ -8,7 +8,10 @@
 
 use std::fmt::{self, Write};
 
+use super::expr::Expr;
 use super::kernel::Kernel;
+use super::op::Op;
+pub use super::resume::resume_blocker;
 use super::types::{TensorType, Value};
 use crate::span::Span;
 
@@ -102,20 +105,16 @@ pub enum MapOp {
         /// The fields parsed (all of the schema, until `prune_fields` narrows them).
         fields: Vec<FieldType>,
     },
-    /// `target = expression`: the expression as written, with the type of its value.
+    /// `target = value`: the typed value, assigned to a field.
     Assign {
         /// The field written.
         target: String,
-        /// The operation's name (the callee, or `expr` for arithmetic).
-        op: String,
-        /// The expression as written.
-        text: String,
-        /// The type of the value.
+        /// The value.
+        value: Expr,
+        /// The value's type (the field's type after the assignment).
         ty: TensorType,
-        /// The fields the expression reads.
+        /// The fields the value reads.
         reads: Vec<String>,
-        /// The expression, for code generation (already type-checked against the fields).
-        expr: Box<crate::ast::Expr>,
     },
 }
 
@@ -188,20 +187,20 @@ impl MapOp {
     /// Whether the operation works value by value (`cast`, `scale`, `normalize`,
     /// arithmetic): the same on a row as on a whole batch column.
     pub fn is_elementwise(&self) -> bool {
-        matches!(self, MapOp::Assign { op, .. } if matches!(op.as_str(), "cast" | "scale" | "normalize" | "expr"))
+        matches!(self, MapOp::Assign { value, .. } if value.is_elementwise())
     }
 
     /// Whether the operation draws random numbers (`random_crop`, `random_flip`): its
     /// result depends on the element's position and epoch, not only on its value.
     pub fn is_random(&self) -> bool {
-        matches!(self, MapOp::Assign { op, .. } if matches!(op.as_str(), "random_crop" | "random_flip"))
+        matches!(self, MapOp::Assign { value, .. } if value.is_random())
     }
 
-    /// Its name in `explain`.
+    /// Its name in `explain`: the operation called, or `expr` for anything else.
     pub fn name(&self) -> &str {
         match self {
             MapOp::ParseExample { .. } => "parse_example",
-            MapOp::Assign { op, .. } => op,
+            MapOp::Assign { value, .. } => value.op().map_or("expr", Op::name),
         }
     }
 }
@@ -261,9 +260,9 @@ pub struct Filter {
     pub predicate: String,
     /// The fields the predicate reads.
     pub reads: Vec<String>,
-    /// The predicate's parts, all of which must hold (one per fused filter), for code
-    /// generation.
-    pub conditions: Vec<crate::ast::Expr>,
+    /// The predicate's parts, all of which must hold (one per fused filter), each a
+    /// scalar `bool`.
+    pub conditions: Vec<Expr>,
 }
 
 /// `map(code)` or `filter(code)` with Rust code (a closure or a function path, inside
@@ -276,8 +275,11 @@ pub struct RustStage {
     pub input: Box<Plan>,
     /// A map or a filter.
     pub kind: RustKind,
-    /// The code, called as written.
-    pub code: crate::ast::RustCode,
+    /// The code as written (what `explain` prints).
+    pub code: String,
+    /// The code's index in the pipeline's table of Rust tokens, which travels beside the
+    /// plan (the tokens keep their spans, so a type error in the code points at it).
+    pub code_index: usize,
 }
 
 /// What a [`RustStage`] does with its code.
@@ -308,7 +310,7 @@ pub struct MapFilter {
     /// The fields the predicate reads.
     pub reads: Vec<String>,
     /// The predicate's parts, all of which must hold.
-    pub conditions: Vec<crate::ast::Expr>,
+    pub conditions: Vec<Expr>,
 }
 
 /// Mixes the elements of other pipelines of the file, each draw picking an input with
@@ -636,7 +638,7 @@ impl Plan {
                     RustKind::Map => "RustMap:",
                     RustKind::Filter => "RustFilter:",
                 });
-                kv(&mut s, &[("code", n.code.text.clone())]);
+                kv(&mut s, &[("code", n.code.clone())]);
             }
             Plan::Shuffle(n) => {
                 s.push_str("Shuffle:");
@@ -729,120 +731,5 @@ impl Plan {
             depth += 1;
         }
         out
-    }
-}
-
-/// Why the position of this plan's pass cannot be saved and restored exactly (a resumed
-/// pass yields what an uninterrupted one would), or `None` when it can: every stage must
-/// give the same elements in the same order on every run, so no order left to timing
-/// (`deterministic: false` with several workers) and no randomness without a seed.
-pub fn resume_blocker(plan: &Plan) -> Option<String> {
-    let parallel = |p: &ArgValue| !matches!(p, ArgValue::Const(Value::Int(1)));
-    let unseeded_ops = |ops: &[MapOp]| {
-        ops.iter().find_map(|op| match op {
-            MapOp::Assign { op, expr, .. } if matches!(op.as_str(), "random_crop" | "random_flip") => {
-                // The argument bound to `seed`, as the typer and the code generator bind it.
-                let seeded = match (&expr.kind, crate::sema::ops::signature(op)) {
-                    (crate::ast::ExprKind::Call { args, .. }, Some((params, _))) => {
-                        let at = params.iter().position(|p| *p == "seed");
-                        let (bound, _) = crate::sema::args::bind(params, args);
-                        at.is_some_and(|i| bound.get(i).is_some_and(Option::is_some))
-                    }
-                    _ => false,
-                };
-                (!seeded).then(|| format!("`{op}` without a seed draws anew on every run"))
-            }
-            _ => None,
-        })
-    };
-    let mut node = Some(plan);
-    while let Some(n) = node {
-        let why = match n {
-            Plan::Interleave(i) if !i.deterministic && parallel(&i.parallel) => Some(
-                "`interleave(deterministic: false)` delivers records in the order they are read".to_string(),
-            ),
-            Plan::Map(Map { deterministic: false, parallel: p, .. })
-            | Plan::MapFilter(MapFilter { deterministic: false, parallel: p, .. })
-            | Plan::MapBatch(MapBatch { deterministic: false, parallel: p, .. })
-                if parallel(p) =>
-            {
-                Some("`map(deterministic: false)` delivers results in the order they complete".to_string())
-            }
-            Plan::Map(Map { ops, .. })
-            | Plan::MapFilter(MapFilter { ops, .. })
-            | Plan::MapBatch(MapBatch { ops, .. })
-            | Plan::DeviceTail(DeviceTail { ops, .. }) => unseeded_ops(ops),
-            Plan::Shuffle(Shuffle { seed: None, .. })
-            | Plan::ShuffleRepeat(ShuffleRepeat { seed: None, .. }) => {
-                Some("`shuffle` without a seed draws a new order on every run".to_string())
-            }
-            Plan::SampleFrom(SampleFrom { seed: None, .. }) => {
-                Some("`sample_from` without a seed draws anew on every run".to_string())
-            }
-            _ => None,
-        };
-        if why.is_some() {
-            return why;
-        }
-        node = n.input();
-    }
-    None
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn blocker(stages: &str) -> Option<String> {
-        let source = format!(
-            "pipeline p(files: glob = \"d/*\", seed: u64 = 1) {{
-                schema {{ image: bytes, label: i64 }}
-                {stages}
-            }}"
-        );
-        let checked = crate::compile(&source).into_result().unwrap_or_else(|d| panic!("{d:?}"));
-        resume_blocker(&checked[0].optimized.plan)
-    }
-
-    #[test]
-    fn seeded_ordered_pipelines_resume_and_others_say_why() {
-        let map = "map(parallel: auto) { parse_example(); image = decode_raw(image, u8); image = reshape(image, [4, 4, 3]);";
-        assert_eq!(
-            blocker(&format!(
-                "tfrecords(files); shuffle(100, seed: seed); {map} image = random_crop(image, 2, 2, seed: seed); \
-                 image = random_flip(image, seed: 3); }} batch(4);"
-            )),
-            None
-        );
-        for (stages, why) in [
-            ("tfrecords(files); shuffle(100); batch(4);", "`shuffle` without a seed"),
-            ("tfrecords(files); shuffle(100); repeat(); batch(4);", "`shuffle` without a seed"),
-            (
-                &format!("tfrecords(files); {map} image = random_flip(image); }} batch(4);"),
-                "`random_flip` without a seed",
-            ),
-            (
-                &format!("tfrecords(files); {map} image = random_crop(image, 2, 2); }} batch(4);"),
-                "`random_crop` without a seed",
-            ),
-            (
-                "files(files); interleave(cycle: 4, parallel: 2, deterministic: false) { tfrecord(); } batch(4);",
-                "`interleave(deterministic: false)`",
-            ),
-            (
-                "tfrecords(files); map(parallel: 4, deterministic: false) { parse_example(); } batch(4);",
-                "`map(deterministic: false)`",
-            ),
-        ] {
-            let got = blocker(stages);
-            assert!(got.as_deref().is_some_and(|g| g.contains(why)), "{stages}: {got:?}");
-        }
-        // One worker keeps the order whatever `deterministic` says.
-        assert_eq!(
-            blocker(
-                "tfrecords(files); map(parallel: 1, deterministic: false) { parse_example(); } batch(4);"
-            ),
-            None
-        );
     }
 }

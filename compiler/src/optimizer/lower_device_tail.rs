@@ -27,8 +27,9 @@
 //! that feeds a separate `batch` (it drew with the element's position in the pass) draws
 //! other numbers, as random and as reproducible.
 
-use crate::ast::{BinaryOp, Expr, ExprKind, UnaryOp};
+use crate::ir::expr::{BinaryOp, Expr, ExprKind, UnaryOp};
 use crate::ir::kernel::{Kernel, KernelOp, KernelSeed};
+use crate::ir::op::{Layout, Op};
 use crate::ir::plan::{Batch, Element, FieldType, MapOp, Plan, apply_ops};
 use crate::ir::types::{DType, Dim, Shape, TensorType};
 
@@ -185,45 +186,38 @@ fn fixed_shape(t: &TensorType) -> Option<Vec<usize>> {
 /// constants, on a fixed-shape value of a type kernels handle, and the chain it makes
 /// must be possible ([`Kernel::stages`]).
 fn kernel_ops(op: &MapOp, fields: &[FieldType]) -> Option<(Vec<KernelOp>, Option<KernelSeed>)> {
-    let MapOp::Assign { target, expr, ty, .. } = op else { return None };
+    let MapOp::Assign { target, value, ty, .. } = op else { return None };
     let from = field_type(fields, target)?;
     let shape = fixed_shape(from)?;
     fixed_shape(ty)?;
-    let is_target = |e: &Expr| matches!(&e.kind, ExprKind::Path(p) if p.segments.len() == 1 && p.segments[0].name == *target);
+    let is_target = |e: &Expr| e.field() == Some(target.as_str());
+    let int = |e: &Expr| match e.kind {
+        ExprKind::Int(n) => usize::try_from(n).ok(),
+        _ => None,
+    };
     let mut seed = None;
-    let ops = match &expr.kind {
-        ExprKind::Call { callee, args, ret: None } => {
-            let name = callee.to_string();
-            let (params, _) = crate::sema::ops::signature(&name)?;
-            let (bound, errors) = crate::sema::args::bind(params, args);
-            if !errors.is_empty() {
+    let ops = match &value.kind {
+        ExprKind::Op(op) => {
+            if !op.input().is_some_and(is_target) {
                 return None;
             }
-            let arg = |i: usize| bound.get(i).copied().flatten().map(|a| &a.value);
-            if !is_target(arg(0)?) {
-                return None;
-            }
-            let int = |i: usize| match arg(i).map(|e| &e.kind) {
-                Some(ExprKind::Int(n)) => usize::try_from(*n).ok(),
-                _ => None,
-            };
             let cast_to = |d: DType| if from.dtype == d { vec![] } else { vec![KernelOp::Cast(d)] };
-            match name.as_str() {
+            match &**op {
                 // Rust's `as` saturates floats into integers where C's conversion is
                 // undefined out of range; bools convert differently too: those stay on
                 // the CPU.
-                "cast" if from.dtype.is_float() && !ty.dtype.is_float() => return None,
-                "cast" if from.dtype == DType::Bool || ty.dtype == DType::Bool => return None,
+                Op::Cast { .. } if from.dtype.is_float() && !ty.dtype.is_float() => return None,
+                Op::Cast { .. } if from.dtype == DType::Bool || ty.dtype == DType::Bool => return None,
                 // A scalar stays on the CPU (it is cheap there): a `one_hot` on the GPU then
                 // reads the host's value, which the device feed range-checks.
-                "cast" if shape.is_empty() => return None,
-                "cast" => vec![KernelOp::Cast(ty.dtype)],
-                "scale" => {
+                Op::Cast { .. } if shape.is_empty() => return None,
+                Op::Cast { .. } => vec![KernelOp::Cast(ty.dtype)],
+                Op::Scale { factor, .. } => {
                     let mut v = cast_to(ty.dtype);
-                    v.push(KernelOp::Scale(const_num(arg(1)?, ty.dtype)?));
+                    v.push(KernelOp::Scale(const_num(factor, ty.dtype)?));
                     v
                 }
-                "normalize" => {
+                Op::Normalize { mean, std, .. } => {
                     let floats = |e: &Expr| -> Option<Vec<f32>> {
                         match &e.kind {
                             ExprKind::List(items) => {
@@ -232,7 +226,7 @@ fn kernel_ops(op: &MapOp, fields: &[FieldType]) -> Option<(Vec<KernelOp>, Option
                             _ => Some(vec![const_num(e, DType::F32)? as f32]),
                         }
                     };
-                    let (mean, std) = (floats(arg(1)?)?, floats(arg(2)?)?);
+                    let (mean, std) = (floats(mean)?, floats(std)?);
                     // The runtime refuses a zero or non-finite deviation: leave it to say so.
                     if std.iter().any(|s| !s.is_finite() || *s == 0.0) {
                         return None;
@@ -241,26 +235,23 @@ fn kernel_ops(op: &MapOp, fields: &[FieldType]) -> Option<(Vec<KernelOp>, Option
                     v.push(KernelOp::Normalize { mean, std });
                     v
                 }
-                "transpose" => match arg(1)?.to_string().as_str() {
-                    "chw" => vec![KernelOp::TransposeChw],
-                    "hwc" => vec![KernelOp::TransposeHwc],
-                    _ => return None,
-                },
-                "center_crop" => vec![KernelOp::CenterCrop(int(1)?, int(2)?)],
-                "random_crop" => {
-                    seed = Some(seed_of(arg(3), fields)?);
-                    vec![KernelOp::RandomCrop { h: int(1)?, w: int(2)?, op: 0, seed: 0 }]
+                Op::Transpose { layout: Layout::Chw, .. } => vec![KernelOp::TransposeChw],
+                Op::Transpose { layout: Layout::Hwc, .. } => vec![KernelOp::TransposeHwc],
+                Op::CenterCrop { h, w, .. } => vec![KernelOp::CenterCrop(int(h)?, int(w)?)],
+                Op::RandomCrop { h, w, seed: s, .. } => {
+                    seed = Some(seed_of(s.as_ref())?);
+                    vec![KernelOp::RandomCrop { h: int(h)?, w: int(w)?, op: 0, seed: 0 }]
                 }
-                "random_flip" => {
-                    seed = Some(seed_of(arg(1), fields)?);
+                Op::RandomFlip { seed: s, .. } => {
+                    seed = Some(seed_of(s.as_ref())?);
                     vec![KernelOp::RandomFlip { op: 0, seed: 0 }]
                 }
-                "one_hot" => vec![KernelOp::OneHot(int(1)?)],
+                Op::OneHot { depth, .. } => vec![KernelOp::OneHot(int(depth)?)],
                 _ => return None,
             }
         }
         ExprKind::Binary(..) if ty.dtype.is_float() && from.dtype == ty.dtype => {
-            arith(expr, &is_target, ty.dtype)?
+            arith(value, &is_target, ty.dtype)?
         }
         _ => return None,
     };
@@ -325,17 +316,12 @@ fn const_num(e: &Expr, dt: DType) -> Option<f64> {
     })
 }
 
-/// The seed of a random operation: a constant, a parameter (a name that is not a field),
-/// or none (the run's seed).
-fn seed_of(e: Option<&Expr>, fields: &[FieldType]) -> Option<KernelSeed> {
+/// The seed of a random operation: a constant, a parameter, or none (the run's seed).
+fn seed_of(e: Option<&Expr>) -> Option<KernelSeed> {
     match e.map(|e| &e.kind) {
         None => Some(KernelSeed::Run),
         Some(ExprKind::Int(n)) => Some(KernelSeed::Const(*n)),
-        Some(ExprKind::Path(p))
-            if p.segments.len() == 1 && !fields.iter().any(|f| f.name == p.segments[0].name) =>
-        {
-            Some(KernelSeed::Param(p.segments[0].name.clone()))
-        }
+        Some(ExprKind::Param { name, .. }) => Some(KernelSeed::Param(name.clone())),
         _ => None,
     }
 }

@@ -5,6 +5,7 @@
 
 use std::fmt;
 
+use crate::ir::expr::Expr;
 use crate::ir::kernel::Kernel;
 use crate::ir::plan::{ArgValue, Element, FieldType, MapOp, RustKind, SampleFrom};
 
@@ -136,7 +137,7 @@ pub enum Exec {
         /// Keep the order.
         deterministic: bool,
         /// A fused filter's predicate parts, tested on the mapped element.
-        filter: Option<Vec<crate::ast::Expr>>,
+        filter: Option<Vec<Expr>>,
     },
     /// `batch` of serialized records and the map over each batch, as one stage: the map's
     /// workers gather each batch's records, not the thread that pulls them.
@@ -172,7 +173,7 @@ pub enum Exec {
         /// The elements.
         input: Element,
         /// The predicate's parts, all of which must hold.
-        conditions: Vec<crate::ast::Expr>,
+        conditions: Vec<Expr>,
     },
     /// Rust code in `map` or `filter` (`pipeline!`).
     Rust {
@@ -180,8 +181,10 @@ pub enum Exec {
         input: Element,
         /// A map or a filter.
         kind: RustKind,
-        /// The code.
-        code: crate::ast::RustCode,
+        /// The code as written.
+        code: String,
+        /// Its tokens' index in the pipeline's table of Rust code.
+        code_index: usize,
     },
     /// Keeps some fields.
     Select {

@@ -252,7 +252,9 @@ fn one(step: &Step<'_>, cx: &mut Cx<'_>) -> ExecNode {
             }
         }
         Plan::Filter(f) => Exec::Filter { input: input(), conditions: f.conditions.clone() },
-        Plan::Rust(r) => Exec::Rust { input: input(), kind: r.kind, code: r.code.clone() },
+        Plan::Rust(r) => {
+            Exec::Rust { input: input(), kind: r.kind, code: r.code.clone(), code_index: r.code_index }
+        }
         Plan::Select(_) => Exec::Select { from: input().fields().to_vec(), to: n.output().fields().to_vec() },
         Plan::Shuffle(s) => Exec::Shuffle {
             buffer: s.buffer.clone(),

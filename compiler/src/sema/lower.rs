@@ -16,8 +16,9 @@
 //! (of paths, or moved onto the file list by the optimizer), which cannot promise equal
 //! record counts.
 //!
-//! Per-field operations other than `parse_example` are kept as written; typing them is
-//! the next step of [3/9].
+//! Per-field operations and `filter` predicates are typed here ([`ops`](super::ops)):
+//! the plan holds them as typed IR expressions. Rust code (`pipeline!`) stays text in the
+//! plan; its tokens go to a table beside it.
 
 use crate::ast::{self, ExprKind, Span};
 use crate::diagnostic::Diagnostic;
@@ -44,11 +45,13 @@ pub fn sample_inputs(p: &ast::Pipeline) -> Vec<String> {
 }
 
 /// Lowers one pipeline; `None` (with diagnostics) when its structure is wrong.
-/// `pipelines` holds the other pipelines of the file lowered so far.
+/// `pipelines` holds the other pipelines of the file lowered so far; the tokens of the
+/// pipeline's Rust code go to `rust_code` (a [`RustStage`] holds its index there).
 pub fn lower(
     p: &ast::Pipeline,
     decls: &Declarations,
     pipelines: &Pipelines,
+    rust_code: &mut Vec<proc_macro2::TokenStream>,
     diags: &mut Vec<Diagnostic>,
 ) -> Option<Plan> {
     let stages: Vec<&ast::Stage> = p
@@ -190,7 +193,7 @@ pub fn lower(
                 })
             }
             "map" | "filter" if s.args.iter().any(|a| super::stages::is_rust(&a.value)) => {
-                rust_stage(s, input, diags)?
+                rust_stage(s, input, rust_code, diags)?
             }
             "map" => {
                 let mut element = input.output();
@@ -224,7 +227,8 @@ pub fn lower(
                     return None;
                 }
                 let fields = element.fields();
-                let ty = super::ops::Typer { fields, decls, diags }.value(pred)?;
+                let condition = super::ops::Typer { fields, decls, diags }.value(pred)?;
+                let ty = condition.tensor().expect("a value is a tensor");
                 if ty.dtype != crate::ir::types::DType::Bool || ty.shape != crate::ir::types::Shape::scalar()
                 {
                     diags.push(
@@ -241,8 +245,8 @@ pub fn lower(
                 Plan::Filter(Filter {
                     input,
                     predicate: pred.to_string(),
-                    reads: reads(pred, fields),
-                    conditions: vec![pred.clone()],
+                    reads: condition.reads(),
+                    conditions: vec![condition],
                 })
             }
             "select" => {
@@ -345,7 +349,13 @@ pub fn lower(
 }
 
 /// `map(code)` / `filter(code)` with Rust code: records with fields in, the same out.
-fn rust_stage(s: &ast::Stage, input: Box<Plan>, diags: &mut Vec<Diagnostic>) -> Option<Plan> {
+/// The code's tokens go to `rust_code`.
+fn rust_stage(
+    s: &ast::Stage,
+    input: Box<Plan>,
+    rust_code: &mut Vec<proc_macro2::TokenStream>,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<Plan> {
     let code = s.args.iter().find_map(|a| match &a.value.kind {
         ExprKind::Rust(code) => Some(code.clone()),
         _ => None,
@@ -364,7 +374,8 @@ fn rust_stage(s: &ast::Stage, input: Box<Plan>, diags: &mut Vec<Diagnostic>) -> 
         return None;
     }
     let kind = if s.name.name == "map" { RustKind::Map } else { RustKind::Filter };
-    Some(Plan::Rust(RustStage { input, kind, code }))
+    rust_code.push(code.tokens);
+    Some(Plan::Rust(RustStage { input, kind, code: code.text, code_index: rust_code.len() - 1 }))
 }
 
 /// `sample_from(a, b, weights: [...], seed: s)`: checks the pipelines mixed and the
@@ -457,32 +468,6 @@ fn sample_from(
     let seed = named("seed").map(|a| value(&a.value, decls));
     let stop_on_empty = matches!(named("stop_on_empty").map(|a| &a.value.kind), Some(ExprKind::Bool(true)));
     Some(Plan::SampleFrom(SampleFrom { inputs, weights, seed, stop_on_empty, output }))
-}
-
-/// The fields an expression reads: the names in it that are fields here (not callees,
-/// parameters or words).
-fn reads(e: &ast::Expr, fields: &[FieldType]) -> Vec<String> {
-    fn walk(e: &ast::Expr, fields: &[FieldType], out: &mut Vec<String>) {
-        match &e.kind {
-            ExprKind::Path(p) if p.segments.len() == 1 => {
-                let n = &p.segments[0].name;
-                if fields.iter().any(|f| &f.name == n) && !out.contains(n) {
-                    out.push(n.clone());
-                }
-            }
-            ExprKind::List(items) => items.iter().for_each(|i| walk(i, fields, out)),
-            ExprKind::Call { args, .. } => args.iter().for_each(|a| walk(&a.value, fields, out)),
-            ExprKind::Unary(_, x) => walk(x, fields, out),
-            ExprKind::Binary(_, l, r) => {
-                walk(l, fields, out);
-                walk(r, fields, out);
-            }
-            _ => {}
-        }
-    }
-    let mut out = Vec::new();
-    walk(e, fields, &mut out);
-    out
 }
 
 /// Whether plain `batch` can stack these elements into dense columns: fields of fixed
@@ -579,11 +564,9 @@ fn map_op(
     decls: &Declarations,
     diags: &mut Vec<Diagnostic>,
 ) -> Option<MapOp> {
-    let call_name = match &st.value.kind {
-        ExprKind::Call { callee, .. } => Some(callee.to_string()),
-        _ => None,
-    };
-    if call_name.as_deref() == Some("parse_example") && st.target.is_none() {
+    let parse =
+        matches!(&st.value.kind, ExprKind::Call { callee, .. } if callee.to_string() == "parse_example");
+    if parse && st.target.is_none() {
         return parse_example(st.span, element, decls, diags);
     }
     let Some(target) = &st.target else {
@@ -598,15 +581,12 @@ fn map_op(
         );
         return None;
     };
-    let fields = element.fields();
-    let ty = super::ops::Typer { fields, decls, diags }.value(&st.value)?;
+    let value = super::ops::Typer { fields: element.fields(), decls, diags }.value(&st.value)?;
     Some(MapOp::Assign {
         target: target.name.clone(),
-        op: call_name.unwrap_or_else(|| "expr".into()),
-        text: st.value.to_string(),
-        ty,
-        reads: reads(&st.value, fields),
-        expr: Box::new(st.value.clone()),
+        ty: value.tensor().expect("a value is a tensor").clone(),
+        reads: value.reads(),
+        value,
     })
 }
 

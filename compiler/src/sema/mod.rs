@@ -4,10 +4,12 @@
 //!
 //! So far: the declarations of a pipeline ([`decls`]): parameters and their defaults, the
 //! record schema, `budget`, `device` and `extern fn` signatures; and every stage against
-//! its signature ([`stages`]). Typing per-field operations and lowering to the logical
-//! plan come next ([3/9]).
+//! its signature ([`stages`]); per-field operations and `filter` predicates typed into
+//! the IR's typed expressions, their arguments bound once ([`ops`]); and the lowering to
+//! the logical plan ([`lower`]).
 
 pub mod args;
+mod calls;
 pub mod decls;
 pub mod lower;
 pub mod ops;
@@ -20,12 +22,16 @@ use crate::diagnostic::Diagnostic;
 
 /// A checked pipeline: its declarations and, when its structure is sound, its logical
 /// plan.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Checked {
     /// Parameters, schema, budget, device, user functions.
     pub decls: Declarations,
     /// The logical plan (`None` when the pipeline had errors that prevent lowering).
     pub plan: Option<crate::ir::plan::Plan>,
+    /// The tokens of the pipeline's Rust code (`pipeline!` only), with their spans, by
+    /// the index a [`RustStage`](crate::ir::plan::RustStage) holds: they travel beside
+    /// the plan, which names no token type. Empty when a stage has only the text.
+    pub rust_code: Vec<proc_macro2::TokenStream>,
 }
 
 /// Runs every semantic check on a parsed file and lowers each pipeline whose stages
@@ -35,6 +41,7 @@ pub fn check_file(file: &ast::File) -> (Vec<Checked>, Vec<Diagnostic>) {
     let names: Vec<&str> = file.pipelines.iter().map(|p| p.name.name.as_str()).collect();
     let deps: Vec<Vec<String>> = file.pipelines.iter().map(lower::sample_inputs).collect();
     let mut plans: Vec<Option<Option<crate::ir::plan::Plan>>> = vec![None; file.pipelines.len()];
+    let mut rust_code: Vec<Vec<proc_macro2::TokenStream>> = vec![Vec::new(); file.pipelines.len()];
     let mut lowered = lower::Pipelines::new();
     // Lower in dependency order: a pipeline after the pipelines it mixes.
     loop {
@@ -49,7 +56,7 @@ pub fn check_file(file: &ast::File) -> (Vec<Checked>, Vec<Diagnostic>) {
             let before = diags.len();
             stages::check_stages(p, &decls[i], &mut diags);
             let plan = if diags.len() == before {
-                lower::lower(p, &decls[i], &lowered, &mut diags)
+                lower::lower(p, &decls[i], &lowered, &mut rust_code[i], &mut diags)
                     .map(|plan| lower::device_tail(plan, decls[i].device))
             } else {
                 None
@@ -76,7 +83,11 @@ pub fn check_file(file: &ast::File) -> (Vec<Checked>, Vec<Diagnostic>) {
             );
         }
     }
-    let out =
-        decls.into_iter().zip(plans).map(|(d, plan)| Checked { decls: d, plan: plan.flatten() }).collect();
+    let out = decls
+        .into_iter()
+        .zip(plans)
+        .zip(rust_code)
+        .map(|((d, plan), rust_code)| Checked { decls: d, plan: plan.flatten(), rust_code })
+        .collect();
     (out, diags)
 }

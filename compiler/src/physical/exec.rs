@@ -3,8 +3,6 @@
 //! map's input already comes in batches). The code generator prints each as the
 //! runtime stage it names, and nothing else: it makes no choice of its own.
 
-use std::fmt;
-
 use crate::ir::expr::Expr;
 use crate::ir::kernel::Kernel;
 use crate::ir::plan::{ArgValue, Element, FieldType, MapOp, RustKind, SampleFrom};
@@ -324,16 +322,5 @@ impl Exec {
             Exec::MapBatch { batched: true, .. } => "input=batches of the reader".into(),
             _ => String::new(),
         }
-    }
-}
-
-impl fmt::Display for Compression {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Compression::Auto => "auto",
-            Compression::None => "none",
-            Compression::Gzip => "gzip",
-            Compression::Zlib => "zlib",
-        })
     }
 }

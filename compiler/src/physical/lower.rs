@@ -132,54 +132,43 @@ fn read_batches(
 ) -> usize {
     let next = &chain[i + 1];
     let batch = cx.stage(next.node);
-    let mut merged_bytes = 0;
-    for m in &next.merged {
-        merged_bytes = merged_bytes.max(cx.stage(m).bytes);
-    }
     let (size, drop_remainder) = match next.node {
         Plan::Batch(b) => (b.size.clone(), b.drop_remainder),
         Plan::MapBatch(m) => (m.size.clone(), m.drop_remainder),
         _ => unreachable!("reads_batches holds"),
     };
-    // One batch's bytes: a plain batch's own figure counts it twice (staging + batch).
+    // One batch's bytes: a plain batch's own figure counts it twice (staging + batch), a
+    // map + batch's its window of batches; the maps run on it may grow it.
     let mut per_batch = match next.node {
         Plan::Batch(_) => batch.bytes / 2,
-        _ => batch.bytes.max(merged_bytes) / batch.held.max(1),
+        _ => batch.bytes / batch.held.max(1),
     };
-    // The map that follows runs in the reader threads when it can: the batch is parsed
-    // where it was filled, with no hand-over in between.
-    let first = match (next.node, chain.get(i + 2).map(|s| s.node)) {
-        (Plan::MapBatch(_), _) => Some((ReaderMap::MapBatch(map_batch_fn(next)), 2)),
-        (Plan::Batch(_), Some(Plan::Map(m)))
-            if m.input.output() == Element::Batch(Box::new(Element::Record)) =>
-        {
-            let map = cx.stage(chain[i + 2].node);
-            per_batch = per_batch.max(map.bytes / map.held.max(1));
-            Some((ReaderMap::Map(map_fn(m)), 3))
-        }
-        _ => None,
+    let mut grow = |cx: &mut Cx<'_>, node: &Plan| {
+        let f = cx.stage(node);
+        per_batch = per_batch.max(f.bytes / f.held.max(1));
     };
+    // The maps that follow run in the reader threads, up to the first that draws random
+    // numbers: each batch is parsed where it was filled, with no hand-over in between. A
+    // random map + batch runs as a stage of its own on the readers' batches.
     let mut maps = Vec::new();
     let mut used = 2;
-    let mut random_map_batch = None;
-    match first {
-        Some((f, n)) if !reader_map_fn(&f).is_random() => {
-            maps.push(f);
-            used = n;
-            // Maps over the batches that follow run in the same reader threads.
-            while let Some(Step { node: node @ Plan::Map(m), .. }) = chain.get(i + used)
-                && matches!(m.input.output(), Element::Batch(_))
-                && !m.ops.iter().any(MapOp::is_random)
-            {
-                let map = cx.stage(node);
-                per_batch = per_batch.max(map.bytes / map.held.max(1));
-                maps.push(ReaderMap::Map(map_fn(m)));
-                used += 1;
-            }
+    let random_map_batch = match next.node {
+        Plan::MapBatch(_) => Some(map_batch_fn(next)).filter(MapFn::is_random),
+        _ => None,
+    };
+    if random_map_batch.is_none() {
+        if let Plan::MapBatch(_) = next.node {
+            next.merged.iter().for_each(|m| grow(cx, m));
+            maps.push(ReaderMap::MapBatch(map_batch_fn(next)));
         }
-        // A random map over the batches of records stays a stage of its own, after.
-        Some((ReaderMap::MapBatch(f), _)) => random_map_batch = Some(f),
-        _ => {}
+        while let Some(Step { node: node @ Plan::Map(m), .. }) = chain.get(i + used)
+            && matches!(m.input.output(), Element::Batch(_))
+            && !m.ops.iter().any(MapOp::is_random)
+        {
+            grow(cx, node);
+            maps.push(ReaderMap::Map(map_fn(m)));
+            used += 1;
+        }
     }
     let figures = cx.read_batches(il, per_batch);
     let exec = Exec::ReadBatches {
@@ -203,12 +192,6 @@ fn read_batches(
         out.push(ExecNode { exec, figures: batch });
     }
     used
-}
-
-fn reader_map_fn(m: &ReaderMap) -> &MapFn {
-    match m {
-        ReaderMap::MapBatch(f) | ReaderMap::Map(f) => f,
-    }
 }
 
 /// The exec node of one step on its own.

@@ -505,3 +505,35 @@ fn index_check_fails_on_a_stale_or_missing_index() {
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("no index"), "{}", stderr(&o));
 }
+
+/// A pipeline, parameter or field named by a word no Rust identifier can be (`self`,
+/// `Self`, `crate`, `super`) is a diagnostic in every command, never a panic of the code
+/// generator.
+#[test]
+fn reserved_words_of_rust_are_diagnostics_not_panics() {
+    let dir = tempfile::tempdir().unwrap();
+    for (what, source) in [
+        ("pipeline", "pipeline self(files: glob = \"d/*\") { tfrecords(files); }"),
+        ("parameter", "pipeline p(crate: glob = \"d/*\") { tfrecords(crate); }"),
+        (
+            "field",
+            "pipeline p(files: glob = \"d/*\") { schema { Self: i64 } tfrecords(files); map { parse_example(); } }",
+        ),
+        (
+            "field",
+            "pipeline p(files: glob = \"d/*\") { schema { x: i64 } tfrecords(files); map { parse_example(); super = x; } }",
+        ),
+    ] {
+        let file = dir.path().join("p.pipe");
+        std::fs::write(&file, source).unwrap();
+        for command in ["check", "emit", "explain", "run"] {
+            let o = sluice(&[command, file.to_str().unwrap()]);
+            assert_eq!(o.status.code(), Some(1), "{command} {source}: {}", stderr(&o));
+            assert!(
+                stderr(&o).contains("error[E0119]") && stderr(&o).contains(&format!("cannot name a {what}")),
+                "{command} {source}: {}",
+                stderr(&o)
+            );
+        }
+    }
+}

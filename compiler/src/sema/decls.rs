@@ -6,7 +6,8 @@
 //! type, E0103 default of the wrong type, E0104 not a constant, E0105 shaped parameter,
 //! E0106 constant arithmetic fails, E0110 duplicate feature, E0111 unknown dtype, E0112
 //! bad dimension, E0113 feature default does not fit, E0114 repeated declaration, E0116
-//! unknown device, E0117 bad budget, E0118 duplicate extern fn.
+//! unknown device, E0117 bad budget, E0118 duplicate extern fn, E0119 a pipeline,
+//! parameter or field named by a reserved word of Rust (`self`, `Self`, `crate`, `super`).
 
 use std::collections::HashMap;
 
@@ -34,8 +35,29 @@ pub fn check_declarations(file: &ast::File) -> (Vec<Declarations>, Vec<Diagnosti
             );
         }
     }
+    for p in &file.pipelines {
+        cx.diags.extend(reserved(&p.name, "pipeline"));
+    }
     let decls = file.pipelines.iter().map(|p| cx.pipeline(p)).collect();
     (decls, cx.diags)
+}
+
+/// The words of Rust that no identifier can be, not even a raw one (`r#self` is not
+/// Rust): a pipeline, parameter or field so named could not be generated.
+const RESERVED: &[&str] = &["self", "Self", "crate", "super"];
+
+/// E0119 when `name` is one of [`RESERVED`]; `what` names what it names.
+pub fn reserved(name: &ast::Ident, what: &str) -> Option<Diagnostic> {
+    RESERVED.contains(&name.name.as_str()).then(|| {
+        Diagnostic::error(
+            "E0119",
+            format!("`{}` cannot name a {what}: it is a reserved word of Rust", name.name),
+            name.span,
+            "reserved word",
+        )
+        .with_note("a pipeline compiles to Rust, where `self`, `Self`, `crate` and `super` name nothing else")
+        .with_help(format!("rename the {what}, e.g. `{}_`", name.name.to_lowercase()))
+    })
 }
 
 struct Cx {
@@ -59,6 +81,7 @@ impl Cx {
                 );
                 continue;
             }
+            self.diags.extend(reserved(&param.name, "parameter"));
             if let Some(decl) = self.param(param) {
                 d.params.push(decl);
             }
@@ -184,6 +207,7 @@ impl Cx {
                 );
                 continue;
             }
+            self.diags.extend(reserved(&f.name, "field"));
             let Some(ty) = self.tensor_type(&f.ty, false) else { continue };
             let default = f.default.as_ref().and_then(|e| {
                 let v = self.eval(e)?;

@@ -580,6 +580,10 @@ fn map_op(
         );
         return None;
     };
+    if let Some(d) = super::decls::reserved(target, "field") {
+        diags.push(d);
+        return None;
+    }
     let value = super::ops::Typer { fields: element.fields(), decls, diags }.value(&st.value)?;
     Some(MapOp::Assign {
         target: target.name.clone(),

@@ -84,3 +84,31 @@ mod no_input_panics {
         }
     }
 }
+
+/// Hostile sizes are diagnostics, never a stack overflow: an expression of 10 000 terms
+/// (E0003) and a pipeline of 100 000 stages (E0315); what stays within the bounds
+/// compiles to Rust on a test thread's stack.
+#[test]
+fn huge_expressions_and_pipelines_are_bounded() {
+    let expr = |terms: usize| {
+        let sum = vec!["x"; terms].join(" + ");
+        format!(
+            "pipeline p(files: glob = \"d/*\") {{ schema {{ x: i64 }} tfrecords(files); map {{ parse_example(); y = {sum}; }} }}"
+        )
+    };
+    let d = sluice_compiler::compile(&expr(10_000)).diagnostics;
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert_eq!(d[0].code, "E0003");
+    assert!(d[0].message.contains("operators in one statement"), "{}", d[0].message);
+    sluice_compiler::compile(&expr(200)).generate().expect("200 terms compile");
+    let stages = |n: usize| {
+        format!("pipeline p(files: glob = \"d/*\") {{ tfrecords(files);\n{}}}", "take(1000);\n".repeat(n))
+    };
+    let d = sluice_compiler::compile(&stages(100_000)).diagnostics;
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert_eq!(d[0].code, "E0315");
+    assert!(d[0].message.contains("100001 stages, more than 1024"), "{}", d[0].message);
+    let max = sluice_compiler::sema::MAX_STAGES;
+    let code = sluice_compiler::compile(&stages(max - 1)).generate().expect("the longest pipeline compiles");
+    assert!(code.to_pretty_string().matches(".take(").count() >= 1);
+}

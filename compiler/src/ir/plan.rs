@@ -549,22 +549,41 @@ impl Plan {
 
     /// The type of the elements this node produces.
     pub fn output(&self) -> Element {
-        match self {
-            Plan::Files(_) => Element::Path,
-            Plan::SampleFrom(n) => n.output.clone(),
-            Plan::Interleave(_) => Element::Record,
-            Plan::Map(m) => m.output.clone(),
-            Plan::Select(n) => select_fields(&n.input.output(), &n.fields),
-            Plan::MapFilter(n) => n.output.clone(),
-            Plan::Batch(b) => Element::Batch(Box::new(b.input.output())),
-            Plan::MapBatch(m) => Element::Batch(Box::new(m.map_output.clone())),
-            Plan::DeviceTail(t) => t.output.clone(),
-            Plan::Unbatch(i) => match i.output() {
-                Element::Batch(inner) => *inner,
-                other => other,
-            },
-            other => other.input().map_or(Element::Path, Plan::output),
+        // Iteratively, not by recursion: down the chain to the first node whose output is
+        // its own, then back up through the nodes that change their input's (a chain is
+        // as long as the pipeline, and this runs on every thread's stack).
+        let mut above = Vec::new();
+        let mut node = self;
+        let mut element = loop {
+            match node {
+                Plan::Files(_) => break Element::Path,
+                Plan::SampleFrom(n) => break n.output.clone(),
+                Plan::Interleave(_) => break Element::Record,
+                Plan::Map(m) => break m.output.clone(),
+                Plan::MapFilter(n) => break n.output.clone(),
+                Plan::MapBatch(m) => break Element::Batch(Box::new(m.map_output.clone())),
+                Plan::DeviceTail(t) => break t.output.clone(),
+                other => match other.input() {
+                    Some(input) => {
+                        above.push(other);
+                        node = input;
+                    }
+                    None => break Element::Path,
+                },
+            }
+        };
+        for n in above.into_iter().rev() {
+            element = match n {
+                Plan::Select(s) => select_fields(&element, &s.fields),
+                Plan::Batch(_) => Element::Batch(Box::new(element)),
+                Plan::Unbatch(_) => match element {
+                    Element::Batch(inner) => *inner,
+                    other => other,
+                },
+                _ => element,
+            };
         }
+        element
     }
 
     /// `Name: key=value, …` for this node alone.

@@ -12,7 +12,8 @@
 //! through others), E0310 `sample_from` of an unknown pipeline, E0311 mixed pipelines of
 //! different element types, E0312 bad weights, E0313 Rust code in `map`/`filter`
 //! (`pipeline!`) on elements without fields, E0314 `shuffle(global)` anywhere but right
-//! after the reader of the files. (W0210, a `shard` whose workers read whole files, is
+//! after the reader of the files; E0315 (`sema::check_file`, before any lowering) a
+//! pipeline of more than `MAX_STAGES` stages. (W0210, a `shard` whose workers read whole files, is
 //! a check on the optimized plan: see the [`driver`](crate::driver).)
 //!
 //! Per-field operations and `filter` predicates are typed here ([`ops`](super::ops)):

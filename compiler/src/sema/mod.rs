@@ -34,9 +34,37 @@ pub struct Checked {
     pub rust_code: Vec<proc_macro2::TokenStream>,
 }
 
+/// The most stages one pipeline may have. A plan is a chain of nodes, each holding its
+/// input: walking, dropping or printing it goes as deep as the chain is long, and this
+/// bound keeps that within any thread's stack (a test compiles a pipeline this long on
+/// a test thread, whose stack is 2 MiB; twice as many still fit there).
+pub const MAX_STAGES: usize = 1024;
+
+/// E0315 for each pipeline of more than [`MAX_STAGES`] stages.
+fn too_many_stages(file: &ast::File) -> Vec<Diagnostic> {
+    let stages = |p: &ast::Pipeline| p.items.iter().filter(|i| matches!(i, ast::Item::Stage(_))).count();
+    file.pipelines
+        .iter()
+        .filter(|p| stages(p) > MAX_STAGES)
+        .map(|p| {
+            Diagnostic::error(
+                "E0315",
+                format!("pipeline `{}` has {} stages, more than {MAX_STAGES}", p.name, stages(p)),
+                p.name.span,
+                "too long",
+            )
+            .with_help("fuse stages (one `map` block takes many statements) or split the work into pipelines")
+        })
+        .collect()
+}
+
 /// Runs every semantic check on a parsed file and lowers each pipeline whose stages
 /// check cleanly: the pipelines and all diagnostics.
 pub fn check_file(file: &ast::File) -> (Vec<Checked>, Vec<Diagnostic>) {
+    let too_long = too_many_stages(file);
+    if !too_long.is_empty() {
+        return (Vec::new(), too_long);
+    }
     let (decls, mut diags) = check_declarations(file);
     let names: Vec<&str> = file.pipelines.iter().map(|p| p.name.name.as_str()).collect();
     let deps: Vec<Vec<String>> = file.pipelines.iter().map(lower::sample_inputs).collect();

@@ -40,10 +40,14 @@ pub const MAX_NESTING: usize = 128;
 pub const MAX_PREFIX_RUN: usize = 64;
 /// The largest source accepted, in bytes.
 pub const MAX_SOURCE: usize = 4 << 20;
+/// The most operator characters in one statement (`x + x + …`): every later pass walks an
+/// expression recursively, and the Rust generated from it must stay within what rustc
+/// compiles.
+pub const MAX_OPERATORS: usize = 256;
 
 /// Rejects input the recursive parser could not handle safely: too large, nested too
-/// deeply, or with too long a run of prefix operators (the problem, if any). Comments and
-/// strings are skipped.
+/// deeply, with too long a run of prefix operators, or with too many operators in one
+/// statement (the problem, if any). Comments and strings are skipped.
 fn guard(source: &str) -> Option<Diagnostic> {
     if source.len() > MAX_SOURCE {
         return Some(Diagnostic::error(
@@ -55,6 +59,8 @@ fn guard(source: &str) -> Option<Diagnostic> {
     }
     let bytes = source.as_bytes();
     let (mut depth, mut run, mut i) = (0usize, 0usize, 0usize);
+    // Operator characters since the start of the statement, and where it starts.
+    let (mut operators, mut statement) = (0usize, 0usize);
     while i < bytes.len() {
         let c = bytes[i];
         match c {
@@ -91,6 +97,24 @@ fn guard(source: &str) -> Option<Diagnostic> {
             }
             b')' | b']' | b'}' => depth = depth.saturating_sub(1),
             _ => {}
+        }
+        if matches!(c, b';' | b'{' | b'}') {
+            (operators, statement) = (0, i + 1);
+        } else if matches!(c, b'+' | b'-' | b'*' | b'/' | b'%' | b'<' | b'>' | b'=' | b'!' | b'&' | b'|') {
+            operators += 1;
+            if operators > MAX_OPERATORS {
+                let start =
+                    statement + (source[statement..i].len() - source[statement..i].trim_start().len());
+                return Some(
+                    Diagnostic::error(
+                        "E0003",
+                        format!("more than {MAX_OPERATORS} operators in one statement"),
+                        Span::new(start, i + 1),
+                        "too many operators",
+                    )
+                    .with_help("split the expression: assign parts of it to fields of their own"),
+                );
+            }
         }
         if c == b'-' || c == b'!' {
             run += 1;

@@ -537,3 +537,30 @@ fn reserved_words_of_rust_are_diagnostics_not_panics() {
         }
     }
 }
+
+/// An index that is a FIFO fails `index --check` at once, naming it (it used to wait for
+/// a writer forever).
+#[test]
+fn an_index_that_is_a_fifo_is_an_error_not_a_hang() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = generate("tabular", 10, 1, dir.path(), &[]);
+    let idx = index_path(&files[0]);
+    assert!(Command::new("mkfifo").arg(&idx).status().expect("mkfifo").success());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["index", "--check", s(&files[0])])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("`sluice index --check` waits on a FIFO index");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains(".idx") && stderr(&o).contains("not a regular file"), "{}", stderr(&o));
+}

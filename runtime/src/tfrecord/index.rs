@@ -185,8 +185,18 @@ impl Index {
     /// Loads the index at `index` and checks it against the open data file `file`
     /// (named `data` in errors).
     pub fn load_for(file: &File, data: &Path, index: &Path) -> Result<Index> {
-        let mut f = match File::open(index) {
-            Ok(f) => f,
+        // An index is a regular file, as data files are: opening a FIFO would wait for a
+        // writer forever, and a device has no size. Checked before opening it, and again
+        // on what was opened.
+        let regular = |m: &std::fs::Metadata| {
+            if m.is_file() {
+                Ok(())
+            } else {
+                Err(bad(index, "not a regular file (an index is a file `sluice index` writes)".to_string()))
+            }
+        };
+        match std::fs::metadata(index) {
+            Ok(m) => regular(&m)?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Err(bad(
                     index,
@@ -194,8 +204,11 @@ impl Index {
                 ));
             }
             Err(e) => return Err(Error::io(index, e)),
-        };
-        let size = f.metadata().map_err(|e| Error::io(index, e))?.len();
+        }
+        let mut f = File::open(index).map_err(|e| Error::io(index, e))?;
+        let meta = f.metadata().map_err(|e| Error::io(index, e))?;
+        regular(&meta)?;
+        let size = meta.len();
         // Validate the fixed part before allocating for the offsets: the declared count
         // must match the index's size and fit in the data file.
         let mut head = [0u8; HEAD_LEN];
@@ -395,6 +408,23 @@ mod tests {
 
     fn index(file_len: u64, offsets: Vec<u64>) -> Index {
         Index { file_len, head_crc: 1, tail_crc: 2, offsets }
+    }
+
+    /// An index that is a FIFO (or any non-regular file) is refused at once, naming it:
+    /// opening it would wait for a writer forever.
+    #[test]
+    fn an_index_that_is_not_a_regular_file_is_refused_without_waiting() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("a.tfrecord");
+        std::fs::write(&data, b"").unwrap();
+        let status = std::process::Command::new("mkfifo").arg(index_path(&data)).status().expect("mkfifo");
+        assert!(status.success());
+        let (tx, rx) = std::sync::mpsc::channel();
+        let d = data.clone();
+        std::thread::spawn(move || tx.send(Index::load(&d).map(|_| ()).map_err(|e| e.to_string())));
+        let got = rx.recv_timeout(std::time::Duration::from_secs(20)).expect("load returns, without waiting");
+        let err = got.expect_err("a FIFO is no index");
+        assert!(err.contains("a.tfrecord.idx") && err.contains("not a regular file"), "{err}");
     }
 
     #[test]

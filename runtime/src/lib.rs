@@ -40,6 +40,7 @@ pub mod permutation;
 pub mod rng;
 pub mod stage;
 pub mod synth;
+pub mod testing;
 pub mod tfrecord;
 #[cfg(feature = "torch")]
 pub mod torch;

@@ -271,7 +271,8 @@ fn without_a_gpu_the_launch_path_is_an_error_and_the_twin_is_noted() {
 #[test]
 fn on_a_gpu_the_kernel_matches_its_cpu_twin() {
     if !(gpu_available() && nvrtc_available()) {
-        eprintln!("on_a_gpu_the_kernel_matches_its_cpu_twin: skipped: {}", cpu_fallback_reason().unwrap());
+        let why = cpu_fallback_reason().unwrap_or_else(|| "no NVRTC".into());
+        sluice_runtime::testing::skip_gpu_test("on_a_gpu_the_kernel_matches_its_cpu_twin", &why);
         return;
     }
     let (b, h, w, c) = (5usize, 7usize, 9usize, 3usize);

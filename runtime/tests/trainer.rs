@@ -157,7 +157,10 @@ fn a_trainer_joined_to_a_world_of_one_trains_as_alone() {
 #[test]
 fn nccl_of_one_rank_trains_like_a_cpu_replica() {
     if sluice_runtime::torch::cuda_device_count() == 0 {
-        eprintln!("skipped: no CUDA device (the NCCL path needs a GPU)");
+        sluice_runtime::testing::skip_gpu_test(
+            "nccl_of_one_rank_trains_like_a_cpu_replica",
+            "no CUDA device (the NCCL path needs a GPU)",
+        );
         return;
     }
     let opt = nn::sgd(0.9, 0.0, 1e-4, false);
@@ -313,7 +316,10 @@ fn a_corrupt_pipeline_error_reaches_the_training_loop() {
 fn cuda_replicas_train_like_one_cpu_replica() {
     let gpus = sluice_runtime::torch::cuda_device_count();
     if gpus == 0 {
-        eprintln!("skipped: libtorch sees no CUDA device");
+        sluice_runtime::testing::skip_gpu_test(
+            "cuda_replicas_train_like_one_cpu_replica",
+            "libtorch sees no CUDA device",
+        );
         return;
     }
     let devices: Vec<Device> = (0..gpus).map(Device::Cuda).collect();

@@ -71,10 +71,8 @@ fn the_gpu_tail_equals_its_cpu_twin() {
         tail,
     );
     if gpus == 0 || feed.cpu_reason(&[Device::Cuda(0)]).is_some() {
-        eprintln!(
-            "skipped the GPU comparison: {}",
-            feed.cpu_reason(&[Device::Cuda(0)]).unwrap_or_else(|| "no CUDA device".into())
-        );
+        let why = feed.cpu_reason(&[Device::Cuda(0)]).unwrap_or_else(|| "no CUDA device".into());
+        sluice::runtime::testing::skip_gpu_test("the GPU comparison", &why);
         // The feed falls back to the twin: the same batches as the twin itself.
         let (a, b) = (pass(&feed, 1, &[Device::Cpu], 0), pass(&twin, 1, &[Device::Cpu], 0));
         assert_eq!(a.len(), b.len());

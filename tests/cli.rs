@@ -564,3 +564,21 @@ fn an_index_that_is_a_fifo_is_an_error_not_a_hang() {
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(stderr(&o).contains(".idx") && stderr(&o).contains("not a regular file"), "{}", stderr(&o));
 }
+
+/// A file with no pipeline cannot be run: a usage error naming the file, before any
+/// runner is built.
+#[test]
+fn running_a_file_without_a_pipeline_names_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("empty.pipe");
+    std::fs::write(&file, "// nothing here yet\n").unwrap();
+    assert!(sluice(&["check", s(&file)]).status.success());
+    let o = sluice(&["run", s(&file)]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!("{}: the file has no pipeline to run", file.display())),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!stderr(&o).contains("compiling"), "{}", stderr(&o));
+}

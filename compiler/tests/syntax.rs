@@ -112,3 +112,13 @@ fn huge_expressions_and_pipelines_are_bounded() {
     let code = sluice_compiler::compile(&stages(max - 1)).generate().expect("the longest pipeline compiles");
     assert!(code.to_pretty_string().matches(".take(").count() >= 1);
 }
+
+/// A byte-order mark at the start of a file (some editors write one) is whitespace, not
+/// an invisible token the parser stumbles on.
+#[test]
+fn a_byte_order_mark_is_whitespace() {
+    let source = "\u{FEFF}pipeline p(files: glob = \"d/*\") { tfrecords(files); }\n";
+    let c = sluice_compiler::compile(source);
+    assert!(c.diagnostics.is_empty(), "{:?}", c.diagnostics);
+    assert_eq!(c.pipelines.len(), 1);
+}

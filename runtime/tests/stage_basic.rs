@@ -142,6 +142,9 @@ fn files_are_sorted_or_shuffled_per_epoch() {
     assert_eq!(shuffled[..6].iter().collect::<BTreeSet<_>>(), paths.iter().collect::<BTreeSet<_>>());
     let err = sluice_runtime::stage::files(&format!("{}/*.nothing", dir.path().display())).unwrap_err();
     assert!(err.to_string().contains("no files match"), "{err}");
+    // A pattern matching only what is not a regular file says so.
+    let err = sluice_runtime::stage::files("/dev/zero").unwrap_err().to_string();
+    assert!(err.contains("matches /dev/zero, which is not a regular file"), "{err}");
     assert!(sluice_runtime::stage::files("[").is_err());
     assert_eq!(Files::from_paths(paths.clone()).paths(), &paths[..]);
     // Indexes beside the files are not data files.

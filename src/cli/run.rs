@@ -81,6 +81,9 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
                 names.join(", ")
             )));
         }
+        None if names.is_empty() => {
+            return Err(Failure::Usage(format!("{}: the file has no pipeline to run", args.file.display())));
+        }
         None if names.len() > 1 => {
             return Err(Failure::Usage(format!(
                 "{}: name the pipeline to run: {}",

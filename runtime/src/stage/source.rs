@@ -88,20 +88,32 @@ impl DataIter for RangeIter {
 
 /// The files matching a glob pattern, sorted; an error names the pattern when it is
 /// invalid or matches nothing. Record indexes (`*.idx`, written by `sluice index` beside
-/// their files) are never matched, so `data/*` still means the data files.
+/// their files) are never matched, so `data/*` still means the data files. Only regular
+/// files are data: a pattern that matches nothing else (a device, a FIFO) says so.
 pub fn files(pattern: &str) -> Result<Files> {
     let entries =
         glob::glob(pattern).map_err(|e| Error::Invalid(format!("bad file pattern `{pattern}`: {e}")))?;
     let mut paths = Vec::new();
+    let mut not_regular = None;
     for entry in entries {
         let path =
             entry.map_err(|e| Error::io(e.path().to_path_buf(), std::io::Error::other(e.to_string())))?;
-        if path.is_file() && path.extension().is_none_or(|e| e != "idx") {
-            paths.push(path);
+        if path.is_file() {
+            if path.extension().is_none_or(|e| e != "idx") {
+                paths.push(path);
+            }
+        } else if not_regular.is_none() && path.exists() && !path.is_dir() {
+            not_regular = Some(path);
         }
     }
     if paths.is_empty() {
-        return Err(Error::Invalid(format!("no files match `{pattern}`")));
+        return Err(Error::Invalid(match not_regular {
+            Some(p) => format!(
+                "`{pattern}` matches {}, which is not a regular file (data is read from regular files)",
+                p.display()
+            ),
+            None => format!("no files match `{pattern}`"),
+        }));
     }
     paths.sort();
     Ok(Files { paths: paths.into(), shuffle_seed: None })

@@ -1,7 +1,7 @@
 //! The `sluice` command-line tool.
 //!
-//! Exit status: 0 on success, 1 when the data is corrupt or cannot be read, 2 for a bad
-//! invocation (unknown flag, missing file).
+//! Exit status: 0 on success, 1 when the data is corrupt or cannot be read or the output
+//! cannot be written, 2 for a bad invocation (unknown flag, missing file).
 
 mod cli;
 
@@ -17,8 +17,17 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     let args = cli::Cli::parse();
+    // What is still buffered is written before the exit status is decided: a write
+    // error is never a success.
+    let flushed = |code| match std::io::Write::flush(&mut std::io::stdout()) {
+        Ok(()) => code,
+        Err(e) => cli::Failure::write("standard output", e).report(),
+    };
     match cli::run(args) {
-        Ok(code) => code,
-        Err(failure) => failure.report(),
+        Ok(code) => flushed(code),
+        Err(failure) => {
+            let code = failure.report();
+            flushed(code)
+        }
     }
 }

@@ -582,3 +582,43 @@ fn running_a_file_without_a_pipeline_names_it() {
     );
     assert!(!stderr(&o).contains("compiling"), "{}", stderr(&o));
 }
+
+/// Output that cannot be written (a full disk: `/dev/full`) is exit 1 with a message,
+/// never a panic and never a success: on standard output for the commands that print
+/// there, and on standard error for those whose report goes there.
+#[test]
+fn a_full_disk_is_a_failure_not_a_panic_or_a_success() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = generate("tabular", 50, 1, dir.path(), &[]);
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let pipe = root.join("tests/pipes/tabular.pipe");
+    let bad = dir.path().join("bad.pipe");
+    std::fs::write(&bad, "pipeline p(files: glob) {\n    tfrecords(files, cycle: 0);\n}\n").unwrap();
+    let full = || Stdio::from(std::fs::OpenOptions::new().write(true).open("/dev/full").expect("/dev/full"));
+    let run = |args: &[&str], stdout_full: bool| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_sluice"));
+        c.args(args);
+        if stdout_full {
+            c.stdout(full()).stderr(Stdio::piped());
+        } else {
+            c.stdout(Stdio::piped()).stderr(full());
+        }
+        c.output().unwrap()
+    };
+    let gen_dir = dir.path().join("gen");
+    for (args, stdout_full) in [
+        (vec!["cat", s(&files[0])], true),
+        (vec!["emit", s(&pipe)], true),
+        (vec!["explain", s(&pipe)], true),
+        (vec!["index", s(&files[0])], true),
+        (vec!["check", s(&bad)], false),
+        (vec!["gen", "tabular", "--records", "10", "--shards", "1", "--out", s(&gen_dir)], false),
+    ] {
+        let o = run(&args, stdout_full);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
+        if stdout_full {
+            assert!(stderr(&o).contains("cannot write to standard output"), "{args:?}: {}", stderr(&o));
+        }
+        assert!(!stderr(&o).contains("panicked"), "{args:?}: {}", stderr(&o));
+    }
+}

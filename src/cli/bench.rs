@@ -100,13 +100,13 @@ fn read(args: ReadArgs) -> Result<ExitCode, Failure> {
             "read_seq": { "records_per_s": rps(seq), "gb_per_s": gbps(seq), "seconds": seq.seconds },
             "read_par": { "records_per_s": rps(par), "gb_per_s": gbps(par), "seconds": par.seconds },
         });
-        println!("{v}");
+        outln!("{v}");
     } else {
-        println!("{} files, {} records, {:.1} MB", files.len(), seq.records, file_bytes as f64 / 1e6);
-        println!("  read(2) from page cache      {:>8.2} GB/s", gbps(raw));
-        println!("  crc32c only (in memory)      {:>8.2} GB/s", gbps(crc));
-        println!("  reader, 1 thread             {:>8.2} GB/s  {:>12.0} records/s", gbps(seq), rps(seq));
-        println!(
+        outln!("{} files, {} records, {:.1} MB", files.len(), seq.records, file_bytes as f64 / 1e6);
+        outln!("  read(2) from page cache      {:>8.2} GB/s", gbps(raw));
+        outln!("  crc32c only (in memory)      {:>8.2} GB/s", gbps(crc));
+        outln!("  reader, 1 thread             {:>8.2} GB/s  {:>12.0} records/s", gbps(seq), rps(seq));
+        outln!(
             "  reader, {threads} threads            {:>8.2} GB/s  {:>12.0} records/s",
             gbps(par),
             rps(par)

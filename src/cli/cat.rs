@@ -63,19 +63,22 @@ pub fn run(args: CatArgs) -> Result<ExitCode, Failure> {
     }
     let flushed = out.flush();
     match (result, flushed) {
-        (Err(CatError::BrokenPipe), _) | (_, Err(_)) => return Ok(ExitCode::SUCCESS),
         (Err(CatError::Data(e)), _) => return Err(e.into()),
+        // A reader that went away (`sluice cat f | head`) ends it quietly; any other
+        // write error (a full disk) is a failure.
+        (Err(CatError::Write(e)), _) | (Ok(()), Err(e)) => return Err(Failure::write("standard output", e)),
         (Ok(()), Ok(())) => {}
     }
     if total.skipped_records > 0 {
-        report_skips(&total);
+        report_skips(&total)?;
     }
     Ok(ExitCode::SUCCESS)
 }
 
 enum CatError {
-    /// The reader of our output went away (`sluice cat f | head`): stop quietly.
-    BrokenPipe,
+    /// Standard output could not be written (its reader went away, or the disk is full).
+    Write(io::Error),
+    /// The data could not be read.
     Data(sluice_runtime::Error),
 }
 
@@ -123,11 +126,7 @@ fn cat_file(
         }
         line.push('\n');
         if let Err(e) = out.write_all(line.as_bytes()) {
-            return Err(if e.kind() == io::ErrorKind::BrokenPipe {
-                CatError::BrokenPipe
-            } else {
-                CatError::Data(sluice_runtime::Error::io("<stdout>", e))
-            });
+            return Err(CatError::Write(e));
         }
     }
     let mut stats = reader.stats().clone();
@@ -154,8 +153,8 @@ fn note_bad_payload(stats: &mut ReaderStats, err: sluice_runtime::Error, len: us
     }
 }
 
-fn report_skips(total: &ReaderStats) {
-    eprintln!(
+fn report_skips(total: &ReaderStats) -> Result<(), Failure> {
+    sayln!(
         "sluice cat: skipped {} corrupt record{} ({} bytes); {} records printed",
         total.skipped_records,
         if total.skipped_records == 1 { "" } else { "s" },
@@ -164,15 +163,10 @@ fn report_skips(total: &ReaderStats) {
     );
     for e in &total.events {
         let what = if e.rest_of_file { ", rest of file skipped" } else { "" };
-        eprintln!(
-            "  {}: record {} at byte offset {}: {}{what}",
-            e.path.display(),
-            e.record,
-            e.offset,
-            e.kind
-        );
+        sayln!("  {}: record {} at byte offset {}: {}{what}", e.path.display(), e.record, e.offset, e.kind);
     }
     if total.skipped_records as usize > total.events.len() {
-        eprintln!("  … and {} more", total.skipped_records as usize - total.events.len());
+        sayln!("  … and {} more", total.skipped_records as usize - total.events.len());
     }
+    Ok(())
 }

@@ -21,7 +21,7 @@ pub struct CheckArgs {
 pub fn run(args: CheckArgs) -> Result<ExitCode, Failure> {
     let source = read_source(&args.file)?;
     let diagnostics = sluice_compiler::compile(&source).diagnostics;
-    if report(&args.file, &source, &diagnostics) { Ok(ExitCode::from(1)) } else { Ok(ExitCode::SUCCESS) }
+    if report(&args.file, &source, &diagnostics)? { Ok(ExitCode::from(1)) } else { Ok(ExitCode::SUCCESS) }
 }
 
 /// Reads a `.pipe` file: one that cannot be read is a usage error (exit 2), one that is
@@ -36,15 +36,15 @@ pub fn read_source(file: &Path) -> Result<String, Failure> {
 
 /// Renders `diagnostics` of `file` on stderr, then a count of the errors if there are
 /// any; true when there are.
-pub fn report(file: &Path, source: &str, diagnostics: &[Diagnostic]) -> bool {
+pub fn report(file: &Path, source: &str, diagnostics: &[Diagnostic]) -> Result<bool, Failure> {
     if diagnostics.is_empty() {
-        return false;
+        return Ok(false);
     }
     let name = file.display().to_string();
-    eprint!("{}", render(&name, source, diagnostics));
+    say!("{}", render(&name, source, diagnostics));
     let errors = diagnostics.iter().filter(|d| d.is_error()).count();
     if errors > 0 {
-        eprintln!("error: {name}: {errors} error{}", if errors == 1 { "" } else { "s" });
+        sayln!("error: {name}: {errors} error{}", if errors == 1 { "" } else { "s" });
     }
-    errors > 0
+    Ok(errors > 0)
 }

@@ -24,24 +24,24 @@ pub struct EmitArgs {
 
 pub fn run(args: EmitArgs) -> Result<ExitCode, Failure> {
     let source = read_source(&args.file)?;
-    match generate(&args.file, &source, &sluice_compiler::compile(&source)) {
+    match generate(&args.file, &source, &sluice_compiler::compile(&source))? {
         Some(generated) if args.cuda => {
             if generated.kernels.is_empty() {
-                eprintln!(
+                sayln!(
                     "{}: no kernels (only a `device cuda` pipeline's tail after `batch` becomes kernels)",
                     args.file.display()
                 );
             }
             for k in &generated.kernels {
                 match k.source() {
-                    Ok(source) => print!("// kernel {} (column `{}`)\n{source}\n", k.name, k.field),
+                    Ok(source) => out!("// kernel {} (column `{}`)\n{source}\n", k.name, k.field),
                     Err(e) => return Err(Failure::Data(anyhow::anyhow!("kernel {}: {e}", k.name))),
                 }
             }
             Ok(ExitCode::SUCCESS)
         }
         Some(generated) => {
-            print!("{}", generated.to_pretty_string());
+            out!("{}", generated.to_pretty_string());
             Ok(ExitCode::SUCCESS)
         }
         None => Ok(ExitCode::from(1)),
@@ -50,19 +50,19 @@ pub fn run(args: EmitArgs) -> Result<ExitCode, Failure> {
 
 /// The code of `compilation` (of `source`, read from `file`), reporting its diagnostics
 /// (warnings too) on stderr; `None` when it has errors.
-pub fn generate(file: &Path, source: &str, compilation: &Compilation) -> Option<Generated> {
-    if report(file, source, &compilation.diagnostics) {
-        return None;
+pub fn generate(file: &Path, source: &str, compilation: &Compilation) -> Result<Option<Generated>, Failure> {
+    if report(file, source, &compilation.diagnostics)? {
+        return Ok(None);
     }
     match compilation.generate() {
-        Ok(generated) => Some(generated),
+        Ok(generated) => Ok(Some(generated)),
         Err(diagnostics) => {
             // The warnings were shown above.
             let errors: Vec<_> = diagnostics.into_iter().filter(|d| d.is_error()).collect();
-            if !report(file, source, &errors) {
-                eprintln!("error: {}: code generation failed", file.display());
+            if !report(file, source, &errors)? {
+                sayln!("error: {}: code generation failed", file.display());
             }
-            None
+            Ok(None)
         }
     }
 }

@@ -25,11 +25,11 @@ pub fn run(args: ExplainArgs) -> Result<ExitCode, Failure> {
         .map_err(|e| Failure::Usage(format!("{}: {e}", args.file.display())))?;
     let compilation = sluice_compiler::compile(&source);
     if compilation.has_errors() {
-        eprint!("{}", render(&args.file.display().to_string(), &source, &compilation.diagnostics));
+        say!("{}", render(&args.file.display().to_string(), &source, &compilation.diagnostics));
         return Ok(ExitCode::from(1));
     }
     for p in &compilation.pipelines {
-        print!("{}", p.explain(args.verbose));
+        out!("{}", p.explain(args.verbose));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -72,7 +72,7 @@ pub fn run(args: GenArgs) -> Result<ExitCode, Failure> {
     let start = Instant::now();
     let summary = synth::generate(&opts, &|n| bar.inc(n))?;
     bar.finish_and_clear();
-    eprintln!(
+    sayln!(
         "wrote {} records in {} files ({:.1} MB) to {} in {:.1} s",
         summary.records,
         summary.files.len(),

@@ -33,10 +33,10 @@ pub fn run(args: IndexArgs) -> Result<ExitCode, Failure> {
     for path in &files {
         if args.check {
             let index = check(path)?;
-            println!("{}: {} records, {} ok", path.display(), index.len(), index_path(path).display());
+            outln!("{}: {} records, {} ok", path.display(), index.len(), index_path(path).display());
         } else {
             let (index, written) = write_index(path)?;
-            println!(
+            outln!(
                 "{}: {} records, index {} ({} bytes)",
                 path.display(),
                 index.len(),

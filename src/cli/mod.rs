@@ -1,5 +1,39 @@
 //! Command-line definitions and dispatch.
 
+/// Writes to standard output (`print!`'s arguments): a write error returns a
+/// [`Failure::Write`] from the enclosing function, never a panic.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use ::std::io::Write as _;
+        write!(::std::io::stdout().lock(), $($arg)*).map_err(|e| crate::cli::Failure::write("standard output", e))?
+    }};
+}
+
+/// [`out!`] with a newline.
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use ::std::io::Write as _;
+        writeln!(::std::io::stdout().lock(), $($arg)*).map_err(|e| crate::cli::Failure::write("standard output", e))?
+    }};
+}
+
+/// Writes to standard error (`eprint!`'s arguments): a write error returns a
+/// [`Failure::Write`], never a panic.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use ::std::io::Write as _;
+        write!(::std::io::stderr().lock(), $($arg)*).map_err(|e| crate::cli::Failure::write("standard error", e))?
+    }};
+}
+
+/// [`say!`] with a newline.
+macro_rules! sayln {
+    ($($arg:tt)*) => {{
+        use ::std::io::Write as _;
+        writeln!(::std::io::stderr().lock(), $($arg)*).map_err(|e| crate::cli::Failure::write("standard error", e))?
+    }};
+}
+
 mod bench;
 mod cat;
 mod check;
@@ -67,18 +101,42 @@ pub enum Failure {
     Usage(String),
     /// The data could not be read or is corrupt (exit 1).
     Data(anyhow::Error),
+    /// Output could not be written (a full disk, a closed terminal): exit 1, saying so
+    /// on standard error when that still works. A reader that stopped reading (`sluice
+    /// cat f | head`, a broken pipe) is no failure: the command stops quietly.
+    Write {
+        /// `standard output` or `standard error`.
+        stream: &'static str,
+        /// What happened.
+        error: std::io::Error,
+    },
 }
 
 impl Failure {
-    /// Prints the failure to stderr and gives the exit status.
+    /// A failure to write to `stream`.
+    pub fn write(stream: &'static str, error: std::io::Error) -> Failure {
+        Failure::Write { stream, error }
+    }
+
+    /// Prints the failure to stderr (ignoring an error doing so: there is nowhere left to
+    /// say it) and gives the exit status.
     pub fn report(self) -> ExitCode {
+        use std::io::Write as _;
+        let mut stderr = std::io::stderr().lock();
         match self {
             Failure::Usage(msg) => {
-                eprintln!("error: {msg}");
+                let _ = writeln!(stderr, "error: {msg}");
                 ExitCode::from(2)
             }
             Failure::Data(e) => {
-                eprintln!("error: {e:#}");
+                let _ = writeln!(stderr, "error: {e:#}");
+                ExitCode::from(1)
+            }
+            Failure::Write { error, .. } if error.kind() == std::io::ErrorKind::BrokenPipe => {
+                ExitCode::SUCCESS
+            }
+            Failure::Write { stream, error } => {
+                let _ = writeln!(stderr, "error: cannot write to {stream}: {error}");
                 ExitCode::from(1)
             }
         }

@@ -158,9 +158,9 @@ pub fn run(args: PipelineArgs) -> Result<ExitCode, Failure> {
             "stages": stages,
             "bottleneck": epoch.report.bottleneck().map(|b| b.name.clone()),
         });
-        println!("{v}");
+        outln!("{v}");
     } else {
-        println!(
+        outln!(
             "{}: {} records in {:.2} s: {:.0} records/s, {:.1} MB/s, peak RSS {:.0} MB, CPU {:.2} cores",
             args.name,
             epoch.records,
@@ -170,7 +170,7 @@ pub fn run(args: PipelineArgs) -> Result<ExitCode, Failure> {
             peak_rss_mb,
             cpu / epoch.seconds
         );
-        println!("{}", epoch.report);
+        outln!("{}", epoch.report);
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -68,7 +68,7 @@ fn name_value(s: &str) -> Result<String, String> {
 pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     let source = super::check::read_source(&args.file)?;
     let compilation = sluice_compiler::compile(&source);
-    let Some(generated) = super::emit::generate(&args.file, &source, &compilation) else {
+    let Some(generated) = super::emit::generate(&args.file, &source, &compilation)? else {
         return Ok(ExitCode::from(1));
     };
     refuse_externs(&args.file, &source, &compilation.pipelines)?;
@@ -98,15 +98,15 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     let bin = match runner.cached() {
         Some(bin) => {
             if args.verbose {
-                eprintln!("sluice: running the cached runner {}", bin.display());
+                sayln!("sluice: running the cached runner {}", bin.display());
             }
             bin
         }
         None => {
-            eprintln!("sluice: compiling {}", args.file.display());
+            sayln!("sluice: compiling {}", args.file.display());
             let bin = runner.build(&cache)?;
             if args.verbose {
-                eprintln!("sluice: built the runner {}", bin.display());
+                sayln!("sluice: built the runner {}", bin.display());
             }
             bin
         }
@@ -312,7 +312,7 @@ impl Runner {
             .with_context(|| format!("cannot run cargo ({})", cache.cargo.display()))
             .map_err(Failure::Data)?;
         if !out.status.success() {
-            eprint!("{}", String::from_utf8_lossy(&out.stderr));
+            say!("{}", String::from_utf8_lossy(&out.stderr));
             let ours = String::from_utf8_lossy(&out.stderr)
                 .contains(&format!("could not compile `{}`", self.package));
             let why = if ours {

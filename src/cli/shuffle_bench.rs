@@ -95,22 +95,23 @@ pub fn run(args: ShuffleArgs) -> Result<ExitCode, Failure> {
             "ratio_1_thread": rps(shuffle1) / rps(stage),
             "ratio_n_threads": rps(shuffle_n) / rps(stage),
         });
-        println!("{v}");
+        outln!("{v}");
     } else {
-        println!("{} files, {} records, {:.1} MB", files.len(), records, file_bytes as f64 / 1e6);
-        let row = |name: &str, p: Pass| {
-            println!("  {name:<36} {:>8.2} GB/s  {:>12.0} records/s", gbps(p), rps(p));
+        outln!("{} files, {} records, {:.1} MB", files.len(), records, file_bytes as f64 / 1e6);
+        let row = |name: &str, p: Pass| -> Result<(), Failure> {
+            outln!("  {name:<36} {:>8.2} GB/s  {:>12.0} records/s", gbps(p), rps(p));
+            Ok(())
         };
-        row("sluice index (write)", index);
-        println!(
+        row("sluice index (write)", index)?;
+        outln!(
             "  index size                           {:.2} bytes/record",
             index_bytes as f64 / records.max(1) as f64
         );
-        row("sequential reader, 1 thread", reader);
-        row("sequential source stage, 1 thread", stage);
-        row("global shuffle, 1 thread", shuffle1);
-        row(&format!("global shuffle, {threads} threads"), shuffle_n);
-        println!(
+        row("sequential reader, 1 thread", reader)?;
+        row("sequential source stage, 1 thread", stage)?;
+        row("global shuffle, 1 thread", shuffle1)?;
+        row(&format!("global shuffle, {threads} threads"), shuffle_n)?;
+        outln!(
             "  global shuffle / sequential stage     {:.2}x (1 thread)  {:.2}x ({threads} threads)",
             rps(shuffle1) / rps(stage),
             rps(shuffle_n) / rps(stage)

@@ -487,8 +487,14 @@ impl<R: Read> RecordReader<R> {
         }
         if self.buf.len() < need {
             // Grow to fit the record, with a quarter buffer of slack so the next read is
-            // not tiny.
-            self.buf.resize(need + base / 4, 0);
+            // not tiny. Where the input's size is unknown (compressed, or not a regular
+            // file), a declared length is not yet backed by bytes: grow by doubling as
+            // they arrive, so a hostile length costs at most twice what the stream holds.
+            let target = match self.size {
+                Some(_) => need,
+                None => need.min(self.buf.len().saturating_mul(2).max(base)),
+            };
+            self.buf.resize(target + base / 4, 0);
         }
     }
 

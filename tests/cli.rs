@@ -622,3 +622,33 @@ fn a_full_disk_is_a_failure_not_a_panic_or_a_success() {
         assert!(!stderr(&o).contains("panicked"), "{args:?}: {}", stderr(&o));
     }
 }
+
+/// Uncompressed TFRecord from a pipe (`cat f | sluice cat /dev/stdin`) reads every record:
+/// a pipe's size is unknown, not zero (it used to be "corrupt record 0", or with `skip`
+/// every record dropped and exit 0).
+#[test]
+fn records_from_a_pipe_read_like_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = generate("tabular", 200, 1, dir.path(), &[]);
+    let want = sluice(&["cat", s(&files[0])]);
+    assert!(want.status.success(), "{}", stderr(&want));
+    for extra in [&[][..], &["--on-corrupt", "skip"][..]] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .args(["cat", "/dev/stdin"])
+            .args(extra)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let bytes = std::fs::read(&files[0]).unwrap();
+        let writer = std::thread::spawn(move || std::io::Write::write_all(&mut stdin, &bytes));
+        let o = child.wait_with_output().unwrap();
+        writer.join().unwrap().unwrap();
+        assert!(o.status.success(), "{extra:?}: {}", stderr(&o));
+        assert_eq!(stdout(&o), stdout(&want), "{extra:?}: {}", stderr(&o));
+        assert_eq!(stdout(&o).lines().count(), 200);
+        assert!(!stderr(&o).contains("skipped"), "{extra:?}: {}", stderr(&o));
+    }
+}

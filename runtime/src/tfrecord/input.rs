@@ -132,13 +132,16 @@ impl<R: BufRead> Read for Input<R> {
 }
 
 /// Opens `path` for reading with the given compression, resolving `Auto`.
-/// Returns the stream, the resolved compression and the file size in bytes.
+/// Returns the stream, the resolved compression and the file size in bytes (`None` when
+/// it is not a regular file: a pipe's size is unknown).
 pub(crate) fn open_input(
     path: &Path,
     compression: Compression,
-) -> io::Result<(Input<BufReader<File>>, Compression, u64)> {
+) -> io::Result<(Input<BufReader<File>>, Compression, Option<u64>)> {
     let file = File::open(path)?;
-    let size = file.metadata()?.len();
+    // The size of a regular file; a pipe's or a device's is unknown, not zero.
+    let meta = file.metadata()?;
+    let size = meta.is_file().then(|| meta.len());
     // A small buffer: plain reads of the reader's large chunks bypass it, and the
     // decompressors read through it.
     let mut r = BufReader::with_capacity(64 * 1024, file);

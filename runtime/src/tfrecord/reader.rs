@@ -157,15 +157,17 @@ pub fn open(path: impl AsRef<Path>, opts: &ReaderOptions) -> Result<FileReader> 
     open_with_size(path, opts).map(|(r, _)| r)
 }
 
-/// Opens a TFRecord file for reading and also returns its size on disk in bytes.
+/// Opens a TFRecord file for reading and also returns its size on disk in bytes (0 for a
+/// pipe or another file that is not a regular one: its records are read to its end).
 pub fn open_with_size(path: impl AsRef<Path>, opts: &ReaderOptions) -> Result<(FileReader, u64)> {
     let path = path.as_ref();
     let (input, compression, size) = open_input(path, opts.compression).map_err(|e| Error::io(path, e))?;
     let compressed = compression != Compression::None;
     let mut reader = RecordReader::new(input, path, opts.clone());
     reader.compressed = compressed;
-    reader.size = (!compressed).then_some(size);
-    Ok((reader, size))
+    // Only an uncompressed regular file's size bounds its records.
+    reader.size = size.filter(|_| !compressed);
+    Ok((reader, size.unwrap_or(0)))
 }
 
 impl<R: Read> RecordReader<R> {

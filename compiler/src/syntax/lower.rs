@@ -136,6 +136,16 @@ fn guard(source: &str) -> Option<Diagnostic> {
 
 /// Parses a `.pipe` file. On failure, returns every diagnostic found.
 pub fn parse(source: &str) -> Result<File, Vec<Diagnostic>> {
+    // A byte-order mark at the start (some editors write one) is read as the three
+    // spaces it occupies, so every byte offset still points into `source`.
+    let unmarked;
+    let source = match source.strip_prefix('\u{FEFF}') {
+        Some(rest) => {
+            unmarked = format!("   {rest}");
+            unmarked.as_str()
+        }
+        None => source,
+    };
     if let Some(d) = guard(source) {
         return Err(vec![d]);
     }

@@ -239,3 +239,51 @@ fn run_refuses_a_file_that_calls_rust_functions() {
     );
     assert!(!cache.path().join("run").exists(), "nothing is built");
 }
+
+const SIZED: &str = r#"
+pipeline sized(files: glob, bs: u32 = 4, buf: u64 = 8, workers: u32 = 1, worker: u32 = 0) {
+    tfrecords(files);
+    shuffle(buf, seed: 1);
+    shard(workers, worker, remainder: drop);
+    batch(bs);
+}
+"#;
+
+/// A parameter value a stage cannot take is a usage error (exit 2) naming the parameter
+/// and the stage argument it sets, as the same literal is a compile error: a zero batch
+/// size (was exit 1 from inside the stage), a zero shuffle buffer (was accepted), a zero
+/// shard count or an index not below it (were exit 1).
+#[test]
+fn run_refuses_parameter_values_the_stages_cannot_take() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, files) = setup(dir.path());
+    let file = dir.path().join("sized.pipe");
+    std::fs::write(&file, SIZED).unwrap();
+    let file = file.to_str().unwrap();
+    let o = sluice_in(dir.path(), &["run", file, "--set", &files, "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for (set, message) in [
+        (&["bs=0"][..], "parameter `bs` is 0: the `size` of `batch` it sets must be at least 1"),
+        (&["buf=0"][..], "parameter `buf` is 0: the `buffer` of `shuffle` it sets must be at least 1"),
+        (
+            &["workers=0"][..],
+            "parameter `workers` is 0: the `num_shards` of `shard` it sets must be at least 1",
+        ),
+        (
+            &["workers=2", "worker=2"][..],
+            "parameter `worker` is 2, parameter `workers` is 2: the `index` of `shard` must be below its `num_shards`",
+        ),
+    ] {
+        let mut args = vec!["run", file, "--set", &files];
+        for s in set {
+            args.extend(["--set", s]);
+        }
+        let o = sluice_in(dir.path(), &args);
+        assert_eq!(o.status.code(), Some(2), "{set:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).ends_with(&format!("error: pipeline `sized`: {message}\n")),
+            "{set:?}: {}",
+            stderr(&o)
+        );
+    }
+}

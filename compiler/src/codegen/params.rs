@@ -6,12 +6,14 @@ use quote::{format_ident, quote};
 
 use super::context::{Gen, R};
 use super::types::field_ident;
-use crate::ir::plan::Plan;
+use crate::ir::plan::{ArgValue, Plan};
 use crate::ir::types::{ParamType, Value};
+use crate::physical::ParamRule;
 
 impl Gen<'_> {
-    /// `Params`: one field per parameter, plus the parameters of mixed pipelines.
-    pub(super) fn params(&self) -> R<TokenStream> {
+    /// `Params`: one field per parameter, plus the parameters of mixed pipelines, and
+    /// `check`, which holds their values against the physical plan's `rules`.
+    pub(super) fn params(&self, rules: &[ParamRule]) -> R<TokenStream> {
         let mut fields = Vec::new();
         let mut inits = Vec::new();
         let mut arms = Vec::new();
@@ -111,6 +113,7 @@ impl Gen<'_> {
         } else {
             TokenStream::new()
         };
+        let checks = checks(rules)?;
         Ok(quote! {
             /// The pipeline's parameters.
             #[derive(Debug, Clone, PartialEq)]
@@ -127,7 +130,17 @@ impl Gen<'_> {
                             other => return ::std::result::Result::Err(format!(#unknown, other)),
                         }
                     }
-                    ::std::result::Result::Ok(Params { #(#finals,)* })
+                    let params = Params { #(#finals,)* };
+                    params.check()?;
+                    ::std::result::Result::Ok(params)
+                }
+
+                /// Checks the values against what the stages they size need (a count at
+                /// least 1, a shard's index below its count): an error names the
+                /// parameter and the stage argument it feeds.
+                pub fn check(&self) -> ::std::result::Result<(), ::std::string::String> {
+                    #checks
+                    ::std::result::Result::Ok(())
                 }
             }
 
@@ -152,4 +165,44 @@ impl Gen<'_> {
         }
         out
     }
+}
+
+/// The statements of `Params::check` for `rules`.
+fn checks(rules: &[ParamRule]) -> R<TokenStream> {
+    // A value as a `u64` and how to show it: a parameter (`self.name`) or a constant.
+    let value = |v: &ArgValue| -> R<(TokenStream, String)> {
+        match v {
+            ArgValue::Param(p) => {
+                let id = field_ident(p);
+                Ok((quote!((self.#id as u64)), format!("parameter `{p}`")))
+            }
+            ArgValue::Const(Value::Int(n)) if *n >= 0 => {
+                let l = Literal::u64_unsuffixed(*n as u64);
+                Ok((quote!((#l as u64)), n.to_string()))
+            }
+            ArgValue::Const(Value::UInt(n)) => {
+                let l = Literal::u64_unsuffixed(*n);
+                Ok((quote!((#l as u64)), n.to_string()))
+            }
+            other => Err(format!("a shard argument `{other}`")),
+        }
+    };
+    let mut out = TokenStream::new();
+    for rule in rules {
+        out.extend(match rule {
+            ParamRule::AtLeastOne { param, stage, arg } => {
+                let (v, _) = value(&ArgValue::Param(param.clone()))?;
+                let message = format!("parameter `{param}` is 0: the `{arg}` of `{stage}` it sets must be at least 1");
+                quote!(if #v < 1 { return ::std::result::Result::Err(::std::string::String::from(#message)); })
+            }
+            ParamRule::IndexBelowCount { index, count } => {
+                let ((i, i_name), (n, n_name)) = (value(index)?, value(count)?);
+                let message = format!(
+                    "{i_name} is {{}}, {n_name} is {{}}: the `index` of `shard` must be below its `num_shards`"
+                );
+                quote!(if #i >= #n { return ::std::result::Result::Err(format!(#message, #i, #n)); })
+            }
+        });
+    }
+    Ok(out)
 }

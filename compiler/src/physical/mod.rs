@@ -25,10 +25,12 @@ pub mod defaults;
 mod exec;
 mod lower;
 mod memory;
+mod rules;
 
 pub use exec::{
     Compression, CorruptPolicy, DeviceTailExec, Exec, MapFn, ReaderMap, ReaderOptions, Remainder,
 };
+pub use rules::ParamRule;
 
 /// Planning options.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

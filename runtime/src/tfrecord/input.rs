@@ -141,7 +141,7 @@ pub(crate) fn open_input(
     let file = File::open(path)?;
     // The size of a regular file; a pipe's or a device's is unknown, not zero.
     let meta = file.metadata()?;
-    let size = meta.is_file().then(|| meta.len());
+    let size = meta.is_file().then_some(meta.len());
     // A small buffer: plain reads of the reader's large chunks bypass it, and the
     // decompressors read through it.
     let mut r = BufReader::with_capacity(64 * 1024, file);

@@ -229,8 +229,17 @@ fn file_cache_is_written_on_completion_and_reused() {
     drop(s);
     assert!(!path.exists());
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "no partial file left");
+    // Partials left by processes that died mid-pass (a signal does not unwind) are
+    // removed by the next pass that writes the cache; a live process's are its own.
+    let dead = dir.path().join("cache.bin.partial-4000000000");
+    let live = dir.path().join("cache.bin.partial-1");
+    std::fs::write(&dead, b"half a cache").unwrap();
+    std::fs::write(&live, b"pid 1 is alive").unwrap();
     // A complete pass writes it; a new pipeline replays it without running the map.
     let first = collect(&make(calls.clone()).cache_file(&path));
+    assert!(!dead.exists(), "a dead process's partial cache is removed");
+    assert!(live.exists(), "a live process's partial cache is left alone");
+    std::fs::remove_file(&live).unwrap();
     assert!(path.is_file());
     let before = calls.load(Ordering::Relaxed);
     let second = collect(&make(calls.clone()).cache_file(&path));

@@ -232,6 +232,7 @@ where
             let opts = ReaderOptions { compression: Compression::None, ..ReaderOptions::default() };
             FileMode::Replay { reader: tfrecord::open(&self.path, &opts)? }
         } else {
+            remove_stale_partials(&self.path);
             let tmp = temp_path(&self.path);
             let writer = tfrecord::create(&tmp, Compression::None)?;
             FileMode::Record { input: self.input.iter(ctx)?, writer, tmp, path: self.path.clone() }
@@ -244,6 +245,33 @@ fn temp_path(path: &Path) -> PathBuf {
     let mut name = path.file_name().map(|n| n.to_os_string()).unwrap_or_default();
     name.push(format!(".partial-{}", std::process::id()));
     path.with_file_name(name)
+}
+
+/// Removes the partial caches of `path` that processes which no longer run left behind
+/// (interrupted before their pass ended: a signal does not unwind). Another live
+/// process's partial is its own, left alone. Where liveness cannot be told (no `/proc`),
+/// nothing is removed. Best effort: a partial that cannot be removed is only clutter.
+fn remove_stale_partials(path: &Path) {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str())) else {
+        return;
+    };
+    let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+    if !Path::new("/proc/self").exists() {
+        return;
+    }
+    let prefix = format!("{name}.partial-");
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let file = entry.file_name();
+        let Some(pid) =
+            file.to_str().and_then(|f| f.strip_prefix(&prefix)).and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
 }
 
 #[derive(Debug)]

@@ -21,6 +21,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{Value, json};
 use sluice_runtime::abi::Rows;
 use sluice_runtime::stage::{Ctx, Dataset, RuntimeOptions, StatsReport};
+use sluice_runtime::tfrecord::ReaderStats;
 
 /// How to run a pipeline: the runner binary's command line, parsed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -150,6 +151,8 @@ struct Outcome {
     batches: u64,
     elapsed: Duration,
     report: StatsReport,
+    /// What the TFRecord readers delivered and skipped (`on_corrupt: skip|skip_file`).
+    io: ReaderStats,
 }
 
 /// Pulls `args.epochs` full passes from `ds`, each from a fresh stream. With a `bar`, a
@@ -212,7 +215,63 @@ where
     let elapsed = start.elapsed();
     let mut report = ctx.report();
     report.wall = elapsed;
-    Ok(Outcome { epochs: args.epochs, records, batches, elapsed, report })
+    Ok(Outcome { epochs: args.epochs, records, batches, elapsed, report, io: ctx.reader_stats() })
+}
+
+/// What the readers skipped, for the text report: nothing when nothing was; else a
+/// count and the first events, each naming file, record and byte offset.
+fn skipped_text(io: &ReaderStats) -> String {
+    if io.skipped_records == 0 {
+        return String::new();
+    }
+    let plural = |n: u64, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+    let mut out = format!(
+        "skipped {} ({} bytes){}; {} delivered\n",
+        plural(io.skipped_records, "corrupt record"),
+        io.skipped_bytes,
+        match io.skipped_files {
+            0 => String::new(),
+            n => format!(", the rest of {}", plural(n, "file")),
+        },
+        plural(io.records, "record"),
+    );
+    for e in &io.events {
+        let rest = if e.rest_of_file { ", rest of file skipped" } else { "" };
+        out.push_str(&format!(
+            "  {}: record {} at byte offset {}: {}{rest}\n",
+            e.path.display(),
+            e.record,
+            e.offset,
+            e.kind
+        ));
+    }
+    if io.skipped_records as usize > io.events.len() {
+        out.push_str(&format!("  … and {} more\n", io.skipped_records as usize - io.events.len()));
+    }
+    out
+}
+
+/// What the readers skipped, for `--json`: always there, zeros when nothing was.
+fn skipped_json(io: &ReaderStats) -> Value {
+    let events: Vec<Value> = io
+        .events
+        .iter()
+        .map(|e| {
+            json!({
+                "path": e.path.display().to_string(),
+                "record": e.record,
+                "offset": e.offset,
+                "kind": e.kind.to_string(),
+                "rest_of_file": e.rest_of_file,
+            })
+        })
+        .collect();
+    json!({
+        "records": io.skipped_records,
+        "bytes": io.skipped_bytes,
+        "files": io.skipped_files,
+        "events": events,
+    })
 }
 
 impl Outcome {
@@ -224,7 +283,7 @@ impl Outcome {
     /// The text report: a summary line, then the stage table (which names the bottleneck).
     fn text(&self, name: &str, peak_rss: u64) -> String {
         let epochs = if self.epochs == 1 { String::new() } else { format!(" over {} epochs", self.epochs) };
-        format!(
+        let mut text = format!(
             "{name}: {} records in {} batches{epochs}, {:.2} s: {:.0} records/s, peak RSS {:.1} MB\n{}\n",
             self.records,
             self.batches,
@@ -232,7 +291,9 @@ impl Outcome {
             self.records_per_sec(),
             peak_rss as f64 / 1e6,
             self.report,
-        )
+        );
+        text.push_str(&skipped_text(&self.io));
+        text
     }
 
     /// The JSON report (one object).
@@ -247,6 +308,7 @@ impl Outcome {
             "peak_rss_bytes": peak_rss,
             "stages": stages_json(&self.report),
             "bottleneck": self.report.bottleneck().map(|b| b.name.clone()),
+            "skipped": skipped_json(&self.io),
         })
     }
 }

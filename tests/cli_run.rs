@@ -287,3 +287,51 @@ fn run_refuses_parameter_values_the_stages_cannot_take() {
         );
     }
 }
+
+const SKIPPING: &str = r#"
+pipeline skipping(files: glob) {
+    tfrecords(files, on_corrupt: skip);
+}
+"#;
+
+/// Records a `skip` policy drops are reported, in the text and in `--json`, naming file,
+/// record and offset (they used to be dropped without a word, exit 0).
+#[test]
+fn run_reports_what_the_readers_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, files) = setup(dir.path());
+    let file = dir.path().join("skipping.pipe");
+    std::fs::write(&file, SKIPPING).unwrap();
+    let file = file.to_str().unwrap();
+    let clean = sluice_in(dir.path(), &["run", file, "--set", &files, "--json"]);
+    assert!(clean.status.success(), "{}", stderr(&clean));
+    let v: serde_json::Value = serde_json::from_str(stdout(&clean).trim()).unwrap();
+    assert_eq!((v["records"].as_u64(), v["skipped"]["records"].as_u64()), (Some(30), Some(0)), "{v}");
+    // Damage the payload of the first record of the first file.
+    let mut shards: Vec<PathBuf> = std::fs::read_dir(dir.path().join("data"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "tfrecord"))
+        .collect();
+    shards.sort();
+    let mut bytes = std::fs::read(&shards[0]).unwrap();
+    bytes[20] ^= 0xff;
+    std::fs::write(&shards[0], bytes).unwrap();
+    let o = sluice_in(dir.path(), &["run", file, "--set", &files, "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(v["records"].as_u64(), Some(29), "{v}");
+    let skipped = &v["skipped"];
+    assert_eq!((skipped["records"].as_u64(), skipped["files"].as_u64()), (Some(1), Some(0)), "{v}");
+    let event = &skipped["events"][0];
+    assert!(
+        event["path"].as_str().unwrap().ends_with(shards[0].file_name().unwrap().to_str().unwrap()),
+        "{v}"
+    );
+    assert_eq!((event["record"].as_u64(), event["offset"].as_u64()), (Some(0), Some(0)), "{v}");
+    let o = sluice_in(dir.path(), &["run", file, "--set", &files, "--no-progress"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(text.contains("skipped 1 corrupt record ("), "{text}");
+    assert!(text.contains(&format!("{}: record 0 at byte offset 0: ", shards[0].display())), "{text}");
+}

@@ -607,11 +607,7 @@ impl GlobalShuffleIter {
     }
 
     fn note_skip(&mut self, event: SkipEvent) {
-        self.reader.skipped_records += 1;
-        self.reader.skipped_bytes += event.bytes;
-        if self.reader.events.len() < ReaderStats::MAX_EVENTS {
-            self.reader.events.push(event);
-        }
+        self.reader.note_skip(event);
     }
 }
 

@@ -98,6 +98,8 @@ pub struct ReaderStats {
     pub skipped_records: u64,
     /// Bytes in skipped regions.
     pub skipped_bytes: u64,
+    /// Files whose rest was skipped (`skip_file`, or a damaged compressed stream).
+    pub skipped_files: u64,
     /// The first [`ReaderStats::MAX_EVENTS`] skip events, in order.
     pub events: Vec<SkipEvent>,
 }
@@ -112,8 +114,19 @@ impl ReaderStats {
         self.bytes += other.bytes;
         self.skipped_records += other.skipped_records;
         self.skipped_bytes += other.skipped_bytes;
+        self.skipped_files += other.skipped_files;
         let room = Self::MAX_EVENTS.saturating_sub(self.events.len());
         self.events.extend(other.events.iter().take(room).cloned());
+    }
+
+    /// Counts one skipped region, keeping its details while there is room.
+    pub fn note_skip(&mut self, event: SkipEvent) {
+        self.skipped_records += 1;
+        self.skipped_bytes += event.bytes;
+        self.skipped_files += u64::from(event.rest_of_file);
+        if self.events.len() < Self::MAX_EVENTS {
+            self.events.push(event);
+        }
     }
 }
 
@@ -442,11 +455,7 @@ impl<R: Read> RecordReader<R> {
     }
 
     fn note_skip(&mut self, event: SkipEvent) {
-        self.stats.skipped_records += 1;
-        self.stats.skipped_bytes += event.bytes;
-        if self.stats.events.len() < ReaderStats::MAX_EVENTS {
-            self.stats.events.push(event);
-        }
+        self.stats.note_skip(event);
     }
 
     /// Makes `need` bytes available at `buf[start..]`; false if the stream ends first.

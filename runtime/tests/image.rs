@@ -291,3 +291,44 @@ fn augmentations_compose_on_decoded_images() {
     image::random_flip_left_right(&mut crop2, &mut rng2);
     assert_eq!(crop, crop2);
 }
+
+/// `jpeg` with its frame header's dimensions replaced by `height` × `width`.
+fn with_jpeg_dims(jpeg: &[u8], height: u16, width: u16) -> Vec<u8> {
+    let mut out = jpeg.to_vec();
+    let sof = (0..out.len() - 1)
+        .find(|&i| out[i] == 0xFF && matches!(out[i + 1], 0xC0 | 0xC1 | 0xC2))
+        .expect("a frame header");
+    // FF Cn, length (2), precision (1), height (2), width (2).
+    out[sof + 5..sof + 7].copy_from_slice(&height.to_be_bytes());
+    out[sof + 7..sof + 9].copy_from_slice(&width.to_be_bytes());
+    out
+}
+
+/// A header claiming more pixels than the data holds (or than any image may have) is an
+/// error before anything is allocated for it, not an image of filler: a 16000 × 16000
+/// claim in a few kilobytes used to decode "successfully" into 768 MB.
+#[test]
+fn images_must_account_for_their_claimed_size() {
+    let case = &cases()[0];
+    let err = decode_jpeg(&with_jpeg_dims(&case.jpeg, 4000, 4000), 3).unwrap_err().to_string();
+    assert!(
+        err.contains("claims 4000x4000 pixels, more than its") && err.contains("bytes of data can hold"),
+        "{err}"
+    );
+    let err = decode_jpeg(&with_jpeg_dims(&case.jpeg, 16000, 16000), 3).unwrap_err().to_string();
+    assert!(err.contains("claims 16000x16000 pixels, more than the 67108864 an image may have"), "{err}");
+    // The real size still decodes.
+    assert_eq!(
+        decode_jpeg(&with_jpeg_dims(&case.jpeg, case.height as u16, case.width as u16), 3).unwrap().height,
+        case.height
+    );
+    // A PNG whose header (with a valid checksum) claims 8000 × 8000 pixels.
+    let mut png = read("gray_9x13.png");
+    png[16..20].copy_from_slice(&8000u32.to_be_bytes());
+    png[20..24].copy_from_slice(&8000u32.to_be_bytes());
+    let mut crc = flate2::Crc::new();
+    crc.update(&png[12..29]);
+    png[29..33].copy_from_slice(&crc.sum().to_be_bytes());
+    let err = decode_png(&png, 1).unwrap_err().to_string();
+    assert!(err.contains("claims 8000x8000 pixels, more than its"), "{err}");
+}

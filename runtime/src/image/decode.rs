@@ -15,6 +15,46 @@ use zune_png::PngDecoder;
 
 use super::{Image, ImageError, check_dims};
 
+/// The most pixels a decoded image may have (8192 × 8192): checked on the header's
+/// dimensions, before the output is allocated, so a hostile header costs nothing.
+pub const MAX_PIXELS: usize = 1 << 26;
+
+/// The most pixels one byte of JPEG data can describe: every 8×8 block of a scan costs
+/// at least one bit (a DC code; baseline scans also an end-of-block code), so `n` bytes
+/// hold at most `8 n` blocks of 64 pixels. Real images need far more bytes.
+const JPEG_PIXELS_PER_BYTE: usize = 512;
+
+/// The most pixel bytes one byte of PNG data can describe: zlib's deflate expands by at
+/// most 1032:1.
+const PNG_BYTES_PER_BYTE: usize = 1032;
+
+/// Checks an image's claimed size before decoding: at most [`MAX_PIXELS`] pixels, and
+/// no more than `bytes` of encoded data can account for (`capacity`: decoded bytes per
+/// encoded byte, plus a small image's worth for the headers). A header claiming more is
+/// damaged or hostile: decoding it would yield filler, at the cost of its full size.
+fn check_claimed(
+    error: fn(String) -> ImageError,
+    height: usize,
+    width: usize,
+    decoded: usize,
+    bytes: usize,
+    capacity: usize,
+) -> Result<(), ImageError> {
+    let pixels = height.saturating_mul(width);
+    if pixels > MAX_PIXELS {
+        return Err(error(format!(
+            "the header claims {height}x{width} pixels, more than the {MAX_PIXELS} an image may have"
+        )));
+    }
+    if decoded > bytes.saturating_mul(capacity).saturating_add(64 * 64 * 4) {
+        return Err(error(format!(
+            "the header claims {height}x{width} pixels, more than its {bytes} bytes of data can hold \
+             (damaged or truncated)"
+        )));
+    }
+    Ok(())
+}
+
 /// Weights of libjpeg's RGB → grey conversion (ITU-R BT.601 luma).
 const LUMA_601: [f32; 3] = [0.299, 0.587, 0.114];
 
@@ -64,6 +104,14 @@ pub fn decode_jpeg_into(
     decoder.set_options(options.jpeg_set_out_colorspace(out_space));
     let (width, height) = decoder.dimensions().ok_or_else(|| jpeg_error("no frame header"))?;
     check_dims("decode_jpeg", height, width, want).map_err(|_| jpeg_error("zero-sized image"))?;
+    check_claimed(
+        jpeg_error,
+        height,
+        width,
+        height.saturating_mul(width),
+        bytes.len(),
+        JPEG_PIXELS_PER_BYTE,
+    )?;
     let size = decoder.output_buffer_size().ok_or_else(|| jpeg_error("image too large"))?;
     out.clear();
     out.resize(size, 0);
@@ -166,6 +214,8 @@ pub fn decode_png(bytes: &[u8], channels: usize) -> Result<Image<u8>, ImageError
     let space = decoder.colorspace().ok_or_else(|| png_error("no IHDR chunk"))?;
     let have = space.num_components();
     check_dims("decode_png", height, width, have).map_err(|_| png_error("zero-sized image"))?;
+    let decoded = height.saturating_mul(width).saturating_mul(have);
+    check_claimed(png_error, height, width, decoded, bytes.len(), PNG_BYTES_PER_BYTE)?;
     let size = decoder.output_buffer_size().ok_or_else(|| png_error("image too large"))?;
     if size != height * width * have {
         return Err(png_error(format!(

@@ -296,7 +296,7 @@ fn augmentations_compose_on_decoded_images() {
 fn with_jpeg_dims(jpeg: &[u8], height: u16, width: u16) -> Vec<u8> {
     let mut out = jpeg.to_vec();
     let sof = (0..out.len() - 1)
-        .find(|&i| out[i] == 0xFF && matches!(out[i + 1], 0xC0 | 0xC1 | 0xC2))
+        .find(|&i| out[i] == 0xFF && matches!(out[i + 1], 0xC0..=0xC2))
         .expect("a frame header");
     // FF Cn, length (2), precision (1), height (2), width (2).
     out[sof + 5..sof + 7].copy_from_slice(&height.to_be_bytes());

@@ -335,3 +335,37 @@ fn run_reports_what_the_readers_skipped() {
     assert!(text.contains("skipped 1 corrupt record ("), "{text}");
     assert!(text.contains(&format!("{}: record 0 at byte offset 0: ", shards[0].display())), "{text}");
 }
+
+const CACHED: &str = r#"
+pipeline cached(files: glob, cache: path) {
+    tfrecords(files);
+    cache(cache);
+}
+"#;
+
+/// A `cache(file)` made from other files (or other parameters, another plan) is rebuilt,
+/// not replayed: a run over new data used to print the old data's count, exit 0.
+#[test]
+fn a_cache_file_of_other_data_is_rebuilt() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, files) = setup(dir.path());
+    let file = dir.path().join("cached.pipe");
+    std::fs::write(&file, CACHED).unwrap();
+    let file = file.to_str().unwrap();
+    let cache = format!("cache={}", dir.path().join("c.bin").display());
+    let records = |files: &str| {
+        let o = sluice_in(dir.path(), &["run", file, "--set", files, "--set", &cache, "--json"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+        v["records"].as_u64().unwrap()
+    };
+    assert_eq!(records(&files), 30);
+    assert_eq!(records(&files), 30, "replayed");
+    let other = dir.path().join("other");
+    let o = sluice_in(
+        dir.path(),
+        &["gen", "tabular", "--records", "10", "--shards", "1", "--out", other.to_str().unwrap()],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(records(&format!("files={}/*.tfrecord", other.display())), 10, "rebuilt from the new files");
+}

@@ -251,9 +251,60 @@ fn file_cache_is_written_on_completion_and_reused() {
     let n = bytes.len();
     bytes[n - 6] ^= 0xff;
     std::fs::write(&path, bytes).unwrap();
-    let (_, err) = until_error(&make(calls).cache_file(&path));
+    let (_, err) = until_error(&make(calls.clone()).cache_file(&path));
     let err = err.unwrap();
     assert!(err.is_corrupt() && err.to_string().contains("cache.bin"), "{err}");
+}
+
+/// A cache file made by another pipeline (another fingerprint: plan, parameters, files)
+/// or holding no fingerprint is stale: it is rebuilt, never replayed as if it were this
+/// pipeline's; an entry with bytes left over after it is corrupt, not silently decoded.
+#[test]
+fn a_stale_file_cache_is_rebuilt_and_entries_must_decode_exactly() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cache.bin");
+    let calls = Arc::new(AtomicUsize::new(0));
+    let make = |n: u64, calls: Arc<AtomicUsize>| {
+        range(0..n).map(move |x| {
+            calls.fetch_add(1, Ordering::Relaxed);
+            x * 10
+        })
+    };
+    let runs = || calls.load(Ordering::Relaxed);
+    assert_eq!(collect(&make(4, calls.clone()).cache_file(&path).fingerprint(1)), [0, 10, 20, 30]);
+    assert_eq!(runs(), 4);
+    // The same fingerprint replays.
+    assert_eq!(collect(&make(4, calls.clone()).cache_file(&path).fingerprint(1)), [0, 10, 20, 30]);
+    assert_eq!(runs(), 4, "replayed");
+    // Another one (the files changed: now 3 elements) rebuilds, then replays that.
+    assert_eq!(collect(&make(3, calls.clone()).cache_file(&path).fingerprint(2)), [0, 10, 20]);
+    assert_eq!(runs(), 7, "rebuilt");
+    assert_eq!(collect(&make(3, calls.clone()).cache_file(&path).fingerprint(2)), [0, 10, 20]);
+    assert_eq!(runs(), 7);
+    // A cache file without the header (an older Sluice's) is rebuilt too.
+    let mut w = tfrecord::create(&path, Compression::None).unwrap();
+    w.write_record(&99u64.to_le_bytes()).unwrap();
+    w.finish().unwrap();
+    assert_eq!(collect(&make(3, calls.clone()).cache_file(&path).fingerprint(2)), [0, 10, 20]);
+    assert_eq!(runs(), 10, "rebuilt");
+    // An entry longer than its value is corrupt, named by file and record.
+    let mut w = tfrecord::create(&path, Compression::None).unwrap();
+    let mut header = b"SLUICE-CACHE".to_vec();
+    header.extend_from_slice(&2u64.to_le_bytes());
+    w.write_record(&header).unwrap();
+    let mut entry = 5u64.to_le_bytes().to_vec();
+    entry.extend_from_slice(b"junk");
+    w.write_record(&entry).unwrap();
+    w.finish().unwrap();
+    let (got, err) = until_error(&make(3, calls.clone()).cache_file(&path).fingerprint(2));
+    assert!(got.is_empty());
+    let err = err.expect("a corrupt entry").to_string();
+    assert!(
+        err.contains("cache.bin") && err.contains("record 1") && err.contains("4 bytes left over"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -232,7 +232,9 @@ impl Gen<'_> {
                     Element::Batch(_) => return Err("`cache(file)` of batches is not supported yet".into()),
                 }
                 let path = string_arg(v)?;
-                quote!(let ds = ds.cache_file(#path);)
+                // The cache is the pipeline's: a file another plan, other parameters or
+                // other files made is rebuilt.
+                quote!(let ds = ds.cache_file(#path).fingerprint(fingerprint(params)?);)
             }
             Exec::Prefetch(None) => quote!(let ds = ds.prefetch(__sl::Buffer::Auto);),
             Exec::Prefetch(Some(v)) => {

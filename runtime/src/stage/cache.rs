@@ -4,7 +4,12 @@
 //! The file cache is a TFRecord file (so it is CRC-checked) of elements encoded with
 //! [`CacheCodec`]. It is written beside its final name and renamed into place only when a
 //! pass completes, so an interrupted pass never leaves a truncated cache that a later run
-//! would trust; a complete cache file from an earlier run is reused.
+//! would trust; a complete cache file from an earlier run is reused only when it was
+//! made by the same pipeline: its first record is a header holding the fingerprint the
+//! cache was built with ([`CacheFile::fingerprint`]: a compiled pipeline's plan,
+//! parameters and files), and a file whose header is missing or different is rebuilt.
+//! An entry that does not decode exactly (bytes missing or left over) is an error naming
+//! the file and the record.
 
 use std::fs::File;
 use std::io::BufWriter;
@@ -212,12 +217,40 @@ where
 pub struct CacheFile<D> {
     input: D,
     path: PathBuf,
+    fingerprint: u64,
 }
 
 impl<D: Dataset> CacheFile<D> {
     pub(crate) fn new(input: D, path: &Path) -> Self {
-        CacheFile { input, path: path.to_path_buf() }
+        CacheFile { input, path: path.to_path_buf(), fingerprint: 0 }
     }
+
+    /// The fingerprint of what the cache holds (a compiled pipeline's: its plan, its
+    /// parameters and the files it reads). A cache file written with another fingerprint
+    /// (another pipeline, changed parameters or files), or by a version of Sluice that
+    /// wrote none, is stale: the next pass rebuilds it.
+    pub fn fingerprint(mut self, fingerprint: u64) -> Self {
+        self.fingerprint = fingerprint;
+        self
+    }
+}
+
+/// The first record of a cache file: this magic, then the fingerprint (little-endian).
+const HEADER_MAGIC: &[u8; 12] = b"SLUICE-CACHE";
+
+fn header(fingerprint: u64) -> Vec<u8> {
+    let mut h = HEADER_MAGIC.to_vec();
+    h.extend_from_slice(&fingerprint.to_le_bytes());
+    h
+}
+
+/// Opens the cache file at `path` for replay when its header holds `fingerprint`;
+/// `None` when it is stale (another fingerprint, or no header).
+fn open_fresh(path: &Path, fingerprint: u64) -> Result<Option<FileReader>> {
+    let opts = ReaderOptions { compression: Compression::None, ..ReaderOptions::default() };
+    let mut reader = tfrecord::open(path, &opts)?;
+    let fresh = matches!(reader.next_record()?, Some(h) if h == header(fingerprint).as_slice());
+    Ok(fresh.then_some(reader))
 }
 
 impl<D: Dataset> Dataset for CacheFile<D>
@@ -228,14 +261,16 @@ where
     type Iter = CacheFileIter<D::Iter>;
 
     fn iter(&self, ctx: &Ctx) -> Result<Self::Iter> {
-        let mode = if self.path.is_file() {
-            let opts = ReaderOptions { compression: Compression::None, ..ReaderOptions::default() };
-            FileMode::Replay { reader: tfrecord::open(&self.path, &opts)? }
-        } else {
-            remove_stale_partials(&self.path);
-            let tmp = temp_path(&self.path);
-            let writer = tfrecord::create(&tmp, Compression::None)?;
-            FileMode::Record { input: self.input.iter(ctx)?, writer, tmp, path: self.path.clone() }
+        let fresh = if self.path.is_file() { open_fresh(&self.path, self.fingerprint)? } else { None };
+        let mode = match fresh {
+            Some(reader) => FileMode::Replay { reader },
+            None => {
+                remove_stale_partials(&self.path);
+                let tmp = temp_path(&self.path);
+                let mut writer = tfrecord::create(&tmp, Compression::None)?;
+                writer.write_record(&header(self.fingerprint))?;
+                FileMode::Record { input: self.input.iter(ctx)?, writer, tmp, path: self.path.clone() }
+            }
         };
         Ok(CacheFileIter { mode, scratch: Vec::new() })
     }
@@ -300,7 +335,10 @@ where
             FileMode::Replay { reader } => {
                 let Some(mut bytes) = reader.next_record()? else { return Ok(None) };
                 let len = bytes.len();
-                let decoded = I::Item::decode(&mut bytes);
+                let decoded = I::Item::decode(&mut bytes).and_then(|x| match bytes.len() {
+                    0 => Ok(x),
+                    n => Err(format!("{n} bytes left over after the entry")),
+                });
                 decoded.map(Some).map_err(|reason| {
                     reader.corrupt_previous(CorruptKind::Decode { message: "cache entry", reason }, len)
                 })

@@ -158,6 +158,7 @@ fn run_builds_once_then_reuses_the_runner() {
         "records",
         "records_per_sec",
         "seconds",
+        "skipped",
         "stages",
     ];
     assert_eq!(keys, expected);

@@ -129,7 +129,7 @@ impl Failure {
                 ExitCode::from(2)
             }
             Failure::Data(e) => {
-                let _ = writeln!(stderr, "error: {e:#}");
+                let _ = writeln!(stderr, "error: {}", message(&e));
                 ExitCode::from(1)
             }
             Failure::Write { error, .. } if error.kind() == std::io::ErrorKind::BrokenPipe => {
@@ -148,3 +148,32 @@ impl From<sluice_runtime::Error> for Failure {
         Failure::Data(e.into())
     }
 }
+
+/// An error and its causes on one line, each cause once: the runtime's errors already
+/// say their cause (`f: Permission denied`), which a plain `{:#}` would repeat.
+fn message(e: &anyhow::Error) -> String {
+    let mut out = e.to_string();
+    for cause in e.chain().skip(1) {
+        let cause = cause.to_string();
+        if !out.contains(&cause) {
+            out.push_str(": ");
+            out.push_str(&cause);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cause_is_said_once() {
+        let denied = std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+        let e = anyhow::Error::from(sluice_runtime::Error::io("data/a.tfrecord", denied));
+        assert_eq!(message(&e), "data/a.tfrecord: permission denied");
+        let e = anyhow::anyhow!("inner cause").context("outer");
+        assert_eq!(message(&e), "outer: inner cause");
+    }
+}
+

@@ -13,8 +13,11 @@
 //!     pub struct Params { pub files: String, ... }
 //!     impl Params {
 //!         /// From `NAME=VALUE` pairs (`--set`); defaults fill the rest; a parameter
-//!         /// without a default must be set; an unknown name is an error.
+//!         /// without a default must be set; an unknown name is an error; then `check`.
 //!         pub fn from_args(set: &[(String, String)]) -> Result<Params, String>;
+//!         /// The values against what the stages they size need (the physical plan's
+//!         /// `param_rules`: a count at least 1, a shard's index below its count).
+//!         pub fn check(&self) -> Result<(), String>;
 //!     }
 //!     impl Default for Params  // only when every parameter has a default
 //!     pub struct Record { ... }   // when the elements have fields: one Rust field each

@@ -652,3 +652,33 @@ fn records_from_a_pipe_read_like_the_file() {
         assert!(!stderr(&o).contains("skipped"), "{extra:?}: {}", stderr(&o));
     }
 }
+
+/// `sluice gen` writes each shard under a temporary name and renames it when complete: a
+/// run that cannot finish (here the file-size limit of a full disk) leaves no shard that
+/// looks whole.
+#[test]
+fn gen_cut_short_leaves_no_shard_that_looks_complete() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("gen");
+    let script = format!(
+        "ulimit -f 256; exec '{}' gen tabular --records 200000 --shards 2 --out '{}'",
+        env!("CARGO_BIN_EXE_sluice"),
+        out.display()
+    );
+    let o = Command::new("sh").args(["-c", &script]).output().unwrap();
+    assert!(!o.status.success(), "the limit stops it: {}", stderr(&o));
+    let names: Vec<String> = std::fs::read_dir(&out)
+        .map(|d| d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default();
+    assert!(!names.iter().any(|n| n.ends_with(".tfrecord")), "{names:?}");
+    // Without the limit, the same command writes both shards under their own names.
+    let o = sluice(&["gen", "tabular", "--records", "2000", "--shards", "2", "--out", s(&out)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut names: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names.iter().filter(|n| n.ends_with(".tfrecord")).count(), 2, "{names:?}");
+    assert!(!names.iter().any(|n| n.ends_with(".partial")), "a complete run leaves no partial: {names:?}");
+}

@@ -176,4 +176,3 @@ mod tests {
         assert_eq!(message(&e), "outer: inner cause");
     }
 }
-

@@ -53,7 +53,7 @@ impl Pipeline {
         out.push_str(&format!("== {name} (optimized) ==\n{}", self.optimized.plan.explain()));
         if verbose {
             for a in &self.optimized.applied {
-                out.push_str(&format!("-- after {}:\n{}", a.rule, a.after));
+                out.push_str(&format!("-- after {}:\n{}", a.rule, a.after.explain()));
             }
         }
         out.push_str(&format!("== {name} (physical) ==\n{}", self.physical.explain()));

@@ -112,8 +112,9 @@ pub fn rules() -> Vec<Box<dyn OptimizerRule>> {
 pub struct Application {
     /// The rule's name.
     pub rule: &'static str,
-    /// `explain` text of the plan after the rule.
-    pub after: String,
+    /// The plan after the rule (its `explain` text is made when asked for: a deep plan's
+    /// text grows with the square of its depth, its indentation does).
+    pub after: Plan,
 }
 
 /// The optimized plan and how it came about.
@@ -146,7 +147,7 @@ pub fn optimize_with(mut plan: Plan, rules: &[Box<dyn OptimizerRule>]) -> Optimi
             plan = t.plan;
             if t.changed {
                 changed = true;
-                applied.push(Application { rule: rule.name(), after: plan.explain() });
+                applied.push(Application { rule: rule.name(), after: plan.clone() });
             }
         }
         if !changed {
@@ -263,7 +264,7 @@ mod tests {
                 "insert_prefetch"
             ]
         );
-        assert_eq!(o.applied.last().unwrap().after, o.plan.explain());
+        assert_eq!(o.applied.last().unwrap().after, o.plan);
         insta::assert_snapshot!(o.plan.explain(), @r"
         Prefetch: buffer=auto -> batch<{x: f32[4], label: i64}>
           Map: fns=[expr], parallel=1, deterministic=true -> batch<{x: f32[4], label: i64}>

@@ -122,3 +122,24 @@ fn build_api_writes_and_fails_with_diagnostics() {
     assert!(msg.contains("bad.pipe:2:"), "{msg}");
     assert!(msg.contains("error[E0"), "{msg}");
 }
+
+/// `Params::check` names the parameters a stage argument comes from, and the constant it
+/// is held against (the run-time values are checked by the CLI tests of `sluice run`).
+#[test]
+fn params_check_names_parameters_and_constants() {
+    let src = "pipeline p(files: glob = \"d/*\", worker: u32 = 0, bs: u64 = 8) {
+        tfrecords(files);
+        shard(4, worker);
+        batch(bs);
+    }";
+    let text = generate(src).expect("generates").to_pretty_string();
+    for message in [
+        "parameter `worker` is {i}: the `index` of `shard` must be below its `num_shards` ({n})",
+        "parameter `bs` is 0: the `size` of `batch` it sets must be at least 1",
+    ] {
+        assert!(text.contains(message), "{message}\n{text}");
+    }
+    assert!(
+        text.contains("params.check()?;") && text.contains("params.check().map_err(__sl::Error::Invalid)?;")
+    );
+}

@@ -197,10 +197,19 @@ fn checks(rules: &[ParamRule]) -> R<TokenStream> {
             }
             ParamRule::IndexBelowCount { index, count } => {
                 let ((i, i_name), (n, n_name)) = (value(index)?, value(count)?);
-                let message = format!(
-                    "{i_name} is {{}}, {n_name} is {{}}: the `index` of `shard` must be below its `num_shards`"
-                );
-                quote!(if #i >= #n { return ::std::result::Result::Err(format!(#message, #i, #n)); })
+                let message = match (index, count) {
+                    (ArgValue::Param(_), ArgValue::Param(_)) => format!(
+                        "{i_name} is {{i}}, {n_name} is {{n}}: the `index` of `shard` must be below its `num_shards`"
+                    ),
+                    (ArgValue::Param(_), _) => {
+                        format!("{i_name} is {{i}}: the `index` of `shard` must be below its `num_shards` ({{n}})")
+                    }
+                    _ => format!("{n_name} is {{n}}: the `num_shards` of `shard` must be above its `index` ({{i}})"),
+                };
+                quote!(if #i >= #n {
+                    let (i, n) = (#i, #n);
+                    return ::std::result::Result::Err(format!(#message));
+                })
             }
         });
     }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use sluice::runtime::BoxError;
 use sluice::runtime::example::parse::{DType, ExampleParser, FeatureSpec, ParseSpec};
-use sluice::runtime::stage::{Buffer, Dataset, Parallelism, files, tfrecords};
+use sluice::runtime::stage::{Buffer, Dataset, Parallelism, Record, files, tfrecords};
 use sluice::runtime::synth::{GenOptions, Kind, generate};
 use sluice::runtime::tfrecord::{Compression, ReaderOptions};
 
@@ -35,10 +35,10 @@ fn main() -> anyhow::Result<()> {
         .num_parallel(Parallelism::Auto)
         .shuffle(10_000, 42)
         .chunks(1024, false)
-        .try_map(move |records: Vec<Vec<u8>>| {
+        .try_map(move |records: Vec<Record>| {
             let mut cols = parser.columns();
             for r in &records {
-                parser.parse_into(r, &mut cols)?;
+                parser.parse_into(r, &mut cols).map_err(|e| r.origin().name_in(e))?;
             }
             Ok::<_, BoxError>(cols)
         })

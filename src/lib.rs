@@ -40,7 +40,7 @@ pub mod __private {
     pub use mimalloc::MiMalloc;
     pub use sluice_runtime::abi::ops::{Array, Cast, Flip};
     pub use sluice_runtime::abi::parse::{ExampleView, ParseError};
-    pub use sluice_runtime::abi::{self, FromParam, Rows, ops, param, parse};
+    pub use sluice_runtime::abi::{self, FromParam, Rows, located, ops, param, parse};
     pub use sluice_runtime::column::{
         AnyColumn, Batchable, ColumnBuilder, ColumnError, Columns, Dense, IntoAnyColumn, NamedColumns,
         PadLen, PadShape, Ragged, Tensor, check_rows,
@@ -49,8 +49,8 @@ pub mod __private {
     pub use sluice_runtime::rng::Philox;
     pub use sluice_runtime::stage::{
         Buffer, CacheCodec, Dataset, Element, Files, GlobalShuffle, Indexed, OpenTfRecord, Parallelism,
-        PipelineState, RecordBatch, Remainder, files, fingerprint, from_vec, global_shuffle, sample_from,
-        tfrecord_batches, tfrecords,
+        PipelineState, Record, RecordBatch, Remainder, files, fingerprint, from_vec, global_shuffle,
+        sample_from, tfrecord_batches, tfrecords,
     };
     pub use sluice_runtime::tfrecord;
     pub use sluice_runtime::tfrecord::{Compression, CorruptPolicy, ReaderOptions};

@@ -370,3 +370,107 @@ fn a_cache_file_of_other_data_is_rebuilt() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(records(&format!("files={}/*.tfrecord", other.display())), 10, "rebuilt from the new files");
 }
+
+const FAULTY: &str = r#"
+pipeline plain(files: glob) {
+    schema { x: f32[2], label: i64 }
+    tfrecords(files, cycle: 2);
+    map { parse_example(); label = one_hot(label, 3); }
+}
+pipeline divide(files: glob) {
+    schema { x: f32[2], label: i64 }
+    tfrecords(files, cycle: 2, parallel: 2);
+    map(parallel: 2) { parse_example(); label = 12 / label; }
+}
+pipeline batched(files: glob) {
+    schema { x: f32[2], label: i64 }
+    tfrecords(files, cycle: 2);
+    batch(4);
+    map { parse_example(); label = one_hot(label, 3); }
+}
+pipeline map_batch(files: glob) {
+    schema { x: f32[2], label: i64 }
+    tfrecords(files, cycle: 2, parallel: 2);
+    map(parallel: 2) { parse_example(); label = one_hot(label, 3); }
+    batch(4);
+}
+pipeline fused(files: glob) {
+    schema { x: f32[2], label: i64 }
+    tfrecords(files, cycle: 2, parallel: auto, deterministic: false);
+    batch(4);
+    map(parallel: auto) { parse_example(); }
+}
+pipeline global(files: glob) {
+    schema { x: f32[2], label: i64 }
+    tfrecords(files);
+    shuffle(global, seed: 3);
+    map { parse_example(); label = one_hot(label, 3); }
+}
+"#;
+
+/// An error in a map names the file and the record it came from, on every path: a map
+/// after the interleave, a parallel one, a map of a batch of records, a map fused with
+/// the batch after it, the fused reader and the global shuffle (they used to say `record 3 of the batch`, or nothing).
+#[test]
+fn errors_in_maps_name_the_file_and_record() {
+    use sluice::example::{Example, Feature};
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, records: &[Vec<u8>]| {
+        let path = dir.path().join(name);
+        let mut w = sluice::tfrecord::create(&path, sluice::tfrecord::Compression::None).unwrap();
+        for r in records {
+            w.write_record(r).unwrap();
+        }
+        w.finish().unwrap();
+        let o = sluice_in(dir.path(), &["index", path.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        path
+    };
+    let example = |label: i64| {
+        Example::from_features([
+            ("x".to_string(), Feature::floats(vec![0.5, 1.5])),
+            ("label".to_string(), Feature::int64s(vec![label])),
+        ])
+        .encode_record()
+    };
+    let good: Vec<Vec<u8>> = (0..8).map(|i| example(1 + i % 2)).collect();
+    write("a.tfrecord", &good);
+    // Record 5 of b: a label out of range and 0 (division); record 6 malformed.
+    let mut b = good.clone();
+    b[5] = example(0);
+    b[6] = vec![0xff, 0xff, 0xff];
+    let b_path = write("b.tfrecord", &b);
+    let file = dir.path().join("faulty.pipe");
+    std::fs::write(&file, FAULTY).unwrap();
+    let files = format!("files={}/*.tfrecord", dir.path().display());
+    let b_name = b_path.display().to_string();
+    let cases = [
+        ("plain", "stage `map`", 6, "malformed tf.train.Example"),
+        ("divide", "stage `map`", 5, "integer division by zero"),
+        ("batched", "stage `map`", 6, "malformed tf.train.Example"),
+        ("map_batch", "stage `map_batch`", 6, "malformed tf.train.Example"),
+        ("fused", "stage `read_map_batches`", 6, "malformed tf.train.Example"),
+        ("global", "stage `map`", 6, "malformed tf.train.Example"),
+    ];
+    for (pipeline, stage, record, what) in cases {
+        let o = sluice_in(
+            dir.path(),
+            &["run", file.to_str().unwrap(), pipeline, "--set", &files, "--no-progress"],
+        );
+        assert_eq!(o.status.code(), Some(1), "{pipeline}: {}", stderr(&o));
+        let err = stderr(&o);
+        let want = format!("{stage}: {b_name}: record {record}: {what}");
+        assert!(err.contains(&want), "{pipeline}: wanted `{want}` in\n{err}");
+    }
+    // A label out of range, on its own.
+    let mut c = good;
+    c[2] = example(9);
+    std::fs::remove_file(&b_path).unwrap();
+    let c_path = write("c.tfrecord", &c);
+    let o =
+        sluice_in(dir.path(), &["run", file.to_str().unwrap(), "plain", "--set", &files, "--no-progress"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    let want = format!("stage `map`: {}: record 2: one_hot: label 9 is outside 0..3", c_path.display());
+    assert!(err.contains(&want), "wanted `{want}` in\n{err}");
+}

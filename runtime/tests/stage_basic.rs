@@ -170,7 +170,7 @@ fn tfrecord_source_counts_skipped_records() {
     let d =
         tfrecord_file(&path, ReaderOptions { on_corrupt: CorruptPolicy::Skip, ..ReaderOptions::default() });
     let mut s = d.stream().unwrap();
-    let got: Vec<Vec<u8>> = s.by_ref().map(|r| r.unwrap()).collect();
+    let got: Vec<Vec<u8>> = s.by_ref().map(|r| Vec::from(r.unwrap())).collect();
     assert_eq!(got.len(), 4);
     let stats = s.reader_stats();
     assert_eq!((stats.records, stats.skipped_records), (4, 1));

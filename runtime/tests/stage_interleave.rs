@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 use sluice_runtime::Error;
-use sluice_runtime::stage::{Dataset, Files, Parallelism, from_vec, range, tfrecords};
+use sluice_runtime::stage::{Dataset, Files, Parallelism, Record, from_vec, range, tfrecords};
 use sluice_runtime::tfrecord::{self, Compression, CorruptPolicy, ReaderOptions};
 
 /// tf.data's interleave, written as one visit of the cursor per step: a visit takes up to
@@ -398,11 +398,11 @@ fn tfrecords_reads_every_record_exactly_once_in_order() {
                 .num_parallel(threads)
                 .stream()
                 .unwrap();
-            let got: Vec<Vec<u8>> = s.by_ref().collect::<Result<_, _>>().unwrap();
+            let got: Vec<Record> = s.by_ref().collect::<Result<_, _>>().unwrap();
             assert_eq!(got, expected, "cycle {cycle}, threads {threads}");
             assert_eq!(s.reader_stats().records, 37);
         }
-        let mut sloppy: Vec<Vec<u8>> =
+        let mut sloppy: Vec<Record> =
             tfrecords(Files::from_paths(paths.clone()), opts(CorruptPolicy::Fail), cycle)
                 .num_parallel(3)
                 .deterministic(false)
@@ -446,7 +446,7 @@ fn corrupt_record_policies_work_through_interleave() {
         let (items, _) = read(CorruptPolicy::Fail);
         let cut = expected.iter().position(|r| *r == bad).unwrap();
         let (ok, err): (Vec<_>, Vec<_>) = items.into_iter().partition(Result::is_ok);
-        let ok: Vec<Vec<u8>> = ok.into_iter().map(Result::unwrap).collect();
+        let ok: Vec<Record> = ok.into_iter().map(Result::unwrap).collect();
         assert_eq!(ok, expected[..cut], "threads {threads}");
         assert_eq!(err.len(), 1);
         let e = err.into_iter().next().unwrap().unwrap_err();
@@ -462,14 +462,14 @@ fn corrupt_record_policies_work_through_interleave() {
 
         // skip: every other record, the bad one counted.
         let (items, stats) = read(CorruptPolicy::Skip);
-        let got: Vec<Vec<u8>> = items.into_iter().collect::<Result<_, _>>().unwrap();
+        let got: Vec<Record> = items.into_iter().collect::<Result<_, _>>().unwrap();
         assert_eq!(got, after_skip, "threads {threads}");
         assert_eq!((stats.records, stats.skipped_records), (21, 1));
         assert_eq!((&stats.events[0].path, stats.events[0].record), (&paths[2], 2));
 
         // skip_file: the rest of file 2 is skipped, the other files complete.
         let (items, stats) = read(CorruptPolicy::SkipFile);
-        let got: Vec<Vec<u8>> = items.into_iter().collect::<Result<_, _>>().unwrap();
+        let got: Vec<Record> = items.into_iter().collect::<Result<_, _>>().unwrap();
         assert_eq!(got, after_skip_file, "threads {threads}");
         assert_eq!(stats.skipped_records, 1);
         assert!(stats.events[0].rest_of_file);

@@ -40,7 +40,9 @@ fn pipeline(files: Files, s: &Shape) -> impl Dataset<Item = Dense<u64>> {
     tfrecords(files, ReaderOptions::default(), s.cycle)
         .num_parallel(Parallelism::Fixed(s.read_threads))
         .deterministic(s.deterministic)
-        .try_map(|r: Vec<u8>| r.try_into().map(u64::from_le_bytes).map_err(|_| "record is not 8 bytes"))
+        .try_map(|r: sluice_runtime::stage::Record| {
+            Vec::from(r).try_into().map(u64::from_le_bytes).map_err(|_| "record is not 8 bytes")
+        })
         .num_parallel(Parallelism::Fixed(s.map_threads))
         .deterministic(s.deterministic)
         .shuffle(s.shuffle, 42)

@@ -203,13 +203,13 @@ mod build {
     use sluice_runtime::example::parse::{Columns, DType, ExampleParser, FeatureSpec, ParseSpec};
     use sluice_runtime::example::view::{ExampleView, FeatureView};
     use sluice_runtime::image::decode_resize_normalize;
-    use sluice_runtime::stage::{Buffer, Dataset, Element, Files, Parallelism, tfrecords};
+    use sluice_runtime::stage::{Buffer, Dataset, Element, Files, Parallelism, Record, tfrecords};
     use sluice_runtime::tfrecord::ReaderOptions;
     use sluice_runtime::{BoxError, Result};
 
     /// `read`: `interleave(TFRecordDataset, cycle_length=4, num_parallel_calls=AUTOTUNE,
     /// deterministic=False)`: every record, checksums verified.
-    pub fn read(files: Files) -> impl Dataset<Item = Vec<u8>> {
+    pub fn read(files: Files) -> impl Dataset<Item = Record> {
         tfrecords(files, ReaderOptions::default(), 4).num_parallel(Parallelism::Auto).deterministic(false)
     }
 
@@ -223,10 +223,10 @@ mod build {
         ]);
         let parser =
             Arc::new(ExampleParser::new(spec).map_err(|e| sluice_runtime::Error::Invalid(e.to_string()))?);
-        let parse = move |records: Vec<Vec<u8>>| -> std::result::Result<Columns, BoxError> {
+        let parse = move |records: Vec<Record>| -> std::result::Result<Columns, BoxError> {
             let mut cols = parser.columns();
-            for (i, record) in records.iter().enumerate() {
-                parser.parse_into(record, &mut cols).map_err(|e| format!("record {i} of the batch: {e}"))?;
+            for record in &records {
+                parser.parse_into(record, &mut cols).map_err(|e| record.origin().name_in(e))?;
             }
             Ok(cols)
         };
@@ -282,7 +282,7 @@ mod build {
     /// the allocator; `image_raw` uses [`image_batch_extend`], which writes it only once.)
     fn image_batch(
         pool: &BufferPool<f32>,
-        records: &[Vec<u8>],
+        records: &[Record],
         (h, w): (usize, usize),
         fill: impl Fn(&[u8], &mut [f32]) -> std::result::Result<(), BoxError>,
     ) -> std::result::Result<ImageBatch, BoxError> {
@@ -292,9 +292,9 @@ mod build {
         image.resize(n * per, 0.0);
         let mut label = Vec::with_capacity(n);
         for (i, slot) in image.chunks_exact_mut(per).enumerate() {
-            let (bytes, l) =
-                image_and_label(&records[i]).map_err(|e| format!("record {i} of the batch: {e}"))?;
-            fill(bytes, slot).map_err(|e| format!("record {i} of the batch: {e}"))?;
+            let origin = records[i].origin();
+            let (bytes, l) = image_and_label(&records[i]).map_err(|e| origin.name_in(e))?;
+            fill(bytes, slot).map_err(|e| origin.name_in(e))?;
             label.push(l);
         }
         Ok(ImageBatch { shape: [n, h, w, 3], image, label })
@@ -304,21 +304,18 @@ mod build {
     /// pixels, so the batch buffer is written once, never zero-filled first.
     fn image_batch_extend(
         pool: &BufferPool<f32>,
-        records: &[Vec<u8>],
+        records: &[Record],
         (h, w): (usize, usize),
     ) -> std::result::Result<ImageBatch, BoxError> {
         let n = records.len();
         let per = h * w * 3;
         let mut image = pool.take(n * per);
         let mut label = Vec::with_capacity(n);
-        for (i, record) in records.iter().enumerate() {
-            let (bytes, l) = image_and_label(record).map_err(|e| format!("record {i} of the batch: {e}"))?;
+        for record in records {
+            let (bytes, l) = image_and_label(record).map_err(|e| record.origin().name_in(e))?;
             if bytes.len() != per {
-                return Err(format!(
-                    "record {i} of the batch: feature `image` has {} bytes, expected {per}",
-                    bytes.len()
-                )
-                .into());
+                let e = format!("feature `image` has {} bytes, expected {per}", bytes.len());
+                return Err(record.origin().name_in(e).into());
             }
             let slot = &mut image.spare_capacity_mut()[..per];
             for (o, b) in slot.iter_mut().zip(bytes) {
@@ -340,7 +337,7 @@ mod build {
         let pool = BufferPool::new(POOLED_BATCHES);
         read(files)
             .chunks(256, false)
-            .try_map(move |records: Vec<Vec<u8>>| image_batch_extend(&pool, &records, (64, 64)))
+            .try_map(move |records: Vec<Record>| image_batch_extend(&pool, &records, (64, 64)))
             .num_parallel(Parallelism::Auto)
             .named("decode")
             // A batch is 12.5 MB, and the parallel map already keeps a finished one ahead.
@@ -352,7 +349,10 @@ mod build {
     /// the shuffle buffer and the stages' queues, whatever the size of the data.
     pub fn memory(files: Files) -> impl Dataset<Item = (Dense<i64>, Ragged<u8>)> {
         read(files)
-            .try_map(|record: Vec<u8>| image_and_label(&record).map(|(image, label)| (label, image.to_vec())))
+            .try_map(|record: Record| {
+                let (image, label) = image_and_label(&record).map_err(|e| record.origin().name_in(e))?;
+                Ok::<_, BoxError>((label, image.to_vec()))
+            })
             .num_parallel(Parallelism::Auto)
             .named("parse")
             .shuffle(10_000, 7)
@@ -367,7 +367,7 @@ mod build {
         let pool = BufferPool::new(POOLED_BATCHES);
         read(files)
             .chunks(128, false)
-            .try_map(move |records: Vec<Vec<u8>>| {
+            .try_map(move |records: Vec<Record>| {
                 image_batch(&pool, &records, (112, 112), |bytes, out| {
                     decode_resize_normalize(bytes, 112, 112, MEAN, STD, out).map_err(Into::into)
                 })

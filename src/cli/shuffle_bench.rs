@@ -3,7 +3,7 @@
 //!
 //! The files are read once to warm the page cache and indexed (timed: records/s and GB/s
 //! of `sluice index`, and the index's bytes per record). Then, each the median of
-//! `--repeat` passes, every record delivered as an owned `Vec<u8>` and its length summed:
+//! `--repeat` passes, every record delivered as an owned `Record` and its length summed:
 //! the sequential reader on one thread (payloads lent, no allocation), the sequential
 //! TFRecord source stage on one thread (one `Vec` per record, as the shuffle delivers),
 //! and `global_shuffle` on one thread and on `--threads` threads. Ratios are the
@@ -121,7 +121,7 @@ pub fn run(args: ShuffleArgs) -> Result<ExitCode, Failure> {
 }
 
 fn drain(
-    stream: impl Iterator<Item = sluice_runtime::Result<Vec<u8>>>,
+    stream: impl Iterator<Item = sluice_runtime::Result<sluice_runtime::stage::Record>>,
     start: Instant,
 ) -> Result<Pass, Failure> {
     let (mut records, mut sink) = (0u64, 0u64);

@@ -128,7 +128,7 @@ impl Gen<'_> {
     pub(super) fn item_type(&mut self, e: &Element) -> R<TokenStream> {
         Ok(match e {
             Element::Path => quote!(::std::path::PathBuf),
-            Element::Record => quote!(::std::vec::Vec<u8>),
+            Element::Record => quote!(__sl::Record),
             Element::Fields(f) => {
                 let r = self.record(f)?;
                 quote!(#r)

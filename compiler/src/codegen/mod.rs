@@ -23,8 +23,8 @@
 //!     pub struct Record { ... }   // when the elements have fields: one Rust field each
 //!     pub struct Batch { ... }    // when the elements are batches of fields: one column each;
 //!                                 // `NamedColumns` gives the columns by field name (tensors)
-//!     pub type Item = ...;        // the element type: Record, Batch, Vec<u8> (a record),
-//!                                 // Vec<Vec<u8>> (a batch of records), PathBuf
+//!     pub type Item = ...;        // the element type: Record, Batch, __sl::Record (a
+//!                                 // serialized record and its origin), RecordBatch, PathBuf
 //!     pub fn dataset(params: &Params) -> ::sluice::__private::Result<impl Dataset<Item = Item>>;
 //!     /// Runs the pipeline to the end with the runner of `sluice run`.
 //!     pub fn run(args: &::sluice::__private::runner::RunArgs) -> ::std::process::ExitCode;

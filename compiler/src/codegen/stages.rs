@@ -149,7 +149,7 @@ impl Gen<'_> {
                     let ds = ds.chunks(#size, #drop_remainder);
                     let ds = {
                         let p = __params.clone();
-                        ds.try_map(move |x: ::std::vec::Vec<::std::vec::Vec<u8>>| #call(&p, 0, 0, __sl::RecordBatch::from(x)))
+                        ds.try_map(move |x: ::std::vec::Vec<__sl::Record>| #call(&p, 0, 0, __sl::RecordBatch::from(x)))
                     }
                     .num_parallel(#par).deterministic(#deterministic).named("map");
                 }
@@ -295,16 +295,23 @@ impl Gen<'_> {
         } else {
             (TokenStream::new(), quote!(&p, 0, 0, #plain))
         };
+        // A function of a serialized record names its file and record when it fails.
+        let call = if f.by_ref {
+            let record = if f.random { quote!(x.value) } else { quote!(x) };
+            quote!({ let o = #record.origin(); #call(#args).map_err(|e| __sl::located(o, e)) })
+        } else {
+            quote!(#call(#args))
+        };
         Ok(match pred {
             None => quote! {
-                let ds = { let p = __params.clone(); ds #pre .try_map(move |x| #call(#args)) }
+                let ds = { let p = __params.clone(); ds #pre .try_map(move |x| #call) }
                     .num_parallel(#par).deterministic(#det).named("map");
             },
             Some(pred) => quote! {
                 let ds = {
                     let p = __params.clone();
                     ds #pre .try_map(move |x| -> ::std::result::Result<::std::option::Option<_>, __sl::BoxError> {
-                        let r = #call(#args)?;
+                        let r = #call?;
                         ::std::result::Result::Ok(if #pred(&p, &r)? { ::std::option::Option::Some(r) } else { ::std::option::Option::None })
                     })
                 }

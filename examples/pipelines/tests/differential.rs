@@ -21,7 +21,7 @@ use sluice::example::view::{ExampleView, FeatureView};
 use sluice::example::{Example, Feature};
 use sluice::runtime::BoxError;
 use sluice::runtime::image::decode_resize_normalize;
-use sluice::runtime::stage::{Buffer, Dataset, Parallelism, RuntimeOptions, files, tfrecords};
+use sluice::runtime::stage::{Buffer, Dataset, Parallelism, Record, RuntimeOptions, files, tfrecords};
 use sluice::synth::{GenOptions, Kind, RecordMaker};
 use sluice::tfrecord::{Compression, ReaderOptions};
 use sluice_examples::{augment, corpus, image_raw, jpeg, parse_tabular, read, shuffle_tabular};
@@ -174,7 +174,7 @@ fn assert_batch_sizes(what: &str, sizes: &[usize], size: usize, total: usize) {
 // ---- hand-built pipelines (the runtime API, as `src/cli/pipelines.rs` builds them) ----
 
 /// `read.pipe`: every record, interleaving four files, non-deterministic order.
-fn hand_read(glob: &str) -> impl Dataset<Item = Vec<u8>> {
+fn hand_read(glob: &str) -> impl Dataset<Item = Record> {
     tfrecords(files(glob).expect("files"), ReaderOptions::default(), 4)
         .num_parallel(Parallelism::Auto)
         .deterministic(false)
@@ -190,7 +190,7 @@ fn tabular_parser() -> Arc<ExampleParser> {
 }
 
 /// Parses a chunk of records into columns.
-fn parse_chunk(parser: &ExampleParser, records: &[Vec<u8>]) -> Result<Columns, BoxError> {
+fn parse_chunk(parser: &ExampleParser, records: &[Record]) -> Result<Columns, BoxError> {
     let mut cols = parser.columns();
     for (i, record) in records.iter().enumerate() {
         parser.parse_into(record, &mut cols).map_err(|e| format!("record {i} of the batch: {e}"))?;
@@ -206,7 +206,7 @@ fn hand_tabular(glob: &str, shuffle: bool) -> impl Dataset<Item = Columns> {
     hand_read(glob)
         .shuffle(buffer, 1)
         .chunks(1024, false)
-        .try_map(move |records: Vec<Vec<u8>>| parse_chunk(&parser, &records))
+        .try_map(move |records: Vec<Record>| parse_chunk(&parser, &records))
         .num_parallel(Parallelism::Auto)
         .named("parse")
         .prefetch(Buffer::Auto)
@@ -238,7 +238,7 @@ type ImageBatch = (Vec<f32>, Vec<i64>);
 
 /// Images of `per` floats a record, each written into its slot of the batch by `fill`.
 fn image_batch(
-    records: &[Vec<u8>],
+    records: &[Record],
     per: usize,
     fill: impl Fn(&[u8], &mut [f32]) -> Result<(), BoxError>,
 ) -> Result<ImageBatch, BoxError> {
@@ -256,7 +256,7 @@ fn image_batch(
 fn hand_image_raw(glob: &str) -> impl Dataset<Item = ImageBatch> {
     hand_read(glob)
         .chunks(256, false)
-        .try_map(|records: Vec<Vec<u8>>| {
+        .try_map(|records: Vec<Record>| {
             image_batch(&records, 64 * 64 * 3, |bytes, out| {
                 if bytes.len() != out.len() {
                     return Err(format!("{} image bytes, expected {}", bytes.len(), out.len()).into());
@@ -276,7 +276,7 @@ fn hand_image_raw(glob: &str) -> impl Dataset<Item = ImageBatch> {
 fn hand_jpeg(glob: &str) -> impl Dataset<Item = ImageBatch> {
     hand_read(glob)
         .chunks(128, false)
-        .try_map(|records: Vec<Vec<u8>>| {
+        .try_map(|records: Vec<Record>| {
             image_batch(&records, 112 * 112 * 3, |bytes, out| {
                 decode_resize_normalize(bytes, 112, 112, MEAN, STD, out).map_err(Into::into)
             })
@@ -293,7 +293,7 @@ fn hand_eval(glob: &str, limit: u64) -> impl Dataset<Item = (Vec<f32>, Vec<i64>)
     tfrecords(files(glob).expect("files"), ReaderOptions::default(), 1)
         .take(limit)
         .chunks(512, false)
-        .try_map(move |records: Vec<Vec<u8>>| -> Result<_, BoxError> {
+        .try_map(move |records: Vec<Record>| -> Result<_, BoxError> {
             let cols = parse_chunk(&parser, &records)?;
             let (x, label) = tabular_columns(&cols);
             Ok((x.iter().map(|v| v * 2.0 + 1.0).collect(), label.to_vec()))
@@ -318,7 +318,7 @@ fn read_yields_every_record_like_the_hand_built_read() {
         let got = collect("read", &generated, cores);
         let mut last = vec![None::<usize>; data.shards as usize];
         for r in &got {
-            let i = position[r];
+            let i = position[&r[..]];
             let k = data.shard_of(i) as usize;
             assert!(last[k] < Some(i), "read on {cores} cores: file {k} out of order at record {i}");
             last[k] = Some(i);

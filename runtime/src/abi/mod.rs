@@ -21,6 +21,19 @@ impl Rows for Vec<u8> {
     }
 }
 
+/// A serialized record with its origin.
+impl Rows for crate::stage::Record {
+    fn rows(&self) -> u64 {
+        1
+    }
+}
+
+/// The error of a stage's function on a record read from `origin`, prefixed with the
+/// file and record (`path: record N: ...`) when the origin is known.
+pub fn located(origin: crate::stage::Origin, error: crate::BoxError) -> crate::BoxError {
+    if origin.is_known() { origin.name_in(error).into() } else { error }
+}
+
 impl Rows for std::path::PathBuf {
     fn rows(&self) -> u64 {
         1

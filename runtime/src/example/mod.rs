@@ -29,6 +29,11 @@ impl Example {
             .map_err(|e| CorruptKind::Decode { message: "tf.train.Example", reason: e.to_string() })
     }
 
+    /// The serialized message, as a TFRecord holds it.
+    pub fn encode_record(&self) -> Vec<u8> {
+        self.encode_to_vec()
+    }
+
     /// An example with the given features.
     pub fn from_features(features: impl IntoIterator<Item = (String, Feature)>) -> Self {
         Example { features: Some(Features { feature: features.into_iter().collect() }) }

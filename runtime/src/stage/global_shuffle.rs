@@ -51,7 +51,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-use super::{Ctx, DataIter, Dataset, Parallelism, StageStats};
+use super::{Ctx, DataIter, Dataset, FileId, Origin, Parallelism, Record, StageStats};
 use crate::error::{CorruptKind, Error, Result};
 use crate::permutation::Permutation;
 use crate::tfrecord::{
@@ -257,7 +257,7 @@ fn locate(starts: &[u64], g: u64) -> Option<(usize, u64)> {
 }
 
 impl Dataset for GlobalShuffle {
-    type Item = Vec<u8>;
+    type Item = Record;
     type Iter = GlobalShuffleIter;
 
     fn iter(&self, ctx: &Ctx) -> Result<GlobalShuffleIter> {
@@ -319,6 +319,7 @@ impl GlobalShuffle {
             current: Vec::new().into_iter(),
             source,
             abandoned: vec![false; self.files.len()],
+            ids: self.files.iter().map(|f| FileId::of(f.path())).collect(),
             reader: ReaderStats::default(),
             stats: self.stats.clone(),
             done: false,
@@ -560,6 +561,8 @@ pub struct GlobalShuffleIter {
     current: std::vec::IntoIter<Slot>,
     source: Source,
     abandoned: Vec<bool>,
+    /// The files' numbers, for the origins of their records.
+    ids: Vec<FileId>,
     reader: ReaderStats,
     stats: Arc<StageStats>,
     done: bool,
@@ -612,9 +615,9 @@ impl GlobalShuffleIter {
 }
 
 impl DataIter for GlobalShuffleIter {
-    type Item = Vec<u8>;
+    type Item = Record;
 
-    fn next(&mut self) -> Result<Option<Vec<u8>>> {
+    fn next(&mut self) -> Result<Option<Record>> {
         loop {
             if self.done {
                 return Ok(None);
@@ -640,7 +643,7 @@ impl DataIter for GlobalShuffleIter {
                     self.reader.records += 1;
                     self.reader.bytes += v.len() as u64;
                     self.stats.produced(v.len());
-                    return Ok(Some(v));
+                    return Ok(Some(Record::new(v, Origin::new(self.ids[slot.file as usize], slot.record))));
                 }
                 Err(kind) => {
                     if let Some(e) = self.corrupt(slot.file, slot.record, kind) {

@@ -36,6 +36,7 @@ mod global_shuffle;
 mod interleave;
 mod map;
 mod prefetch;
+mod record;
 mod record_batch;
 mod repeat;
 mod sample;
@@ -64,6 +65,7 @@ pub use interleave::{
 };
 pub use map::{Map, MapFn};
 pub use prefetch::{Buffer, Prefetch, PrefetchIter};
+pub use record::{FileId, Origin, Record};
 pub use record_batch::{BatchFn, RecordBatch, TfRecordBatches, TfRecordBatchesIter, tfrecord_batches};
 pub use repeat::Repeat;
 pub use sample::{SampleFrom, sample_from};

@@ -13,13 +13,13 @@
 //! interleave followed by `batch` allows; every record is delivered exactly once, and
 //! every batch but the last holds exactly `n`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-use super::{Columns, Ctx, DataIter, Dataset, Element, Parallelism, StageStats};
+use super::{Columns, Ctx, DataIter, Dataset, Element, FileId, Origin, Parallelism, Record, StageStats};
 use crate::column::ColumnError;
 use crate::error::{BoxError, Error, Result};
 use crate::tfrecord::{self, ReaderOptions};
@@ -31,8 +31,9 @@ pub struct RecordBatch {
     data: Vec<u8>,
     /// `len + 1` offsets into `data`, starting at 0.
     offsets: Vec<usize>,
-    /// Runs of consecutive records of one file: (first row, file, its record index).
-    sources: Vec<(usize, Arc<Path>, u64)>,
+    /// Runs of consecutive records of one file: (first row, the first's origin); an
+    /// unknown origin where records of no known file follow.
+    sources: Vec<(usize, Origin)>,
 }
 
 impl PartialEq for RecordBatch {
@@ -51,29 +52,41 @@ impl RecordBatch {
         RecordBatch { data: Vec::with_capacity(bytes), offsets, sources: Vec::new() }
     }
 
-    /// Appends record `index` of file `path` (recorded once per run of records).
+    /// Appends a record read from `origin` (recorded once per run of records).
     #[inline]
-    pub fn push_from(&mut self, record: &[u8], path: &Arc<Path>, index: u64) {
+    pub fn push_from(&mut self, record: &[u8], origin: Origin) {
         let row = self.len();
-        let continues = self
-            .sources
-            .last()
-            .is_some_and(|(start, p, first)| Arc::ptr_eq(p, path) && first + (row - start) as u64 == index);
+        let continues = match self.sources.last() {
+            Some(&(start, o)) if o.is_known() => {
+                o.file == origin.file && o.index + (row - start) as u64 == origin.index
+            }
+            Some(_) => !origin.is_known(),
+            None => !origin.is_known(),
+        };
         if !continues {
-            self.sources.push((row, path.clone(), index));
+            self.sources.push((row, origin));
         }
         self.push(record);
+    }
+
+    /// Where row `i` came from, when the reader that filled the batch knew.
+    pub fn origin(&self, i: usize) -> Origin {
+        match self.sources.iter().rev().find(|(start, _)| *start <= i) {
+            Some(&(start, o)) if o.is_known() => Origin::new(o.file, o.index + (i - start) as u64),
+            _ => Origin::UNKNOWN,
+        }
     }
 
     /// Where row `i` came from: `file: record N`, or `record i of the batch` when the
     /// batch was not filled by a reader.
     pub fn locate(&self, i: usize) -> String {
-        match self.sources.iter().rev().find(|(start, _, _)| *start <= i) {
-            Some((start, path, first)) => {
-                format!("{}: record {}", path.display(), first + (i - start) as u64)
-            }
-            None => format!("record {i} of the batch"),
-        }
+        let o = self.origin(i);
+        if o.is_known() { o.to_string() } else { format!("record {i} of the batch") }
+    }
+
+    /// Row `i` as a [`Record`], with its origin.
+    pub fn record(&self, i: usize) -> Option<Record> {
+        Some(Record::new(self.get(i)?.to_vec(), self.origin(i)))
     }
 
     /// Appends a record.
@@ -88,10 +101,7 @@ impl RecordBatch {
 
     /// Appends row `i` of `from`, keeping where it came from.
     fn push_located(&mut self, record: &[u8], from: &RecordBatch, i: usize) {
-        match from.sources.iter().rev().find(|(start, _, _)| *start <= i) {
-            Some((start, path, first)) => self.push_from(record, path, first + (i - start) as u64),
-            None => self.push(record),
-        }
+        self.push_from(record, from.origin(i));
     }
 
     /// The number of records.
@@ -122,6 +132,16 @@ impl RecordBatch {
     }
 }
 
+impl From<Vec<Record>> for RecordBatch {
+    fn from(records: Vec<Record>) -> Self {
+        let mut b = RecordBatch::with_capacity(records.len(), records.iter().map(|r| r.len()).sum());
+        for r in &records {
+            b.push_from(r, r.origin());
+        }
+        b
+    }
+}
+
 impl From<Vec<Vec<u8>>> for RecordBatch {
     fn from(records: Vec<Vec<u8>>) -> Self {
         let mut b = RecordBatch::with_capacity(records.len(), records.iter().map(Vec::len).sum());
@@ -139,14 +159,14 @@ impl Element for RecordBatch {
     }
 }
 
-/// `unbatch` gives the records back.
+/// `unbatch` gives the records back, with their origins.
 impl Columns for RecordBatch {
-    type Row = Vec<u8>;
+    type Row = Record;
     fn num_rows(&self) -> std::result::Result<usize, ColumnError> {
         Ok(self.len())
     }
-    fn row(&self, i: usize) -> Vec<u8> {
-        self.get(i).map(<[u8]>::to_vec).unwrap_or_default()
+    fn row(&self, i: usize) -> Record {
+        self.record(i).unwrap_or_default()
     }
 }
 
@@ -325,12 +345,11 @@ fn worker<I: DataIter<Item = PathBuf>, F: BatchFn>(
             }
         };
         let started = Instant::now();
-        let source: Arc<Path> = Arc::from(path.as_path());
+        let file = FileId::of(&path);
         loop {
-            let index = reader.record_index();
-            match reader.next_record() {
-                Ok(Some(record)) => {
-                    batch.push_from(record, &source, index);
+            match reader.next_indexed() {
+                Ok(Some((index, record))) => {
+                    batch.push_from(record, Origin::new(file, index));
                     if batch.len() == n {
                         let bytes = batch.bytes();
                         let full = std::mem::replace(&mut batch, RecordBatch::with_capacity(n, bytes));

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::{Ctx, DataIter, Dataset, Element};
+use super::{Ctx, DataIter, Dataset, Element, FileId, Origin, Record};
 use crate::error::{Error, Result};
 use crate::rng::Philox;
 use crate::tfrecord::{self, FileReader, ReaderOptions};
@@ -169,7 +169,7 @@ impl Dataset for Files {
     }
 }
 
-/// The records of one TFRecord file, as owned byte vectors.
+/// The records of one TFRecord file, as owned [`Record`]s.
 pub fn tfrecord_file(path: impl AsRef<Path>, options: ReaderOptions) -> TfRecordFile {
     TfRecordFile { path: path.as_ref().to_path_buf(), options: Arc::new(options) }
 }
@@ -183,11 +183,12 @@ pub struct TfRecordFile {
 }
 
 impl Dataset for TfRecordFile {
-    type Item = Vec<u8>;
+    type Item = Record;
     type Iter = TfRecordIter;
 
     fn iter(&self, ctx: &Ctx) -> Result<TfRecordIter> {
-        Ok(TfRecordIter { reader: Some(tfrecord::open(&self.path, &self.options)?), ctx: ctx.clone() })
+        let reader = tfrecord::open(&self.path, &self.options)?;
+        Ok(TfRecordIter { reader: Some(reader), file: FileId::of(&self.path), ctx: ctx.clone() })
     }
 }
 
@@ -195,6 +196,7 @@ impl Dataset for TfRecordFile {
 #[derive(Debug)]
 pub struct TfRecordIter {
     reader: Option<FileReader>,
+    file: FileId,
     ctx: Ctx,
 }
 
@@ -207,13 +209,13 @@ impl TfRecordIter {
 }
 
 impl DataIter for TfRecordIter {
-    type Item = Vec<u8>;
+    type Item = Record;
 
     #[inline]
-    fn next(&mut self) -> Result<Option<Vec<u8>>> {
+    fn next(&mut self) -> Result<Option<Record>> {
         let Some(reader) = self.reader.as_mut() else { return Ok(None) };
-        match reader.next_record() {
-            Ok(Some(r)) => Ok(Some(r.to_vec())),
+        match reader.next_indexed() {
+            Ok(Some((index, r))) => Ok(Some(Record::new(r.to_vec(), Origin::new(self.file, index)))),
             Ok(None) => {
                 self.finish();
                 Ok(None)

@@ -213,6 +213,15 @@ impl<R: Read> RecordReader<R> {
         Ok(self.next_range()?.map(|r| &self.buf[r]))
     }
 
+    /// Reads the next record with its index in the stream (records skipped under a
+    /// skipping policy count: the index is the record's place in the file).
+    pub fn next_indexed(&mut self) -> Result<Option<(u64, &[u8])>> {
+        match self.next_range()? {
+            Some(r) => Ok(Some((self.record - 1, &self.buf[r]))),
+            None => Ok(None),
+        }
+    }
+
     /// Reads the next record into an owned vector (a convenience that allocates).
     pub fn next_owned(&mut self) -> Result<Option<Vec<u8>>> {
         Ok(self.next_record()?.map(<[u8]>::to_vec))

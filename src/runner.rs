@@ -38,6 +38,14 @@ pub struct RunArgs {
     pub memory_budget: Option<usize>,
 }
 
+impl RunArgs {
+    /// These arguments, with `budget` (the pipeline's declared one) when they set none
+    /// (`--memory-budget-mb` overrides the declaration).
+    pub fn or_budget(&self, budget: Option<usize>) -> RunArgs {
+        RunArgs { memory_budget: self.memory_budget.or(budget), ..self.clone() }
+    }
+}
+
 impl Default for RunArgs {
     fn default() -> Self {
         RunArgs { set: Vec::new(), epochs: 1, json: false, progress: true, memory_budget: None }
@@ -153,6 +161,8 @@ struct Outcome {
     report: StatsReport,
     /// What the TFRecord readers delivered and skipped (`on_corrupt: skip|skip_file`).
     io: ReaderStats,
+    /// The memory budget AUTOTUNE ran within, in bytes (`None`: unlimited).
+    budget: Option<usize>,
 }
 
 /// Pulls `args.epochs` full passes from `ds`, each from a fresh stream. With a `bar`, a
@@ -215,7 +225,8 @@ where
     let elapsed = start.elapsed();
     let mut report = ctx.report();
     report.wall = elapsed;
-    Ok(Outcome { epochs: args.epochs, records, batches, elapsed, report, io: ctx.reader_stats() })
+    let io = ctx.reader_stats();
+    Ok(Outcome { epochs: args.epochs, records, batches, elapsed, report, io, budget: args.memory_budget })
 }
 
 /// What the readers skipped, for the text report: nothing when nothing was; else a
@@ -283,8 +294,12 @@ impl Outcome {
     /// The text report: a summary line, then the stage table (which names the bottleneck).
     fn text(&self, name: &str, peak_rss: u64) -> String {
         let epochs = if self.epochs == 1 { String::new() } else { format!(" over {} epochs", self.epochs) };
+        let budget = match self.budget {
+            Some(b) => format!(" (AUTOTUNE budget {:.1} MB)", b as f64 / 1e6),
+            None => String::new(),
+        };
         let mut text = format!(
-            "{name}: {} records in {} batches{epochs}, {:.2} s: {:.0} records/s, peak RSS {:.1} MB\n{}\n",
+            "{name}: {} records in {} batches{epochs}, {:.2} s: {:.0} records/s, peak RSS {:.1} MB{budget}\n{}\n",
             self.records,
             self.batches,
             self.elapsed.as_secs_f64(),
@@ -306,6 +321,7 @@ impl Outcome {
             "seconds": self.elapsed.as_secs_f64(),
             "records_per_sec": self.records_per_sec(),
             "peak_rss_bytes": peak_rss,
+            "memory_budget_bytes": self.budget,
             "stages": stages_json(&self.report),
             "bottleneck": self.report.bottleneck().map(|b| b.name.clone()),
             "skipped": skipped_json(&self.io),

@@ -153,6 +153,7 @@ fn run_builds_once_then_reuses_the_runner() {
         "batches",
         "bottleneck",
         "epochs",
+        "memory_budget_bytes",
         "peak_rss_bytes",
         "pipeline",
         "records",
@@ -473,4 +474,53 @@ fn errors_in_maps_name_the_file_and_record() {
     assert_eq!(o.status.code(), Some(1), "{err}");
     let want = format!("stage `map`: {}: record 2: one_hot: label 9 is outside 0..3", c_path.display());
     assert!(err.contains(&want), "wanted `{want}` in\n{err}");
+}
+
+const BUDGETED: &str = r#"
+pipeline budgeted(files: glob) {
+    budget 64 MiB;
+    schema { image: bytes, label: i64 }
+    tfrecords(files, cycle: 4, parallel: auto);
+    map(parallel: auto) {
+        parse_example();
+        image = decode_raw(image, u8);
+        image = reshape(image, [64, 64, 3]);
+        image = cast(image, f32) / 255.0;
+    }
+    batch(64);
+    prefetch(auto);
+}
+"#;
+
+/// The declared `budget` is the run's memory budget (it used to stop at the compile-time
+/// check: AUTOTUNE ran unbounded unless `--memory-budget-mb` was given), the flag
+/// overrides it, and a run over data four times the budget stays within it (peak RSS of
+/// the whole runner process, measured by itself).
+#[test]
+fn the_declared_budget_bounds_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let o = sluice_in(
+        dir.path(),
+        &["gen", "image", "--records", "20000", "--shards", "8", "--out", data.to_str().unwrap()],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let file = dir.path().join("budgeted.pipe");
+    std::fs::write(&file, BUDGETED).unwrap();
+    let files = format!("files={}/*.tfrecord", data.display());
+    let run = |extra: &[&str]| {
+        let mut args = vec!["run", file.to_str().unwrap(), "--set", &files, "--json"];
+        args.extend_from_slice(extra);
+        let o = sluice_in(dir.path(), &args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+        v
+    };
+    let v = run(&[]);
+    assert_eq!(v["records"].as_u64(), Some(20_000), "{v}");
+    assert_eq!(v["memory_budget_bytes"].as_u64(), Some(64 << 20), "{v}");
+    let peak = v["peak_rss_bytes"].as_u64().unwrap();
+    assert!(peak > 0 && peak <= 64 << 20, "peak RSS {peak} bytes over a budget of 64 MiB: {v}");
+    let v = run(&["--memory-budget-mb", "16"]);
+    assert_eq!(v["memory_budget_bytes"].as_u64(), Some(16 << 20), "the flag overrides: {v}");
 }

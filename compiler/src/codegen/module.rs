@@ -53,6 +53,13 @@ pub fn generate(c: &Unit<'_>, all: &[Unit<'_>]) -> R<(TokenStream, Vec<crate::ir
     let aliases = g.aliases(&plan.output());
     let note = if tail.is_some() { quote!(__sl::runner::note_cpu_twin(NAME);) } else { TokenStream::new() };
     let resume = resume_items(plan)?;
+    let budget = match c.physical.budget.map(usize::try_from) {
+        Some(Ok(b)) => quote!(::std::option::Option::Some(#b)),
+        Some(Err(_)) => {
+            return Err(format!("the budget of `{name}` does not fit this machine's memory"));
+        }
+        None => quote!(::std::option::Option::None),
+    };
     let dataset = match device {
         None => quote! {
             /// Builds the pipeline (nothing runs until it is iterated); parameters the
@@ -105,6 +112,16 @@ pub fn generate(c: &Unit<'_>, all: &[Unit<'_>]) -> R<(TokenStream, Vec<crate::ir
                 /// The pipeline's name.
                 pub const NAME: &str = #name;
 
+                /// The declared `budget` in bytes: what AUTOTUNE may spend on the
+                /// buffers it grows (map workers, `prefetch(auto)`); `None` when none is
+                /// declared.
+                pub const BUDGET: ::std::option::Option<usize> = #budget;
+
+                /// The options to run the pipeline with: its declared budget.
+                pub fn options() -> __sl::RuntimeOptions {
+                    __sl::RuntimeOptions { memory_budget: BUDGET, cores: ::std::option::Option::None }
+                }
+
                 #params
                 #records
                 #aliases
@@ -121,7 +138,7 @@ pub fn generate(c: &Unit<'_>, all: &[Unit<'_>]) -> R<(TokenStream, Vec<crate::ir
                 /// Runs the pipeline to the end with the runner of `sluice run`.
                 pub fn run(args: &__sl::runner::RunArgs) -> ::std::process::ExitCode {
                     #note
-                    __sl::runner::run(args, NAME, Params::from_args, dataset)
+                    __sl::runner::run(&args.or_budget(BUDGET), NAME, Params::from_args, dataset)
                 }
             }
         },

@@ -181,7 +181,12 @@ impl PhysicalPlan {
         let _ = writeln!(out, "device: {device}");
         let _ = write!(out, "memory bound: {}", human(self.memory_bound));
         if let Some(b) = self.budget {
-            let _ = write!(out, " (budget {})", human(b));
+            // The generated `BUDGET`/`options()` carry it to the runtime.
+            let _ = write!(
+                out,
+                " (budget {}: AUTOTUNE's map workers and prefetch depths grow within it at run time)",
+                human(b)
+            );
         }
         if !self.assumptions.is_empty() {
             let _ = write!(out, ", assuming {}", self.assumptions.join(", "));

@@ -307,7 +307,8 @@ fn train<F: Feed>(
         }
     }
 
-    let (train_ctx, test_ctx) = (Ctx::new(&RuntimeOptions::default()), Ctx::new(&RuntimeOptions::default()));
+    // Each pipeline runs within its declared budget (AUTOTUNE grows nothing past it).
+    let (train_ctx, test_ctx) = (Ctx::new(&digits_train::options()), Ctx::new(&digits_test::options()));
     let mut training = EpochReport::default();
     let mut accuracy = f64::NAN;
     let mut steps = 0;

@@ -20,6 +20,11 @@
 //!   - **Lower** by one (down to 1) after [`LOWER_AFTER`] waits of workers for window
 //!     room with no consumer starvation in between: the consumer is the slow side and
 //!     the extra workers only hold finished results. Starvation resets the count.
+//!   - **Within the budget**: each raise first reserves what one more worker holds (one
+//!     element it computes and one finished result: twice the mean result size seen so
+//!     far) from the pipeline's [`MemoryBudget`](super::MemoryBudget); when the
+//!     reservation fails the limit stays. A lower releases the last raise's reservation,
+//!     and the pass's end all of them. The first worker is not reserved.
 //!
 //! # Prefetch depth ([`BufferTuner`])
 //!
@@ -52,18 +57,48 @@ pub(crate) struct WorkerTuner {
     max: usize,
     auto: bool,
     output_waits: u32,
+    /// The context whose budget `Auto` reserves from (with the bytes of each raise).
+    ctx: Option<Ctx>,
+    reserved: Vec<usize>,
+    bytes_seen: u64,
+    results_seen: u64,
 }
 
 impl WorkerTuner {
-    /// The policy for `p` with `cores` available (used by `Auto` only).
-    pub(crate) fn new(p: Parallelism, cores: usize) -> Self {
-        match p {
-            Parallelism::Fixed(n) => {
-                let n = n.max(1);
-                WorkerTuner { active: n, max: n, auto: false, output_waits: 0 }
-            }
-            Parallelism::Auto => WorkerTuner { active: 1, max: cores.max(1), auto: true, output_waits: 0 },
+    /// The policy for `p` with `ctx`'s cores and memory budget (used by `Auto` only).
+    pub(crate) fn new(p: Parallelism, ctx: &Ctx) -> Self {
+        let (active, max, auto) = match p {
+            Parallelism::Fixed(n) => (n.max(1), n.max(1), false),
+            Parallelism::Auto => (1, ctx.cores().max(1), true),
+        };
+        WorkerTuner {
+            active,
+            max,
+            auto,
+            output_waits: 0,
+            ctx: auto.then(|| ctx.clone()),
+            reserved: Vec::new(),
+            bytes_seen: 0,
+            results_seen: 0,
         }
+    }
+
+    /// A result of `bytes` bytes was delivered.
+    pub(crate) fn observe(&mut self, bytes: usize) {
+        self.bytes_seen += bytes as u64;
+        self.results_seen += 1;
+    }
+
+    /// Reserves what one more worker holds from the budget: false when it does not fit.
+    fn reserve_raise(&mut self) -> bool {
+        let Some(ctx) = &self.ctx else { return true };
+        let mean = self.bytes_seen.div_ceil(self.results_seen.max(1)).max(1);
+        let Ok(bytes) = usize::try_from(mean.saturating_mul(2)) else { return false };
+        if !ctx.budget().try_reserve(bytes) {
+            return false;
+        }
+        self.reserved.push(bytes);
+        true
     }
 
     /// Workers allowed to work now.
@@ -90,7 +125,7 @@ impl WorkerTuner {
     /// when the limit was raised.
     pub(crate) fn starved(&mut self, busy: usize) -> bool {
         self.output_waits = 0;
-        if self.auto && busy >= self.active && self.active < self.max {
+        if self.auto && busy >= self.active && self.active < self.max && self.reserve_raise() {
             self.active += 1;
             return true;
         }
@@ -106,9 +141,20 @@ impl WorkerTuner {
         if self.output_waits >= LOWER_AFTER {
             self.output_waits = 0;
             self.active -= 1;
+            if let (Some(ctx), Some(bytes)) = (&self.ctx, self.reserved.pop()) {
+                ctx.budget().release(bytes);
+            }
             return true;
         }
         false
+    }
+}
+
+impl Drop for WorkerTuner {
+    fn drop(&mut self) {
+        if let Some(ctx) = &self.ctx {
+            ctx.budget().release(self.reserved.iter().sum());
+        }
     }
 }
 
@@ -197,7 +243,7 @@ mod tests {
 
     #[test]
     fn fixed_workers_are_not_tuned() {
-        let mut t = WorkerTuner::new(Parallelism::Fixed(3), 8);
+        let mut t = WorkerTuner::new(Parallelism::Fixed(3), &cores(8, usize::MAX));
         assert_eq!((t.active(), t.max(), t.window(), t.capacity()), (3, 3, 6, 6));
         assert!(!t.starved(3));
         for _ in 0..100 {
@@ -208,7 +254,7 @@ mod tests {
 
     #[test]
     fn auto_workers_rise_when_starved_and_fall_when_blocked() {
-        let mut t = WorkerTuner::new(Parallelism::Auto, 3);
+        let mut t = WorkerTuner::new(Parallelism::Auto, &cores(3, usize::MAX));
         assert_eq!((t.active(), t.window(), t.capacity()), (1, 2, 4));
         // Starved while a worker idles: no raise.
         assert!(!t.starved(0));
@@ -235,6 +281,39 @@ mod tests {
 
     fn ctx(budget: usize) -> Ctx {
         Ctx::new(&RuntimeOptions { memory_budget: Some(budget), cores: Some(2) })
+    }
+
+    fn cores(cores: usize, budget: usize) -> Ctx {
+        Ctx::new(&RuntimeOptions { memory_budget: Some(budget), cores: Some(cores) })
+    }
+
+    /// Each extra worker reserves two mean results from the budget; one that does not
+    /// fit is not started, however starved the consumer; lowering and the end of the
+    /// pass give the reservations back.
+    #[test]
+    fn auto_workers_grow_only_within_the_budget() {
+        let ctx = cores(16, 1000);
+        let mut t = WorkerTuner::new(Parallelism::Auto, &ctx);
+        t.observe(200);
+        assert!(t.starved(1), "400 bytes fit");
+        assert!(t.starved(2), "800 bytes fit");
+        assert_eq!((t.active(), ctx.budget().used()), (3, 800));
+        assert!(!t.starved(3), "a third raise would need 1200 bytes");
+        assert_eq!(t.active(), 3);
+        for _ in 0..LOWER_AFTER {
+            t.output_blocked();
+        }
+        assert_eq!((t.active(), ctx.budget().used()), (2, 400));
+        drop(t);
+        assert_eq!(ctx.budget().used(), 0);
+        // Without a budget it grows to the cores.
+        let ctx = cores(16, usize::MAX);
+        let mut t = WorkerTuner::new(Parallelism::Auto, &ctx);
+        t.observe(1 << 30);
+        for busy in 1..16 {
+            assert!(t.starved(busy));
+        }
+        assert_eq!(t.active(), 16);
     }
 
     #[test]

@@ -133,7 +133,7 @@ impl<D: Dataset, F: MapFn<D::Item>> Dataset for Map<D, F> {
                 input,
                 self.f.clone(),
                 self.stats.clone(),
-                WorkerTuner::new(p, ctx.cores()),
+                WorkerTuner::new(p, ctx),
                 self.deterministic,
             )?),
         };
@@ -518,6 +518,9 @@ impl<I: DataIter, F: MapFn<I::Item>> ParallelMap<I, F> {
             let ready = st.ready;
             if let Some(r) = st.take() {
                 stats.sample_queue(ready, st.tuner.window());
+                if let Ok(x) = &r {
+                    st.tuner.observe(x.byte_size());
+                }
                 if st.space_waiters > 0 {
                     shared.space_cv.notify_one();
                 }

@@ -143,3 +143,44 @@ fn params_check_names_parameters_and_constants() {
         text.contains("params.check()?;") && text.contains("params.check().map_err(__sl::Error::Invalid)?;")
     );
 }
+
+/// `max_pixels` reaches the runtime: `decode_jpeg`/`decode_png` call their `_limited`
+/// forms with the limit, as does the fused decode → resize → normalize (into a batch's
+/// column and into a local); without it the code is as before (the snapshots).
+#[test]
+fn max_pixels_is_passed_to_the_runtime() {
+    assert_eq!(
+        sluice_compiler::ir::op::MAX_PIXELS,
+        sluice_runtime::image::decode::MAX_PIXELS as u64,
+        "the compiler's cap on `max_pixels` is the runtime's"
+    );
+    let jpeg = bench("jpeg.pipe");
+    let limited =
+        jpeg.replace("decode_jpeg(image, channels: 3)", "decode_jpeg(image, channels: 3, max_pixels: 4096)");
+    assert_ne!(jpeg, limited);
+    let unbatched = limited.replace("    batch(128);\n", "");
+    assert_ne!(unbatched, limited);
+    for (src, out) in [(&limited, "&mut c_image[start..]"), (&unbatched, "&mut v")] {
+        let text = generate(src).expect("generates").to_pretty_string();
+        syn::parse_file(&text).expect("parses");
+        let call = text.find("__sl::ops::decode_resize_normalize_limited_into(").expect(&text);
+        let args = text[call..].split(")?;").next().unwrap();
+        assert!(args.contains("4096usize") && args.contains(out), "{args}");
+        assert!(!text.contains("decode_resize_normalize_into("), "{text}");
+    }
+    let plain = generate(&jpeg).expect("generates").to_pretty_string();
+    assert!(plain.contains("decode_resize_normalize_into(") && !plain.contains("_limited"), "{plain}");
+
+    let src = "pipeline p(files: glob = \"d/*\") {
+        schema { a: bytes, b: bytes }
+        tfrecords(files);
+        map { parse_example(); a = decode_jpeg(a, max_pixels: 4096); b = decode_png(b, 4, 65536); }
+    }";
+    let text = generate(src).expect("generates").to_pretty_string();
+    for call in ["__sl::ops::decode_jpeg_limited(", "__sl::ops::decode_png_limited("] {
+        let at = text.find(call).unwrap_or_else(|| panic!("{call}\n{text}"));
+        let args = text[at..].split(")?").next().unwrap().to_string();
+        let limit = if call.contains("jpeg") { "4096usize" } else { "65536usize" };
+        assert!(args.contains(limit), "{args}");
+    }
+}

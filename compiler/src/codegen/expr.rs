@@ -160,7 +160,7 @@ impl<'a> Scope<'a> {
         }
         let of_target = |x: &Expr| x.field() == Some(target.as_str());
         let (
-            Some(Op::DecodeImage { format: ImageFormat::Jpeg, bytes, channels: None | Some(3) }),
+            Some(Op::DecodeImage { format: ImageFormat::Jpeg, bytes, channels: None | Some(3), max_pixels }),
             Some(Op::Resize { image, h, w }),
             Some(Op::Scale { x: scaled, factor }),
             Some(Op::Normalize { x: normalized, mean, std }),
@@ -182,22 +182,38 @@ impl<'a> Scope<'a> {
             Some(f) => f.ty = Some(ty.clone()),
             None => self.fields.push(FieldType { name: target.clone(), ty: Some(ty.clone()) }),
         }
+        // With `max_pixels`, the same pass checking the header against it.
+        let decode = |out: TokenStream| match max_pixels {
+            None => quote! {
+                __sl::ops::decode_resize_normalize_into(#bytes, h, w, &[#(#mean),*], &[#(#std),*], #out)?;
+            },
+            Some(n) => {
+                let n = Literal::usize_suffixed(*n as usize);
+                quote! {
+                    __sl::ops::decode_resize_normalize_limited_into(
+                        #bytes, #n, h, w, &[#(#mean),*], &[#(#std),*], #out,
+                    )?;
+                }
+            }
+        };
         if let Some(field) = into {
             let c = format_ident!("c_{}", field);
+            let decode = decode(quote!(&mut #c[start..]));
             return Ok(Some(quote! {
                 {
                     let (h, w) = (#h, #w);
                     let start = #c.len();
                     #c.resize(start + h * w * 3, 0.0);
-                    __sl::ops::decode_resize_normalize_into(#bytes, h, w, &[#(#mean),*], &[#(#std),*], &mut #c[start..])?;
+                    #decode
                 }
             }));
         }
+        let decode = decode(quote!(&mut v));
         Ok(Some(quote! {
             let #name: __sl::Tensor<f32> = {
                 let (h, w) = (#h, #w);
                 let mut v = ::std::vec![0f32; h * w * 3];
-                __sl::ops::decode_resize_normalize_into(#bytes, h, w, &[#(#mean),*], &[#(#std),*], &mut v)?;
+                #decode
                 __sl::Tensor::new(::std::vec![h, w, 3], v)?
             };
         }))
@@ -443,7 +459,7 @@ impl<'a> Scope<'a> {
                 let b = self.bytes(bytes)?;
                 Ok(quote!(__sl::ops::decode_raw::<#t>(#b)?))
             }
-            Op::DecodeImage { bytes, channels, .. } => {
+            Op::DecodeImage { bytes, channels, max_pixels, .. } => {
                 let b = self.bytes(bytes)?;
                 let c = match channels {
                     None => quote!(3usize),
@@ -452,8 +468,17 @@ impl<'a> Scope<'a> {
                         quote!((#v as usize))
                     }
                 };
-                let f = format_ident!("{}", op.name());
-                Ok(quote!(__sl::ops::#f(#b, #c)?))
+                Ok(match max_pixels {
+                    None => {
+                        let f = format_ident!("{}", op.name());
+                        quote!(__sl::ops::#f(#b, #c)?)
+                    }
+                    Some(n) => {
+                        let f = format_ident!("{}_limited", op.name());
+                        let n = Literal::usize_suffixed(*n as usize);
+                        quote!(__sl::ops::#f(#b, #c, #n)?)
+                    }
+                })
             }
             Op::Reshape { x, dims } => {
                 let v = self.owned(x)?;

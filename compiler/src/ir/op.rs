@@ -8,6 +8,11 @@ use std::fmt;
 use super::expr::{Expr, write_list};
 use super::types::DType;
 
+/// The most pixels a decoded image may have (8192 × 8192): the default of `decode_jpeg`
+/// / `decode_png`'s `max_pixels` and its largest value: the runtime's
+/// `image::decode::MAX_PIXELS` (`compiler/tests/codegen.rs` holds them equal).
+pub const MAX_PIXELS: u64 = 1 << 26;
+
 /// The format `decode_jpeg` / `decode_png` decode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ImageFormat {
@@ -51,7 +56,7 @@ pub enum Op {
         /// The values' type.
         dtype: DType,
     },
-    /// `decode_jpeg(bytes, channels)` / `decode_png(...)`: `u8[H, W, channels]`.
+    /// `decode_jpeg(bytes, channels, max_pixels)` / `decode_png(...)`: `u8[H, W, channels]`.
     DecodeImage {
         /// JPEG or PNG.
         format: ImageFormat,
@@ -59,6 +64,9 @@ pub enum Op {
         bytes: Expr,
         /// The channels asked for (`None`: not given, 3).
         channels: Option<u64>,
+        /// The most pixels an image may have, checked on its header before decoding
+        /// (`None`: not given, the runtime's cap of 8192 × 8192).
+        max_pixels: Option<u64>,
     },
     /// `reshape(x, [dims])`.
     Reshape {
@@ -213,6 +221,15 @@ impl Op {
         matches!(self, Op::Cast { .. } | Op::Scale { .. })
     }
 
+    /// The constant options `explain` shows beside the operation's name, when given
+    /// (`max_pixels=4194304`).
+    pub fn explain_options(&self) -> Option<String> {
+        match self {
+            Op::DecodeImage { max_pixels: Some(n), .. } => Some(format!("max_pixels={n}")),
+            _ => None,
+        }
+    }
+
     /// The seed of a random operation (`None` also when it was not given).
     pub fn seed(&self) -> Option<&Expr> {
         match self {
@@ -222,7 +239,7 @@ impl Op {
     }
 }
 
-/// The operation as `.pipe` text, its arguments positional.
+/// The operation as `.pipe` text, its arguments positional (`max_pixels` named).
 impl fmt::Display for Op {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}(", self.name())?;
@@ -238,6 +255,9 @@ impl fmt::Display for Op {
         };
         if let Some(w) = word {
             write!(f, ", {w}")?;
+        }
+        if let Op::DecodeImage { max_pixels: Some(n), .. } = self {
+            write!(f, ", max_pixels: {n}")?;
         }
         f.write_str(")")
     }
@@ -264,8 +284,22 @@ mod tests {
         let crop = Op::RandomCrop { image: field("image"), h: int(4), w: int(5), seed: Some(int(7)) };
         assert_eq!(crop.to_string(), "random_crop(image, 4, 5, 7)");
         assert!(crop.is_random() && !crop.is_elementwise());
-        let decode = Op::DecodeImage { format: ImageFormat::Png, bytes: field("b"), channels: Some(1) };
+        let decode = Op::DecodeImage {
+            format: ImageFormat::Png,
+            bytes: field("b"),
+            channels: Some(1),
+            max_pixels: None,
+        };
         assert_eq!(decode.to_string(), "decode_png(b, 1)");
+        assert_eq!(decode.explain_options(), None);
+        let limited = Op::DecodeImage {
+            format: ImageFormat::Jpeg,
+            bytes: field("b"),
+            channels: None,
+            max_pixels: Some(4096),
+        };
+        assert_eq!(limited.to_string(), "decode_jpeg(b, max_pixels: 4096)");
+        assert_eq!(limited.explain_options().as_deref(), Some("max_pixels=4096"));
         let cast = Op::Cast { x: field("x"), dtype: DType::F32 };
         assert_eq!(cast.to_string(), "cast(x, f32)");
         assert!(cast.is_per_value());

@@ -120,7 +120,16 @@ pub enum MapOp {
 
 /// The keys every map-like node starts with: its operations and what it parses.
 fn map_pairs(ops: &[MapOp]) -> Vec<(&'static str, String)> {
-    let fns: Vec<&str> = ops.iter().map(MapOp::name).collect();
+    let fns: Vec<String> = ops
+        .iter()
+        .map(|op| match op {
+            MapOp::Assign { value, .. } => match value.op().and_then(Op::explain_options) {
+                Some(options) => format!("{}({options})", op.name()),
+                None => op.name().to_string(),
+            },
+            MapOp::ParseExample { .. } => op.name().to_string(),
+        })
+        .collect();
     let mut pairs = vec![("fns", format!("[{}]", fns.join(", ")))];
     pairs.extend(parses(ops));
     pairs

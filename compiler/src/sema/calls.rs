@@ -4,8 +4,8 @@
 
 use crate::ast::{self, ExprKind as A};
 use crate::diagnostic::Diagnostic;
-use crate::ir::expr::{Expr, ExprType};
-use crate::ir::op::{ImageFormat, Layout, Op};
+use crate::ir::expr::{Expr, ExprKind, ExprType};
+use crate::ir::op::{ImageFormat, Layout, MAX_PIXELS, Op};
 use crate::ir::types::{DType, Dim, Shape, TensorType};
 
 use super::decls::closest;
@@ -70,8 +70,15 @@ impl Typer<'_> {
                     Dim::Named("W".into()),
                     Dim::Fixed(channels.unwrap_or(3)),
                 ]);
+                let max_pixels = match a[2] {
+                    None => None,
+                    Some(m) => Some(self.max_pixels_arg(&name, m)?),
+                };
                 let format = if png { ImageFormat::Png } else { ImageFormat::Jpeg };
-                (Op::DecodeImage { format, bytes, channels }, TensorType { dtype: DType::U8, shape })
+                (
+                    Op::DecodeImage { format, bytes, channels, max_pixels },
+                    TensorType { dtype: DType::U8, shape },
+                )
             }
             "reshape" => {
                 let (x, t) = self.tensor_arg(&name, a[0]?, numeric, "numbers", None)?;
@@ -184,6 +191,44 @@ impl Typer<'_> {
             }
             other => unreachable!("`{other}` is in SIGNATURES"),
         })
+    }
+
+    /// The `max_pixels` of `decode_jpeg`/`decode_png`: a constant from 1 to the runtime's
+    /// cap ([`MAX_PIXELS`], 8192 × 8192), else E0409. A constant, as `channels`: the
+    /// limit is part of the op, not of a run.
+    fn max_pixels_arg(&mut self, op: &str, e: &ast::Expr) -> Option<u64> {
+        let found = match &e.kind {
+            A::Int(n) if (1..=MAX_PIXELS).contains(n) => return Some(*n),
+            A::Int(n) if *n > MAX_PIXELS => format!("{n}, more than the {MAX_PIXELS} an image may have"),
+            A::Int(_) | A::Float(_) => e.to_string(),
+            A::Unary(ast::UnaryOp::Neg, inner) if matches!(inner.kind, A::Int(_) | A::Float(_)) => {
+                e.to_string()
+            }
+            _ => match self.ty(e) {
+                Some(x) if matches!(x.kind, ExprKind::Param { .. }) => {
+                    "a parameter, known only at run time".to_string()
+                }
+                Some(x) if matches!(x.ty, ExprType::Int(_) | ExprType::Float) => {
+                    "an expression: write the number itself".to_string()
+                }
+                Some(x) => x.ty.describe().to_string(),
+                // A problem already reported (an unknown name).
+                None => return None,
+            },
+        };
+        self.diags.push(
+            Diagnostic::error(
+                "E0409",
+                format!("`max_pixels` of `{op}` must be a constant from 1 to {MAX_PIXELS}"),
+                e.span,
+                format!("found {found}"),
+            )
+            .with_note(format!(
+                "an image whose header claims more pixels is an error before it is decoded; \
+                 without `max_pixels` the limit is {MAX_PIXELS} (8192 x 8192)"
+            )),
+        );
+        None
     }
 
     /// `normalize(x, mean, std)`: one mean and deviation, or one per channel.
@@ -398,6 +443,83 @@ mod tests {
         assert!(matches!(&seed.kind, ExprKind::Param { name, .. } if name == "seed"));
         assert_eq!(named.tensor().map(ToString::to_string).as_deref(), Some("u8[2, 3, 3]"));
         assert_eq!(named.to_string(), "random_crop(image, 2, 3, seed)");
+    }
+
+    /// The source of a map decoding `image` with `call`, and its diagnostics.
+    fn decode_errors(call: &str) -> (String, Vec<crate::diagnostic::Diagnostic>) {
+        let src = format!(
+            "pipeline p(files: glob = \"d/*\", limit: u64 = 64) {{
+                schema {{ image: bytes, label: i64 }}
+                tfrecords(files);
+                map {{ parse_example(); image = {call}; }}
+            }}"
+        );
+        let diags = crate::compile(&src).diagnostics;
+        (src, diags)
+    }
+
+    #[test]
+    fn max_pixels_is_a_constant_from_one_to_the_cap() {
+        for (call, arg, found) in [
+            ("decode_jpeg(image, channels: 3, max_pixels: 0)", "0", "0"),
+            ("decode_png(image, max_pixels: 0)", "0", "0"),
+            ("decode_jpeg(image, max_pixels: -5)", "-5", "-5"),
+            ("decode_jpeg(image, 3, 2.5)", "2.5", "2.5"),
+            ("decode_png(image, max_pixels: limit)", "limit", "a parameter, known only at run time"),
+            (
+                "decode_jpeg(image, max_pixels: 2048 * 2048)",
+                "2048 * 2048",
+                "an expression: write the number itself",
+            ),
+            ("decode_png(image, max_pixels: [1])", "[1]", "a list"),
+            (
+                "decode_jpeg(image, max_pixels: 67108865)",
+                "67108865",
+                "67108865, more than the 67108864 an image may have",
+            ),
+        ] {
+            let (src, diags) = decode_errors(call);
+            let [d] = &diags[..] else { panic!("{call}: {diags:?}") };
+            assert_eq!(d.code, "E0409", "{call}: {d:?}");
+            let op = &call[..call.find('(').unwrap()];
+            assert_eq!(d.message, format!("`max_pixels` of `{op}` must be a constant from 1 to 67108864"));
+            // The label is on the argument's value and says what it is.
+            assert_eq!(&src[d.primary.span.start..d.primary.span.end], arg, "{call}");
+            assert_eq!(d.primary.message, format!("found {found}"), "{call}");
+        }
+    }
+
+    #[test]
+    fn max_pixels_binds_named_or_positional_and_prints() {
+        let named = value_of_decode("decode_jpeg(image, channels: 3, max_pixels: 4194304)");
+        let positional = value_of_decode("decode_jpeg(image, 3, 4194304)");
+        assert_eq!(named, positional);
+        let Some(Op::DecodeImage { channels: Some(3), max_pixels: Some(4194304), .. }) = named.op() else {
+            panic!("{named:?}")
+        };
+        assert_eq!(named.to_string(), "decode_jpeg(image, 3, max_pixels: 4194304)");
+        assert_eq!(named.tensor().map(ToString::to_string).as_deref(), Some("u8[H, W, 3]"));
+        // The largest value, and none at all.
+        let cap = value_of_decode("decode_png(image, max_pixels: 67108864)");
+        assert!(matches!(cap.op(), Some(Op::DecodeImage { channels: None, max_pixels: Some(67108864), .. })));
+        let plain = value_of_decode("decode_png(image, 4)");
+        assert!(matches!(plain.op(), Some(Op::DecodeImage { channels: Some(4), max_pixels: None, .. })));
+        assert_eq!(plain.to_string(), "decode_png(image, 4)");
+    }
+
+    /// The typed value of `image = CALL;` right after `parse_example`.
+    fn value_of_decode(call: &str) -> Expr {
+        let src = format!(
+            "pipeline p(files: glob = \"d/*\") {{
+                schema {{ image: bytes, label: i64 }}
+                tfrecords(files);
+                map {{ parse_example(); image = {call}; }}
+            }}"
+        );
+        let pipelines = crate::compile(&src).into_result().unwrap_or_else(|d| panic!("{call}: {d:?}"));
+        let Plan::Map(m) = &pipelines[0].logical else { panic!("{}", pipelines[0].logical.explain()) };
+        let Some(MapOp::Assign { value, .. }) = m.ops.last() else { panic!("{:?}", m.ops) };
+        value.clone()
     }
 
     #[test]

@@ -5,7 +5,8 @@
 //!
 //! Codes: E0400 unknown operation, E0401 unknown field, E0402 wrong number of arguments,
 //! E0403 wrong dtype (such as `normalize` on bytes), E0404 wrong shape or rank, E0405 bad
-//! constant argument, E0406 user function called with the wrong arguments.
+//! constant argument, E0406 user function called with the wrong arguments, E0409 a
+//! `max_pixels` of `decode_jpeg`/`decode_png` that is not a constant from 1 to 67108864.
 
 use crate::ast::{self, ExprKind as A};
 use crate::diagnostic::Diagnostic;
@@ -21,8 +22,8 @@ use super::decls::{Declarations, closest};
 /// Typing binds arguments with this one table, once: the IR's operations hold them bound.
 pub const SIGNATURES: &[(&str, &[&str], usize)] = &[
     ("decode_raw", &["bytes", "dtype"], 2),
-    ("decode_jpeg", &["bytes", "channels"], 1),
-    ("decode_png", &["bytes", "channels"], 1),
+    ("decode_jpeg", &["bytes", "channels", "max_pixels"], 1),
+    ("decode_png", &["bytes", "channels", "max_pixels"], 1),
     ("reshape", &["x", "shape"], 2),
     ("resize", &["image", "height", "width"], 3),
     ("center_crop", &["image", "height", "width"], 3),

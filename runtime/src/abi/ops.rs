@@ -266,9 +266,20 @@ pub fn decode_jpeg(bytes: &[u8], channels: usize) -> Result<Tensor<u8>, BoxError
     Ok(to_tensor(image::decode_jpeg(bytes, channels)?))
 }
 
+/// `decode_jpeg(bytes, channels, max_pixels: n)`: an image whose header claims more than
+/// `max_pixels` pixels is an error naming the limit, before anything is allocated.
+pub fn decode_jpeg_limited(bytes: &[u8], channels: usize, max_pixels: usize) -> Result<Tensor<u8>, BoxError> {
+    Ok(to_tensor(image::decode_jpeg_limited(bytes, channels, max_pixels)?))
+}
+
 /// `decode_png(bytes, channels)` (8-bit components).
 pub fn decode_png(bytes: &[u8], channels: usize) -> Result<Tensor<u8>, BoxError> {
     Ok(to_tensor(image::decode_png(bytes, channels)?))
+}
+
+/// `decode_png(bytes, channels, max_pixels: n)`, as [`decode_jpeg_limited`].
+pub fn decode_png_limited(bytes: &[u8], channels: usize, max_pixels: usize) -> Result<Tensor<u8>, BoxError> {
+    Ok(to_tensor(image::decode_png_limited(bytes, channels, max_pixels)?))
 }
 
 /// `resize(image, h, w)`: bilinear, as `tf.image.resize`; floats out.
@@ -288,14 +299,32 @@ pub fn decode_resize_normalize_into(
     std: &[f32],
     out: &mut [f32],
 ) -> Result<(), BoxError> {
-    let three = |v: &[f32], what: &str| -> Result<[f32; 3], BoxError> {
-        match *v {
-            [x] => Ok([x; 3]),
-            [a, b, c] => Ok([a, b, c]),
-            _ => Err(format!("normalize: {} {what} values for 3 channels", v.len()).into()),
-        }
-    };
-    Ok(image::decode_resize_normalize(bytes, h, w, three(mean, "mean")?, three(std, "std")?, out)?)
+    let (mean, std) = (three(mean, "mean")?, three(std, "std")?);
+    Ok(image::decode_resize_normalize(bytes, h, w, mean, std, out)?)
+}
+
+/// [`decode_resize_normalize_into`] for `decode_jpeg(bytes, 3, max_pixels: n)`: a JPEG
+/// whose header claims more than `max_pixels` pixels is an error naming the limit.
+pub fn decode_resize_normalize_limited_into(
+    bytes: &[u8],
+    max_pixels: usize,
+    h: usize,
+    w: usize,
+    mean: &[f32],
+    std: &[f32],
+    out: &mut [f32],
+) -> Result<(), BoxError> {
+    let (mean, std) = (three(mean, "mean")?, three(std, "std")?);
+    Ok(image::decode_resize_normalize_limited(bytes, max_pixels, h, w, mean, std, out)?)
+}
+
+/// `normalize`'s one value, or one per channel, as three.
+fn three(v: &[f32], what: &str) -> Result<[f32; 3], BoxError> {
+    match *v {
+        [x] => Ok([x; 3]),
+        [a, b, c] => Ok([a, b, c]),
+        _ => Err(format!("normalize: {} {what} values for 3 channels", v.len()).into()),
+    }
 }
 
 /// `center_crop(image, h, w)`.

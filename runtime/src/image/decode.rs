@@ -16,7 +16,10 @@ use zune_png::PngDecoder;
 use super::{Image, ImageError, check_dims};
 
 /// The most pixels a decoded image may have (8192 × 8192): checked on the header's
-/// dimensions, before the output is allocated, so a hostile header costs nothing.
+/// dimensions, before the output is allocated, so a hostile header costs nothing. The
+/// `_limited` decoders (a `.pipe` op's `max_pixels:`) check a tighter limit as well; the
+/// compiler's `ir::op::MAX_PIXELS`, the largest `max_pixels` it accepts, is held equal
+/// to this by `compiler/tests/codegen.rs`.
 pub const MAX_PIXELS: usize = 1 << 26;
 
 /// The most pixels one byte of JPEG data can describe: every 8×8 block of a scan costs
@@ -28,14 +31,16 @@ const JPEG_PIXELS_PER_BYTE: usize = 512;
 /// most 1032:1.
 const PNG_BYTES_PER_BYTE: usize = 1032;
 
-/// Checks an image's claimed size before decoding: at most [`MAX_PIXELS`] pixels, and
-/// no more than `bytes` of encoded data can account for (`capacity`: decoded bytes per
-/// encoded byte, plus a small image's worth for the headers). A header claiming more is
-/// damaged or hostile: decoding it would yield filler, at the cost of its full size.
+/// Checks an image's claimed size before decoding: at most [`MAX_PIXELS`] pixels, at most
+/// `max_pixels` when the caller set a tighter limit (a `.pipe` op's `max_pixels:`; one
+/// above the hard cap is the cap), and no more than `bytes` of encoded data can account
+/// for (`capacity`: decoded bytes per encoded byte, plus a small image's worth for the
+/// headers). A header claiming more is damaged or hostile: decoding it would yield
+/// filler, at the cost of its full size.
 fn check_claimed(
     error: fn(String) -> ImageError,
-    height: usize,
-    width: usize,
+    max_pixels: Option<usize>,
+    (height, width): (usize, usize),
     decoded: usize,
     bytes: usize,
     capacity: usize,
@@ -44,6 +49,13 @@ fn check_claimed(
     if pixels > MAX_PIXELS {
         return Err(error(format!(
             "the header claims {height}x{width} pixels, more than the {MAX_PIXELS} an image may have"
+        )));
+    }
+    if let Some(limit) = max_pixels
+        && pixels > limit
+    {
+        return Err(error(format!(
+            "the header claims {height}x{width} pixels, more than the {limit} `max_pixels` allows"
         )));
     }
     if decoded > bytes.saturating_mul(capacity).saturating_add(64 * 64 * 4) {
@@ -73,7 +85,20 @@ fn png_error(reason: impl std::fmt::Display) -> ImageError {
 /// Corrupt, truncated or unsupported data is an [`ImageError::Decode`].
 pub fn decode_jpeg(bytes: &[u8], channels: usize) -> Result<Image<u8>, ImageError> {
     let mut data = Vec::new();
-    let (height, width, channels) = decode_jpeg_into(bytes, channels, &mut data)?;
+    let (height, width, channels) = jpeg_into(bytes, channels, None, &mut data)?;
+    Ok(Image { height, width, channels, data })
+}
+
+/// [`decode_jpeg`] of an image of at most `max_pixels` pixels (`decode_jpeg(b,
+/// max_pixels: n)`): a header claiming more is an [`ImageError::Decode`] naming the
+/// limit, before anything is allocated. A limit above [`MAX_PIXELS`] is that cap.
+pub fn decode_jpeg_limited(
+    bytes: &[u8],
+    channels: usize,
+    max_pixels: usize,
+) -> Result<Image<u8>, ImageError> {
+    let mut data = Vec::new();
+    let (height, width, channels) = jpeg_into(bytes, channels, Some(max_pixels), &mut data)?;
     Ok(Image { height, width, channels, data })
 }
 
@@ -82,6 +107,27 @@ pub fn decode_jpeg(bytes: &[u8], channels: usize) -> Result<Image<u8>, ImageErro
 pub fn decode_jpeg_into(
     bytes: &[u8],
     channels: usize,
+    out: &mut Vec<u8>,
+) -> Result<(usize, usize, usize), ImageError> {
+    jpeg_into(bytes, channels, None, out)
+}
+
+/// [`decode_jpeg_into`] of an image of at most `max_pixels` pixels, as
+/// [`decode_jpeg_limited`].
+pub fn decode_jpeg_into_limited(
+    bytes: &[u8],
+    channels: usize,
+    max_pixels: usize,
+    out: &mut Vec<u8>,
+) -> Result<(usize, usize, usize), ImageError> {
+    jpeg_into(bytes, channels, Some(max_pixels), out)
+}
+
+/// [`decode_jpeg_into`], with the caller's pixel limit if it set one.
+pub(super) fn jpeg_into(
+    bytes: &[u8],
+    channels: usize,
+    max_pixels: Option<usize>,
     out: &mut Vec<u8>,
 ) -> Result<(usize, usize, usize), ImageError> {
     if !matches!(channels, 0 | 1 | 3) {
@@ -106,8 +152,8 @@ pub fn decode_jpeg_into(
     check_dims("decode_jpeg", height, width, want).map_err(|_| jpeg_error("zero-sized image"))?;
     check_claimed(
         jpeg_error,
-        height,
-        width,
+        max_pixels,
+        (height, width),
         height.saturating_mul(width),
         bytes.len(),
         JPEG_PIXELS_PER_BYTE,
@@ -204,6 +250,18 @@ fn rgb_to_grey_in_place(data: &mut Vec<u8>, w: [f32; 3]) {
 /// added (opaque) as asked, colour reduced to grey with Rec. 709 weights (libpng's
 /// default, which TensorFlow uses) and grey replicated to colour.
 pub fn decode_png(bytes: &[u8], channels: usize) -> Result<Image<u8>, ImageError> {
+    png(bytes, channels, None)
+}
+
+/// [`decode_png`] of an image of at most `max_pixels` pixels (`decode_png(b,
+/// max_pixels: n)`): a header claiming more is an [`ImageError::Decode`] naming the
+/// limit, before anything is allocated. A limit above [`MAX_PIXELS`] is that cap.
+pub fn decode_png_limited(bytes: &[u8], channels: usize, max_pixels: usize) -> Result<Image<u8>, ImageError> {
+    png(bytes, channels, Some(max_pixels))
+}
+
+/// [`decode_png`], with the caller's pixel limit if it set one.
+fn png(bytes: &[u8], channels: usize, max_pixels: Option<usize>) -> Result<Image<u8>, ImageError> {
     if !matches!(channels, 0 | 1 | 3 | 4) {
         return Err(ImageError::Channels { op: "decode_png", channels, expected: "0, 1, 3 or 4" });
     }
@@ -215,7 +273,7 @@ pub fn decode_png(bytes: &[u8], channels: usize) -> Result<Image<u8>, ImageError
     let have = space.num_components();
     check_dims("decode_png", height, width, have).map_err(|_| png_error("zero-sized image"))?;
     let decoded = height.saturating_mul(width).saturating_mul(have);
-    check_claimed(png_error, height, width, decoded, bytes.len(), PNG_BYTES_PER_BYTE)?;
+    check_claimed(png_error, max_pixels, (height, width), decoded, bytes.len(), PNG_BYTES_PER_BYTE)?;
     let size = decoder.output_buffer_size().ok_or_else(|| png_error("image too large"))?;
     if size != height * width * have {
         return Err(png_error(format!(
@@ -285,6 +343,61 @@ mod tests {
         }
         // A marker segment whose length runs past the end.
         assert!(check_jpeg_complete(&[0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x09, 0xFF, 0xD9]).is_err());
+    }
+
+    /// A 64×64 RGB JPEG (4096 pixels).
+    fn jpeg_64x64() -> Vec<u8> {
+        let rgb: Vec<u8> = (0..64 * 64 * 3).map(|i| (i * 7 % 251) as u8).collect();
+        let mut out = Vec::new();
+        jpeg_encoder::Encoder::new(&mut out, 90).encode(&rgb, 64, 64, jpeg_encoder::ColorType::Rgb).unwrap();
+        out
+    }
+
+    #[test]
+    fn max_pixels_bounds_a_jpeg_before_decoding() {
+        let jpeg = jpeg_64x64();
+        let image = decode_jpeg_limited(&jpeg, 3, 4096).unwrap();
+        assert_eq!((image.height, image.width, image.channels), (64, 64, 3));
+        assert_eq!(image, decode_jpeg(&jpeg, 3).unwrap());
+        let err = decode_jpeg_limited(&jpeg, 3, 4095).unwrap_err();
+        assert!(matches!(err, ImageError::Decode { op: "decode_jpeg", .. }), "{err:?}");
+        assert_eq!(
+            err.to_string(),
+            "decode_jpeg: cannot decode JPEG: the header claims 64x64 pixels, more than the 4095 \
+             `max_pixels` allows"
+        );
+        // The same through the reusable buffer and the fused decode → resize → normalize.
+        let mut buf = Vec::new();
+        assert_eq!(decode_jpeg_into_limited(&jpeg, 1, 4096, &mut buf).unwrap(), (64, 64, 1));
+        assert!(decode_jpeg_into_limited(&jpeg, 1, 4095, &mut buf).is_err());
+        let fused = |max_pixels, out: &mut [f32]| {
+            super::super::decode_resize_normalize_limited(&jpeg, max_pixels, 8, 8, [0.5; 3], [0.25; 3], out)
+        };
+        let (mut limited, mut plain) = (vec![0f32; 8 * 8 * 3], vec![0f32; 8 * 8 * 3]);
+        fused(4096, &mut limited).unwrap();
+        super::super::decode_resize_normalize(&jpeg, 8, 8, [0.5; 3], [0.25; 3], &mut plain).unwrap();
+        assert_eq!(limited, plain);
+        let err = fused(4095, &mut limited).unwrap_err().to_string();
+        assert!(err.ends_with("more than the 4095 `max_pixels` allows"), "{err}");
+        // A limit above the hard cap is the cap.
+        assert!(decode_jpeg_limited(&jpeg, 3, usize::MAX).is_ok());
+    }
+
+    #[test]
+    fn max_pixels_bounds_a_png_before_decoding() {
+        let png = include_bytes!("../../../tests/fixtures/image/gray_9x13.png");
+        let (h, w) = (9, 13);
+        let image = decode_png_limited(png, 0, h * w).unwrap();
+        assert_eq!((image.height, image.width), (h, w));
+        let err = decode_png_limited(png, 0, h * w - 1).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            format!(
+                "decode_png: cannot decode PNG: the header claims {h}x{w} pixels, more than the {} \
+                 `max_pixels` allows",
+                h * w - 1
+            )
+        );
     }
 
     #[test]

@@ -16,7 +16,7 @@
 use std::cell::RefCell;
 
 use super::ImageError;
-use super::decode::decode_jpeg_into;
+use super::decode::jpeg_into;
 use super::ops::normalizer;
 use super::resize::{ResizeScratch, resize_raw};
 
@@ -56,10 +56,30 @@ pub fn decode_resize_normalize(
     std: [f32; 3],
     out: &mut [f32],
 ) -> Result<(), ImageError> {
+    with_scratch(|scratch| fused(scratch, jpeg, None, (out_h, out_w), mean, std, out))
+}
+
+/// [`decode_resize_normalize`] of a JPEG of at most `max_pixels` pixels, as
+/// [`decode_jpeg_limited`](super::decode::decode_jpeg_limited) (`decode_jpeg(b,
+/// max_pixels: n)` fused with the resize and normalization after it).
+pub fn decode_resize_normalize_limited(
+    jpeg: &[u8],
+    max_pixels: usize,
+    out_h: usize,
+    out_w: usize,
+    mean: [f32; 3],
+    std: [f32; 3],
+    out: &mut [f32],
+) -> Result<(), ImageError> {
+    with_scratch(|scratch| fused(scratch, jpeg, Some(max_pixels), (out_h, out_w), mean, std, out))
+}
+
+/// Runs `f` with this thread's buffers.
+fn with_scratch<R>(f: impl FnOnce(&mut Scratch) -> R) -> R {
     SCRATCH.with(|cell| match cell.try_borrow_mut() {
-        Ok(mut scratch) => decode_resize_normalize_with(&mut scratch, jpeg, out_h, out_w, mean, std, out),
+        Ok(mut scratch) => f(&mut scratch),
         // Unreachable today (nothing re-enters), but a fresh buffer is always correct.
-        Err(_) => decode_resize_normalize_with(&mut Scratch::new(), jpeg, out_h, out_w, mean, std, out),
+        Err(_) => f(&mut Scratch::new()),
     })
 }
 
@@ -73,13 +93,26 @@ pub fn decode_resize_normalize_with(
     std: [f32; 3],
     out: &mut [f32],
 ) -> Result<(), ImageError> {
+    fused(scratch, jpeg, None, (out_h, out_w), mean, std, out)
+}
+
+/// The fused pass, with the caller's pixel limit if it set one.
+fn fused(
+    scratch: &mut Scratch,
+    jpeg: &[u8],
+    max_pixels: Option<usize>,
+    (out_h, out_w): (usize, usize),
+    mean: [f32; 3],
+    std: [f32; 3],
+    out: &mut [f32],
+) -> Result<(), ImageError> {
     const OP: &str = "decode_resize_normalize";
     super::check_dims(OP, out_h, out_w, 3)?;
     if out.len() != out_h * out_w * 3 {
         return Err(ImageError::BufferSize { op: OP, expected: out_h * out_w * 3, got: out.len() });
     }
     let (mean, inv_std) = normalizer(OP, 3, &mean, &std)?;
-    let (h, w, c) = decode_jpeg_into(jpeg, 3, &mut scratch.pixels)?;
+    let (h, w, c) = jpeg_into(jpeg, 3, max_pixels, &mut scratch.pixels)?;
     let Scratch { pixels, resize, row_mean, row_inv_std } = scratch;
     row_mean.clear();
     row_inv_std.clear();

@@ -22,8 +22,13 @@ pub mod fused;
 pub mod ops;
 pub mod resize;
 
-pub use decode::{decode_jpeg, decode_jpeg_into, decode_png};
-pub use fused::{Scratch, decode_resize_normalize, decode_resize_normalize_with};
+pub use decode::{
+    decode_jpeg, decode_jpeg_into, decode_jpeg_into_limited, decode_jpeg_limited, decode_png,
+    decode_png_limited,
+};
+pub use fused::{
+    Scratch, decode_resize_normalize, decode_resize_normalize_limited, decode_resize_normalize_with,
+};
 pub use ops::{
     cast, center_crop, flip_left_right, hwc_to_chw, normalize, one_hot, one_hot_into, random_crop,
     random_flip_left_right, scale,

@@ -13,6 +13,14 @@ pub const READ_BUFFER_BYTES: usize = 1 << 20;
 /// The bytes of records one window of a global shuffle reads at once.
 pub const GLOBAL_SHUFFLE_WINDOW_BYTES: u64 = 8 << 20;
 
+/// The most elements a worker of a parallel `map` takes from its input at once (a
+/// micro-batch: one hand-over for many cheap elements instead of one each).
+pub const MAP_MICRO_BATCH: usize = 32;
+
+/// The most bytes of results one micro-batch of a parallel `map` may hold: larger
+/// elements are handed over one by one.
+pub const MAP_MICRO_BATCH_BYTES: usize = 64 << 10;
+
 /// The depth an automatic prefetch (`prefetch()`, `prefetch(auto)`) starts at.
 pub const PREFETCH_AUTO_DEPTH: usize = 2;
 

@@ -200,29 +200,38 @@ impl Drop for Tracked {
 
 impl Element for Tracked {}
 
+/// The window bounds what a parallel map holds: `2 × workers` elements when each takes
+/// 50 µs or more (handed over one by one), `2 × workers` micro-batches of at most
+/// `MAP_MICRO_BATCH` when they are cheap.
 #[test]
 fn the_in_flight_window_bounds_memory() {
-    for deterministic in [true, false] {
-        let alive = Arc::new(Alive::default());
-        let counter = alive.clone();
-        let d = range(0..u64::MAX)
-            .map(move |x| Tracked::new(uneven(x), &counter))
-            .num_parallel(4)
-            .deterministic(deterministic);
-        let mut s = d.stream().unwrap();
-        for i in 0..300 {
-            let t = s.next().unwrap().unwrap();
-            if deterministic {
-                assert_eq!(t.value, uneven(i));
+    use sluice_runtime::defaults::MAP_MICRO_BATCH;
+    for (cost, bound) in [(60, 2 * 4 + 1), (1, 2 * 4 * MAP_MICRO_BATCH + 1)] {
+        for deterministic in [true, false] {
+            let alive = Arc::new(Alive::default());
+            let counter = alive.clone();
+            let d = range(0..u64::MAX)
+                .map(move |x| {
+                    spin(cost);
+                    Tracked::new(uneven(x), &counter)
+                })
+                .num_parallel(4)
+                .deterministic(deterministic);
+            let mut s = d.stream().unwrap();
+            for i in 0..300 {
+                let t = s.next().unwrap().unwrap();
+                if deterministic {
+                    assert_eq!(t.value, uneven(i));
+                }
+                // A slow consumer.
+                spin(20 + cost);
             }
-            // A slow consumer.
-            spin(20);
+            drop(s);
+            // Four workers, a window of eight in flight, and the one the consumer held.
+            let max = alive.max.load(Ordering::SeqCst);
+            assert!((1..=bound).contains(&max), "max alive {max} > {bound}, cost {cost} µs, {deterministic}");
+            assert_eq!(alive.now.load(Ordering::SeqCst), 0);
         }
-        drop(s);
-        // Four workers, a window of eight in flight, and the one the consumer held.
-        let max = alive.max.load(Ordering::SeqCst);
-        assert!((1..=2 * 4 + 1).contains(&max), "max alive {max}, deterministic={deterministic}");
-        assert_eq!(alive.now.load(Ordering::SeqCst), 0);
     }
 }
 
@@ -233,8 +242,11 @@ fn parallel_map_statistics() {
     assert_eq!(s.by_ref().count(), 300);
     let report = s.report();
     let stage = report.stages.iter().find(|st| st.name == "work").unwrap();
-    assert_eq!((stage.elements, stage.parallelism, stage.queue_capacity), (300, 3, 6));
-    assert!(stage.mean_queue_fill.is_some_and(|q| q <= 6.0));
+    // A window of 6 micro-batches (of 1 to MAP_MICRO_BATCH elements: these are cheap).
+    let micro = sluice_runtime::defaults::MAP_MICRO_BATCH;
+    assert_eq!((stage.elements, stage.parallelism), (300, 3));
+    assert!(stage.queue_capacity % 6 == 0 && (6..=6 * micro).contains(&stage.queue_capacity), "{stage:?}");
+    assert!(stage.mean_queue_fill.is_some_and(|q| q <= stage.queue_capacity as f64));
 }
 
 #[test]

@@ -17,7 +17,7 @@ use super::Failure;
 
 #[derive(Debug, Args)]
 pub struct PipelineArgs {
-    /// read, parse_tabular, shuffle_tabular, image_raw, jpeg; or memory (the bounded-memory
+    /// read, parse_tabular, shuffle_tabular, map_per_record, image_raw, jpeg; or memory (the bounded-memory
     /// check: interleave → parse → shuffle(10000) → batch(64) over image records).
     name: String,
     /// Directory of `*.tfrecord` shards (made by `sluice gen`).
@@ -133,12 +133,15 @@ pub fn run(args: PipelineArgs) -> Result<ExitCode, Failure> {
         "shuffle_tabular" => {
             run_epoch(&build::parse_tabular(file_list, true)?, &options, args.warmup, |b| b.rows() as u64)?
         }
+        "map_per_record" => {
+            run_epoch(&build::map_per_record(file_list)?, &options, args.warmup * 1024, |b| b.rows() as u64)?
+        }
         "image_raw" => run_epoch(&build::image_raw(file_list), &options, args.warmup, |b| b.shape[0] as u64)?,
         "jpeg" => run_epoch(&build::jpeg(file_list), &options, args.warmup, |b| b.shape[0] as u64)?,
         "memory" => run_epoch(&build::memory(file_list), &options, args.warmup, |b| b.0.len() as u64)?,
         other => {
             return Err(Failure::Usage(format!(
-                "unknown pipeline `{other}` (expected read, parse_tabular, shuffle_tabular, image_raw or jpeg)"
+                "unknown pipeline `{other}` (expected read, parse_tabular, shuffle_tabular, map_per_record, image_raw or jpeg)"
             )));
         }
     };
@@ -211,6 +214,25 @@ mod build {
     /// deterministic=False)`: every record, checksums verified.
     pub fn read(files: Files) -> impl Dataset<Item = Record> {
         tfrecords(files, ReaderOptions::default(), 4).num_parallel(Parallelism::Auto).deterministic(false)
+    }
+
+    /// `map_per_record`: `read.map(parse_single_example({x: [16] f32, label: [] i64}),
+    /// AUTOTUNE)`: one record per element, through the parallel map's hand-over.
+    pub fn map_per_record(files: Files) -> Result<impl Dataset<Item = Columns>> {
+        let spec = ParseSpec::new([
+            FeatureSpec::fixed("x", DType::F32, [16]),
+            FeatureSpec::fixed("label", DType::I64, []),
+        ]);
+        let parser =
+            Arc::new(ExampleParser::new(spec).map_err(|e| sluice_runtime::Error::Invalid(e.to_string()))?);
+        Ok(read(files)
+            .try_map(move |record: Record| -> std::result::Result<Columns, BoxError> {
+                let mut cols = parser.columns();
+                parser.parse_into(&record, &mut cols).map_err(|e| record.origin().name_in(e))?;
+                Ok(cols)
+            })
+            .num_parallel(Parallelism::Auto)
+            .named("parse"))
     }
 
     /// `parse_tabular`: `read.batch(1024).map(parse_example({x: [16] f32, label: [] i64}),

@@ -16,6 +16,10 @@ pub const GLOBAL_SHUFFLE_WINDOW_BYTES: u64 = runtime::GLOBAL_SHUFFLE_WINDOW_BYTE
 pub const PREFETCH_AUTO_DEPTH: u64 = runtime::PREFETCH_AUTO_DEPTH as u64;
 /// Finished batches each reader thread of a `ReadBatchesExec` may queue.
 pub const READ_BATCHES_HANDOVER_PER_THREAD: u64 = runtime::READ_BATCHES_HANDOVER_PER_THREAD as u64;
+/// The most elements a parallel map's worker takes at once (a micro-batch).
+pub const MAP_MICRO_BATCH: u64 = runtime::MAP_MICRO_BATCH as u64;
+/// The most bytes of results of one micro-batch of a parallel map.
+pub const MAP_MICRO_BATCH_BYTES: u64 = runtime::MAP_MICRO_BATCH_BYTES as u64;
 /// Global batches the device feed prepares ahead of the training loop.
 pub const DEVICE_FEED_AHEAD: u64 = runtime::DEVICE_FEED_AHEAD as u64;
 

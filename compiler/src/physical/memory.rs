@@ -71,6 +71,16 @@ impl Cx<'_> {
         }
     }
 
+    /// A map of this stage's elements: one on the consumer's thread holds the element
+    /// it computes; a parallel one a window of micro-batches, each as many elements as
+    /// fit `MAP_MICRO_BATCH_BYTES` (at least one, at most `MAP_MICRO_BATCH`).
+    fn map(&mut self, parallel: &ArgValue, e: u64) -> Figures {
+        let (threads, workers) = self.threads(parallel);
+        let per = if workers <= 1 { 1 } else { (MAP_MICRO_BATCH_BYTES / e.max(1)).clamp(1, MAP_MICRO_BATCH) };
+        let held = window(parallel, workers).saturating_mul(per);
+        Figures { threads, held, bytes: held.saturating_mul(e) }
+    }
+
     /// The figures of logical node `n` run as its own stage (the rows of its elements
     /// tracked from the source up: call it on every node, source first).
     pub(super) fn stage(&mut self, n: &Plan) -> Figures {
@@ -107,21 +117,18 @@ impl Cx<'_> {
                 Figures { threads, held, bytes }
             }
             Plan::Map(m) => {
-                let (threads, workers) = self.threads(&m.parallel);
-                let held = window(&m.parallel, workers);
-                Figures { threads, held, bytes: held.saturating_mul(elem(self)) }
+                let e = elem(self);
+                self.map(&m.parallel, e)
             }
             Plan::MapFilter(m) => {
-                let (threads, workers) = self.threads(&m.parallel);
-                let held = window(&m.parallel, workers);
-                Figures { threads, held, bytes: held.saturating_mul(elem(self)) }
+                let e = elem(self);
+                self.map(&m.parallel, e)
             }
+            // Workers write mapped elements straight into batch columns: the window holds
+            // whole batches.
             Plan::MapBatch(m) => {
-                // Workers write mapped elements straight into batch columns: the window
-                // holds whole batches.
-                let (threads, workers) = self.threads(&m.parallel);
-                let held = window(&m.parallel, workers);
-                Figures { threads, held, bytes: held.saturating_mul(elem(self)) }
+                let e = elem(self);
+                self.map(&m.parallel, e)
             }
             Plan::ShuffleRepeat(s) => {
                 let held = self.count(

@@ -21,8 +21,8 @@
 //!     room with no consumer starvation in between: the consumer is the slow side and
 //!     the extra workers only hold finished results. Starvation resets the count.
 //!   - **Within the budget**: each raise first reserves what one more worker holds (one
-//!     element it computes and one finished result: twice the mean result size seen so
-//!     far) from the pipeline's [`MemoryBudget`](super::MemoryBudget); when the
+//!     micro-batch it computes and one finished: twice the mean result size seen so far
+//!     times the map's micro-batch) from the pipeline's [`MemoryBudget`](super::MemoryBudget); when the
 //!     reservation fails the limit stays. A lower releases the last raise's reservation,
 //!     and the pass's end all of them. The first worker is not reserved.
 //!
@@ -62,6 +62,8 @@ pub(crate) struct WorkerTuner {
     reserved: Vec<usize>,
     bytes_seen: u64,
     results_seen: u64,
+    /// Elements a worker takes at once (the map's micro-batch).
+    micro: usize,
 }
 
 impl WorkerTuner {
@@ -80,7 +82,13 @@ impl WorkerTuner {
             reserved: Vec::new(),
             bytes_seen: 0,
             results_seen: 0,
+            micro: 1,
         }
+    }
+
+    /// The map now hands over `micro` elements at a time: a worker holds that many.
+    pub(crate) fn set_micro(&mut self, micro: usize) {
+        self.micro = micro.max(1);
     }
 
     /// A result of `bytes` bytes was delivered.
@@ -93,7 +101,7 @@ impl WorkerTuner {
     fn reserve_raise(&mut self) -> bool {
         let Some(ctx) = &self.ctx else { return true };
         let mean = self.bytes_seen.div_ceil(self.results_seen.max(1)).max(1);
-        let Ok(bytes) = usize::try_from(mean.saturating_mul(2)) else { return false };
+        let Ok(bytes) = usize::try_from(mean.saturating_mul(2 * self.micro as u64)) else { return false };
         if !ctx.budget().try_reserve(bytes) {
             return false;
         }
@@ -111,7 +119,8 @@ impl WorkerTuner {
         self.max
     }
 
-    /// Elements allowed in flight now (being computed or finished but not delivered).
+    /// Micro-batches allowed in flight now (being computed or finished but not
+    /// delivered); the map multiplies by its micro-batch size.
     pub(crate) fn window(&self) -> usize {
         if self.auto { self.active + 1 } else { (2 * self.active).max(2) }
     }

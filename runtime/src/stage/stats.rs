@@ -72,12 +72,13 @@ impl StageStats {
         self.wait_output_ns.fetch_add(d.as_nanos() as u64, Relaxed);
     }
 
-    /// Records one observation of the output queue: `len` of `capacity` slots used.
+    /// Records one observation of the output queue: `len` of `capacity` slots used (the
+    /// report gives the largest capacity seen: a queue that AUTOTUNE resizes).
     #[inline]
     pub fn sample_queue(&self, len: usize, capacity: usize) {
         self.queue_fill_sum.fetch_add(len as u64, Relaxed);
         self.queue_samples.fetch_add(1, Relaxed);
-        self.queue_capacity.store(capacity as u64, Relaxed);
+        self.queue_capacity.fetch_max(capacity as u64, Relaxed);
     }
 
     /// Records the stage's current degree of parallelism (worker threads).

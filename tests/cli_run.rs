@@ -524,3 +524,42 @@ fn the_declared_budget_bounds_the_run() {
     let v = run(&["--memory-budget-mb", "16"]);
     assert_eq!(v["memory_budget_bytes"].as_u64(), Some(16 << 20), "the flag overrides: {v}");
 }
+
+/// A pipeline of `n` stages alternating `take` and `map` after a parse.
+fn deep_pipeline(n: usize) -> String {
+    let mut s = String::from(
+        "pipeline deep(files: glob) {\n    schema { x: f32[4], label: i64 }\n    tfrecords(files);\n    map { parse_example(); }\n",
+    );
+    for i in 0..n / 2 {
+        s.push_str(&format!("    take({});\n    map {{ x = x * 2.0; }}\n", 1_000_000_000 - i));
+    }
+    s.push_str("}\n");
+    s
+}
+
+/// `sluice emit` grows linearly with the stage count: a pipeline at the stage limit emits
+/// under a 256 MiB address-space cap, its code about twice that of half as many stages
+/// (the plan text embedded as `PLAN` used to grow with the square of the depth, and 8 000
+/// stages took 8.3 GB); 8 000 stages are refused (E0315) under the same cap.
+#[test]
+fn emit_of_a_deep_pipeline_is_linear_and_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let emit = |n: usize| {
+        let file = dir.path().join(format!("deep{n}.pipe"));
+        std::fs::write(&file, deep_pipeline(n)).unwrap();
+        let script = "ulimit -v 262144 && exec \"$0\" emit \"$1\"";
+        let o = Command::new("sh")
+            .args(["-c", script, env!("CARGO_BIN_EXE_sluice"), file.to_str().unwrap()])
+            .output()
+            .expect("sh runs");
+        (o.status.code(), o.stdout.len(), stderr(&o))
+    };
+    let (code, half, err) = emit(500);
+    assert_eq!(code, Some(0), "{err}");
+    let (code, full, err) = emit(1000);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(full < half * 5 / 2, "500 stages: {half} bytes, 1000 stages: {full} bytes");
+    let (code, _, err) = emit(8000);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("error[E0315]: pipeline `deep` has 8002 stages, more than 1024"), "{err}");
+}

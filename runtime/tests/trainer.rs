@@ -338,3 +338,32 @@ fn cuda_replicas_train_like_one_cpu_replica() {
     let d = max_diff(&params(cpu.model().1), &params(gpu.model().1));
     assert!(d < 1e-4, "{gpus} GPU replica(s) differ from the CPU replica by {d}");
 }
+
+/// Records a skipping policy drops are counted in the epoch's report and its text (the
+/// trainer used to say nothing of them).
+#[test]
+fn the_epoch_report_counts_skipped_records() {
+    use sluice_runtime::stage::{Dataset, Files, Record, tfrecords};
+    use sluice_runtime::tfrecord::{self, Compression, CorruptPolicy, ReaderOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rows.tfrecord");
+    let mut w = tfrecord::create(&path, Compression::None).unwrap();
+    for i in 0..4u8 {
+        w.write_record(&[i; 8]).unwrap();
+    }
+    w.finish().unwrap();
+    // Damage the payload of record 1 (each record is 12 + 8 + 4 bytes).
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[24 + 12] ^= 0xff;
+    std::fs::write(&path, bytes).unwrap();
+    let options = ReaderOptions { on_corrupt: CorruptPolicy::Skip, ..ReaderOptions::default() };
+    let ds =
+        tfrecords(Files::from_paths(vec![path]), options, 1).map(|r: Record| batch(usize::from(r[0]) * 4, 4));
+    let ctx = Ctx::new(&RuntimeOptions::default());
+    let mut t = trainer(1, nn::Adam::default());
+    for epoch in 0..2 {
+        let r = t.train_epoch(&ds, &ctx, epoch, &task).unwrap();
+        assert_eq!((r.steps, r.skipped_records, r.skipped_files), (3, 1, 0), "epoch {epoch}: {r}");
+        assert!(r.to_string().ends_with(", skipped 1 corrupt record"), "{r}");
+    }
+}

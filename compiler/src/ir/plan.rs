@@ -505,6 +505,14 @@ pub enum Plan {
     DeviceTail(DeviceTail),
 }
 
+/// Levels of indentation `explain` shows; deeper stages line up at the last one.
+pub const MAX_INDENT: usize = 32;
+
+/// The indentation of a stage `depth` levels down (at most [`MAX_INDENT`] levels).
+pub fn indent(depth: usize) -> String {
+    "  ".repeat(depth.min(MAX_INDENT))
+}
+
 impl Plan {
     /// The node's input, if it has one.
     pub fn input(&self) -> Option<&Plan> {
@@ -748,13 +756,15 @@ impl Plan {
         s
     }
 
-    /// The plan as `explain` prints it: the last stage first, each input indented under it.
+    /// The plan as `explain` prints it: the last stage first, each input indented under it
+    /// (up to [`MAX_INDENT`] levels: the text of a deep plan grows with its depth, not its
+    /// square).
     pub fn explain(&self) -> String {
         let mut out = String::new();
         let mut node = Some(self);
         let mut depth = 0;
         while let Some(n) = node {
-            let _ = writeln!(out, "{}{}", "  ".repeat(depth), n.line());
+            let _ = writeln!(out, "{}{}", indent(depth), n.line());
             node = n.input();
             depth += 1;
         }

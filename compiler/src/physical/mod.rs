@@ -163,7 +163,7 @@ impl PhysicalPlan {
             let _ = write!(
                 out,
                 "{}{}: threads={}, holds={}, memory={}",
-                "  ".repeat(depth),
+                crate::ir::plan::indent(depth),
                 name,
                 f.threads,
                 f.held,

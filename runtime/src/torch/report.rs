@@ -87,6 +87,11 @@ pub struct EpochReport {
     pub data_wait: Duration,
     /// Time in steps (forward, backward, all-reduce, optimizer).
     pub compute: Duration,
+    /// Corrupt records this process's readers skipped in the pass (`on_corrupt: skip` or
+    /// `skip_file`): never dropped without a word.
+    pub skipped_records: u64,
+    /// Files whose rest they skipped (`skip_file`, a damaged compressed stream).
+    pub skipped_files: u64,
 }
 
 impl EpochReport {
@@ -97,6 +102,8 @@ impl EpochReport {
         self.wall += other.wall;
         self.data_wait += other.data_wait;
         self.compute += other.compute;
+        self.skipped_records += other.skipped_records;
+        self.skipped_files += other.skipped_files;
     }
 
     /// Rows per second of wall time.
@@ -123,6 +130,19 @@ impl std::fmt::Display for EpochReport {
             self.examples_per_sec(),
             self.data_stall_pct(),
             self.totals.summary()
-        )
+        )?;
+        if self.skipped_records > 0 || self.skipped_files > 0 {
+            let s = if self.skipped_records == 1 { "" } else { "s" };
+            write!(f, ", skipped {} corrupt record{s}", self.skipped_records)?;
+            if self.skipped_files > 0 {
+                write!(
+                    f,
+                    " ({} file{} cut short)",
+                    self.skipped_files,
+                    if self.skipped_files == 1 { "" } else { "s" }
+                )?;
+            }
+        }
+        Ok(())
     }
 }

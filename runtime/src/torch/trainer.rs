@@ -493,6 +493,7 @@ impl<M: Send> Trainer<M> {
     {
         let start = Instant::now();
         let train = after.is_some();
+        let skipped_before = ctx.reader_stats();
         let batches = dataset.feed(&ctx.with_epoch(epoch), &self.devices(), skip)?;
         let bar = self.bar(train, epoch);
         let mut report = EpochReport { epoch, ..EpochReport::default() };
@@ -562,6 +563,10 @@ impl<M: Send> Trainer<M> {
         if let Some(cross) = &self.cross {
             cross.reduce_totals(&mut report.totals)?;
         }
+        // What this pass's readers skipped (the context's counts add up over passes).
+        let io = ctx.reader_stats();
+        report.skipped_records = io.skipped_records - skipped_before.skipped_records;
+        report.skipped_files = io.skipped_files - skipped_before.skipped_files;
         report.wall = start.elapsed();
         Ok(report)
     }

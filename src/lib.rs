@@ -50,7 +50,7 @@ pub mod __private {
     pub use sluice_runtime::stage::{
         Buffer, CacheCodec, Dataset, Element, Files, GlobalShuffle, Indexed, OpenTfRecord, Parallelism,
         PipelineState, Record, RecordBatch, Remainder, RuntimeOptions, files, fingerprint, from_vec,
-        global_shuffle, sample_from, tfrecord_batches, tfrecords,
+        global_shuffle, range_step, sample_from, tfrecord_batches, tfrecords,
     };
     pub use sluice_runtime::tfrecord;
     pub use sluice_runtime::tfrecord::{Compression, CorruptPolicy, ReaderOptions};

@@ -47,6 +47,7 @@ fn chain_statements(code: &str, module: &str, f: &str) -> Vec<String> {
 fn expected(exec: &Exec) -> Vec<&'static str> {
     match exec {
         Exec::Files { .. } => vec!["__sl::files("],
+        Exec::Range(_) => vec!["__sl::range_step("],
         Exec::SampleFrom(_) => vec!["__sl::sample_from("],
         Exec::Interleave { .. } => vec![".interleave("],
         Exec::GlobalShuffle { .. } => vec!["__sl::global_shuffle("],

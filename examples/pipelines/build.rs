@@ -16,6 +16,7 @@ fn main() {
         "../../tests/pipes/gpu_augment.pipe",
         "../../tests/pipes/resume.pipe",
         "../../tests/pipes/global_shuffle.pipe",
+        "../../tests/pipes/range.pipe",
         "pipes/tf_fixtures.pipe",
         "pipes/shard.pipe",
     ]);

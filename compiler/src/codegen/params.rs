@@ -195,6 +195,11 @@ fn checks(rules: &[ParamRule]) -> R<TokenStream> {
                 let message = format!("parameter `{param}` is 0: the `{arg}` of `{stage}` it sets must be at least 1");
                 quote!(if #v < 1 { return ::std::result::Result::Err(::std::string::String::from(#message)); })
             }
+            ParamRule::NonZero { param, stage, arg } => {
+                let (v, _) = value(&ArgValue::Param(param.clone()))?;
+                let message = format!("parameter `{param}` is 0: the `{arg}` of `{stage}` it sets must not be 0");
+                quote!(if #v == 0 { return ::std::result::Result::Err(::std::string::String::from(#message)); })
+            }
             ParamRule::IndexBelowCount { index, count } => {
                 let ((i, i_name), (n, n_name)) = (value(index)?, value(count)?);
                 let message = match (index, count) {

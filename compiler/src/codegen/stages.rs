@@ -5,7 +5,7 @@
 use proc_macro2::{Ident, Literal, TokenStream};
 use quote::quote;
 
-use super::context::{Gen, MapFn, R, parallel, seed, string_arg, u64_arg, usize_arg};
+use super::context::{Gen, MapFn, R, arg_tokens, parallel, seed, string_arg, u64_arg, usize_arg};
 use super::types::field_ident;
 use crate::ir::plan::{ArgValue, Element};
 use crate::physical::{self, Compression, CorruptPolicy, Exec, ReaderMap, ReaderOptions, Remainder};
@@ -61,6 +61,18 @@ impl Gen<'_> {
                     None => TokenStream::new(),
                 };
                 quote!(let ds = __sl::files(#pattern)? #shuffle;)
+            }
+            Exec::Range(r) => {
+                let Element::Fields(fields) = crate::ir::plan::Range::element() else {
+                    return Err("a range's element has one field".into());
+                };
+                let rec = self.record(&fields)?;
+                let (start, end, step) = (
+                    arg_tokens(&r.start, quote!(i64))?,
+                    arg_tokens(&r.end, quote!(i64))?,
+                    arg_tokens(&r.step, quote!(i64))?,
+                );
+                quote!(let ds = __sl::range_step(#start, #end, #step).map(|value: i64| #rec { value }).named("range");)
             }
             Exec::SampleFrom(s) => {
                 let mut inputs = Vec::new();

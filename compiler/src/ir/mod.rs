@@ -12,5 +12,6 @@ pub mod expr;
 pub mod kernel;
 pub mod op;
 pub mod plan;
+pub mod range;
 pub mod resume;
 pub mod types;

@@ -11,6 +11,7 @@ use std::fmt::{self, Write};
 use super::expr::Expr;
 use super::kernel::Kernel;
 use super::op::Op;
+pub use super::range::Range;
 pub use super::resume::resume_blocker;
 use super::types::{TensorType, Value};
 use crate::span::Span;
@@ -465,6 +466,8 @@ pub struct DeviceTail {
 pub enum Plan {
     /// `files(...)`.
     Files(Files),
+    /// `range(...)`.
+    Range(Range),
     /// `sample_from(pipelines..., weights: [...])`: a source mixing other pipelines.
     SampleFrom(SampleFrom),
     /// Reading records from the files.
@@ -517,7 +520,7 @@ impl Plan {
     /// The node's input, if it has one.
     pub fn input(&self) -> Option<&Plan> {
         match self {
-            Plan::Files(_) | Plan::SampleFrom(_) => None,
+            Plan::Files(_) | Plan::Range(_) | Plan::SampleFrom(_) => None,
             Plan::Interleave(n) => Some(&n.input),
             Plan::Map(n) => Some(&n.input),
             Plan::Filter(n) => Some(&n.input),
@@ -542,7 +545,7 @@ impl Plan {
     /// The node's input, mutably.
     pub fn input_mut(&mut self) -> Option<&mut Plan> {
         match self {
-            Plan::Files(_) | Plan::SampleFrom(_) => None,
+            Plan::Files(_) | Plan::Range(_) | Plan::SampleFrom(_) => None,
             Plan::Interleave(n) => Some(&mut n.input),
             Plan::Map(n) => Some(&mut n.input),
             Plan::Filter(n) => Some(&mut n.input),
@@ -574,6 +577,7 @@ impl Plan {
         let mut element = loop {
             match node {
                 Plan::Files(_) => break Element::Path,
+                Plan::Range(_) => break Range::element(),
                 Plan::SampleFrom(n) => break n.output.clone(),
                 Plan::Interleave(_) => break Element::Record,
                 Plan::Map(m) => break m.output.clone(),
@@ -616,6 +620,17 @@ impl Plan {
             Plan::Files(n) => {
                 s.push_str("Files:");
                 kv(&mut s, &[("pattern", n.pattern.to_string()), ("shuffle_seed", opt(&n.shuffle_seed))]);
+            }
+            Plan::Range(n) => {
+                s.push_str("Range:");
+                kv(
+                    &mut s,
+                    &[
+                        ("start", n.start.to_string()),
+                        ("end", n.end.to_string()),
+                        ("step", n.step.to_string()),
+                    ],
+                );
             }
             Plan::Interleave(n) => {
                 s.push_str("Interleave:");

@@ -81,6 +81,8 @@ pub enum Exec {
         /// Shuffle the list each epoch with this seed.
         shuffle_seed: Option<ArgValue>,
     },
+    /// `range(start, end, step)`: the values as elements with one field `value: i64`.
+    Range(crate::ir::plan::Range),
     /// Mixes other pipelines of the file (their own plans run beneath it).
     SampleFrom(SampleFrom),
     /// Reads the records of the input files, `cycle` at a time.
@@ -276,6 +278,7 @@ impl Exec {
     pub fn name(&self) -> &'static str {
         match self {
             Exec::Files { .. } => "FilesExec",
+            Exec::Range(_) => "RangeExec",
             Exec::SampleFrom(_) => "SampleFromExec",
             Exec::Interleave { .. } => "InterleaveExec",
             Exec::GlobalShuffle { .. } => "GlobalShuffleExec",

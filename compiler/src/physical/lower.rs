@@ -201,6 +201,7 @@ fn one(step: &Step<'_>, cx: &mut Cx<'_>) -> ExecNode {
     let input = || n.input().map_or(Element::Path, Plan::output);
     let exec = match n {
         Plan::Files(f) => Exec::Files { pattern: f.pattern.clone(), shuffle_seed: f.shuffle_seed.clone() },
+        Plan::Range(r) => Exec::Range(r.clone()),
         Plan::SampleFrom(s) => Exec::SampleFrom(s.clone()),
         Plan::Interleave(il) => Exec::Interleave {
             reader: reader_options(il),

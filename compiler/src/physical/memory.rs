@@ -101,7 +101,7 @@ impl Cx<'_> {
         let rows = self.rows;
         let elem = |cx: &mut Cx<'_>| cx.element_bytes(&element).saturating_mul(rows);
         match n {
-            Plan::Files(_) => Figures { threads: "1".into(), held: 0, bytes: 0 },
+            Plan::Files(_) | Plan::Range(_) => Figures { threads: "1".into(), held: 0, bytes: 0 },
             Plan::SampleFrom(_) => {
                 self.assumptions.push("the memory of the mixed pipelines on top (see their own plans)");
                 Figures { threads: "1".into(), held: 0, bytes: 0 }

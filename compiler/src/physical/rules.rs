@@ -22,6 +22,15 @@ pub enum ParamRule {
         /// The argument.
         arg: &'static str,
     },
+    /// Parameter `param`, the step of a `range`, must not be 0.
+    NonZero {
+        /// The parameter.
+        param: String,
+        /// The stage.
+        stage: &'static str,
+        /// The argument.
+        arg: &'static str,
+    },
     /// A shard's index must be below its count (at least one of them a parameter).
     IndexBelowCount {
         /// The index: a parameter or a constant.
@@ -45,8 +54,14 @@ impl PhysicalPlan {
             }
         };
         let mut shards = Vec::new();
+        let mut nonzero = Vec::new();
         for node in &self.stages {
             match &node.exec {
+                Exec::Range(r) => {
+                    if let ArgValue::Param(p) = &r.step {
+                        nonzero.push(ParamRule::NonZero { param: p.clone(), stage: "range", arg: "step" });
+                    }
+                }
                 Exec::Interleave { cycle, block, parallel, .. } => {
                     at_least_one(cycle, "interleave", "cycle");
                     at_least_one(block, "interleave", "block");
@@ -88,6 +103,7 @@ impl PhysicalPlan {
                 _ => {}
             }
         }
+        out.extend(nonzero);
         for (index, count) in shards {
             let param = |v: &ArgValue| matches!(v, ArgValue::Param(_));
             let rule = ParamRule::IndexBelowCount { index, count };

@@ -94,7 +94,7 @@ pub fn lower(
             Some(ArgValue::Const(Value::Bool(b))) => b,
             _ => default,
         };
-        let is_source = matches!(sig.name, "files" | "tfrecords" | "sample_from");
+        let is_source = matches!(sig.name, "files" | "tfrecords" | "range" | "sample_from");
         let Some(input) = plan.take() else {
             if !is_source {
                 diags.push(
@@ -110,6 +110,10 @@ pub fn lower(
             }
             if sig.name == "sample_from" {
                 plan = Some(sample_from(s, p, decls, pipelines, diags)?);
+                continue;
+            }
+            if sig.name == "range" {
+                plan = Some(range(s, a("start"), a("end"), a("step"), diags)?);
                 continue;
             }
             let files = Plan::Files(Files {
@@ -508,6 +512,13 @@ fn bind<'a>(sig: &StageSig, args: &'a [ast::Arg]) -> Vec<Option<&'a ast::Expr>> 
 fn value(e: &ast::Expr, decls: &Declarations) -> ArgValue {
     match &e.kind {
         ExprKind::Int(n) => ArgValue::Const(i64::try_from(*n).map_or(Value::UInt(*n), Value::Int)),
+        ExprKind::Unary(ast::UnaryOp::Neg, inner) if matches!(inner.kind, ExprKind::Int(_)) => {
+            let ExprKind::Int(n) = inner.kind else { unreachable!("matched above") };
+            match i64::try_from(-i128::from(n)) {
+                Ok(v) => ArgValue::Const(Value::Int(v)),
+                Err(_) => ArgValue::Word(e.to_string()),
+            }
+        }
         ExprKind::Float(x) => ArgValue::Const(Value::Float(*x)),
         ExprKind::Bool(b) => ArgValue::Const(Value::Bool(*b)),
         ExprKind::Str(s) => ArgValue::Const(Value::Str(s.clone())),
@@ -523,6 +534,50 @@ fn value(e: &ast::Expr, decls: &Declarations) -> ArgValue {
         }
         _ => ArgValue::Word(e.to_string()),
     }
+}
+
+/// `range(end)` (one argument: the end), `range(start, end)`, `range(start, end, step)`.
+fn range(
+    s: &ast::Stage,
+    start: Option<ArgValue>,
+    end: Option<ArgValue>,
+    step: Option<ArgValue>,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<Plan> {
+    let (start, end) = match (start, end) {
+        (Some(end), None) => (ArgValue::Const(Value::Int(0)), end),
+        (Some(start), Some(end)) => (start, end),
+        (None, Some(end)) => (ArgValue::Const(Value::Int(0)), end),
+        (None, None) => {
+            diags.push(
+                Diagnostic::error("E0320", "`range` needs an end", s.name.span, "no end given")
+                    .with_help("`range(10)` is 0 to 9; `range(start, end, step)` as in Python"),
+            );
+            return None;
+        }
+    };
+    let step = step.unwrap_or(ArgValue::Const(Value::Int(1)));
+    for (what, v) in [("start", &start), ("end", &end), ("step", &step)] {
+        let bad = match v {
+            ArgValue::Const(Value::UInt(n)) => Some(format!("{n} is more than the largest i64")),
+            ArgValue::Word(w) => Some(format!("`{w}` is not an i64")),
+            ArgValue::Const(Value::Int(0)) if what == "step" => Some("a step of 0 never ends".to_string()),
+            _ => None,
+        };
+        if let Some(label) = bad {
+            diags.push(Diagnostic::error(
+                "E0321",
+                format!(
+                    "the {what} of `range` must be an i64{}",
+                    if what == "step" { " other than 0" } else { "" }
+                ),
+                s.name.span,
+                label,
+            ));
+            return None;
+        }
+    }
+    Some(Plan::Range(crate::ir::plan::Range { start, end, step }))
 }
 
 type Reader<'a> = (&'static StageSig, Vec<Option<&'a ast::Expr>>);

@@ -26,6 +26,8 @@ pub enum ArgKind {
     Count,
     /// Any unsigned integer (seeds, indices, limits).
     UInt,
+    /// Any integer, negative too (the bounds and step of `range`).
+    Int,
     /// `true` or `false`.
     Bool,
     /// A count of at least 1, or `auto`.
@@ -51,6 +53,7 @@ impl ArgKind {
         match self {
             ArgKind::Count => "a count of at least 1",
             ArgKind::UInt => "an unsigned integer",
+            ArgKind::Int => "an integer",
             ArgKind::Bool => "`true` or `false`",
             ArgKind::CountOrAuto => "a count of at least 1 or `auto`",
             ArgKind::CountOrGlobal => "a buffer size of at least 1 or `global`",
@@ -123,6 +126,12 @@ pub const STAGES: &[StageSig] = &[
     StageSig {
         name: "files",
         args: &[req("pattern", Glob), opt("shuffle", Bool), opt("seed", UInt)],
+        block: BlockKind::None,
+    },
+    // `range(end)`, `range(start, end)`, `range(start, end, step)`: one argument is the end.
+    StageSig {
+        name: "range",
+        args: &[opt("start", Int), opt("end", Int), opt("step", Int)],
         block: BlockKind::None,
     },
     StageSig {
@@ -435,6 +444,7 @@ fn check_arg(sig: &StageSig, a: &ArgSig, e: &ast::Expr, decls: &Declarations, di
                     Count | UInt | CountOrAuto | CountOrGlobal => {
                         matches!(param.ty, ParamType::U32 | ParamType::U64)
                     }
+                    Int => matches!(param.ty, ParamType::U32 | ParamType::U64 | ParamType::I64),
                     Bool => param.ty == ParamType::Bool,
                     Glob | Path => matches!(param.ty, ParamType::Glob | ParamType::Path | ParamType::Str),
                     _ => false,
@@ -489,7 +499,7 @@ fn check_arg(sig: &StageSig, a: &ArgSig, e: &ast::Expr, decls: &Declarations, di
                 Diagnostic::error("E0206", format!("`{}` of `{}` is zero", a.name, sig.name), e.span, "zero")
                     .with_help("sizes and counts are at least 1"),
             ),
-            Count | CountOrAuto | CountOrGlobal | UInt => {}
+            Count | CountOrAuto | CountOrGlobal | UInt | Int => {}
             _ => diags.push(wrong(format!("found the integer `{n}`"))),
         },
         ExprKind::Unary(ast::UnaryOp::Neg, _)
@@ -505,6 +515,8 @@ fn check_arg(sig: &StageSig, a: &ArgSig, e: &ast::Expr, decls: &Declarations, di
                 .with_help("sizes, counts and seeds are unsigned"),
             )
         }
+        ExprKind::Unary(ast::UnaryOp::Neg, inner)
+            if a.kind == Int && matches!(inner.kind, ExprKind::Int(_)) => {}
         ExprKind::Bool(_) if a.kind == Bool => {}
         ExprKind::Str(_) if matches!(a.kind, Glob | Path) => {}
         other => diags.push(wrong(format!("found {}", describe(other)))),

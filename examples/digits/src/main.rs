@@ -27,8 +27,8 @@ use std::time::Instant;
 
 use clap::Parser;
 use sluice::dist::Collective;
+use sluice::runtime::stage::Ctx;
 use sluice::runtime::stage::PipelineState;
-use sluice::runtime::stage::{Ctx, RuntimeOptions};
 use sluice::torch::tch::nn::{self, ModuleT};
 use sluice::torch::tch::{self, Device, Kind, Tensor};
 use sluice::torch::{EpochReport, Feed, StepOutput, TailFeed, TensorBatch, Trainer, devices, rank_devices};

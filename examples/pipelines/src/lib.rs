@@ -29,6 +29,7 @@ pub mod corpus {
     sluice::include_pipelines!("gpu_augment");
     sluice::include_pipelines!("resume");
     sluice::include_pipelines!("global_shuffle");
+    sluice::include_pipelines!("range");
 }
 
 /// The user function `augment.pipe` declares (`extern fn augment_fns::brighten`).

@@ -169,3 +169,44 @@ fn mixture_params_nest() {
         train::Params::from_args(&[("nope".into(), "1".into())]).unwrap_err().contains("unknown parameter")
     );
 }
+
+/// `range` (tests/pipes/range.pipe): tf.data's `Dataset.range` values, mapped, batched,
+/// counting down; a resumed pass starts where it left off.
+#[test]
+fn range_yields_pythons_values() {
+    use sluice_examples::corpus::{doubled, down, stepped};
+    let values = |b: &stepped::Batch| b.value.as_slice().to_vec();
+    let d: Vec<i64> = doubled::dataset(&doubled::Params { n: 10 })
+        .unwrap()
+        .stream()
+        .unwrap()
+        .map(|r| r.unwrap().value)
+        .collect();
+    assert_eq!(d, (0..10).map(|x| x * 2).collect::<Vec<i64>>());
+    let s: Vec<Vec<i64>> = stepped::dataset(&stepped::Params { step: 3 })
+        .unwrap()
+        .stream()
+        .unwrap()
+        .map(|b| values(&b.unwrap()))
+        .collect();
+    assert_eq!(s, [vec![-5, -2, 1, 4], vec![7, 10, 13, 16], vec![19]]);
+    let down: Vec<i64> =
+        down::dataset(&down::Params {}).unwrap().stream().unwrap().map(|r| r.unwrap().value).collect();
+    assert_eq!(down, [10, 6, 2]);
+    // Resumed after the first batch: the state is positions only.
+    let p = stepped::Params { step: 3 };
+    let state = stepped::state(&p, 0, 1).unwrap();
+    stepped::check_state(&p, &state).unwrap();
+    let ctx = sluice::runtime::stage::Ctx::new(&Default::default());
+    let rest: Vec<Vec<i64>> = stepped::dataset(&p)
+        .unwrap()
+        .stream_from(&ctx, state.position)
+        .unwrap()
+        .map(|b| values(&b.unwrap()))
+        .collect();
+    assert_eq!(rest, [vec![7, 10, 13, 16], vec![19]]);
+    assert_eq!(
+        stepped::Params::from_args(&[("step".into(), "0".into())]).unwrap_err(),
+        "parameter `step` is 0: the `step` of `range` it sets must not be 0"
+    );
+}

@@ -71,7 +71,9 @@ pub use repeat::Repeat;
 pub use sample::{SampleFrom, sample_from};
 pub use shuffle::Shuffle;
 pub use slice::{Remainder, Shard, Skip, Take};
-pub use source::{Files, FromVec, Range, TfRecordFile, files, from_vec, range, tfrecord_file};
+pub use source::{
+    Files, FromVec, Range, Steps, TfRecordFile, files, from_vec, range, range_step, tfrecord_file,
+};
 pub use state::{PipelineState, fingerprint};
 pub use stats::{StageReport, StageStats, StatsReport};
 

@@ -86,6 +86,79 @@ impl DataIter for RangeIter {
     }
 }
 
+/// `start`, `start + step`, … up to `end` (excluded; down to it when `step` is negative):
+/// Python's and tf.data's `range(start, end, step)`, as `i64`s. A `step` of 0 is an
+/// error when iterated. A resumed pass computes where it starts, pulling nothing.
+pub fn range_step(start: i64, end: i64, step: i64) -> Steps {
+    Steps { start, end, step }
+}
+
+/// See [`range_step`].
+#[must_use = "datasets are lazy: iterate them"]
+#[derive(Debug, Clone, Copy)]
+pub struct Steps {
+    start: i64,
+    end: i64,
+    step: i64,
+}
+
+impl Steps {
+    /// How many values the range holds.
+    pub fn len(&self) -> u64 {
+        let (start, end, step) = (i128::from(self.start), i128::from(self.end), i128::from(self.step));
+        let n = match step {
+            0 => 0,
+            s if s > 0 => (end - start + s - 1).div_euclid(s),
+            s => (start - end - s - 1).div_euclid(-s),
+        };
+        n.max(0) as u64
+    }
+
+    /// Whether the range holds no value.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl Dataset for Steps {
+    type Item = i64;
+    type Iter = StepsIter;
+
+    fn iter(&self, ctx: &Ctx) -> Result<StepsIter> {
+        self.iter_from(ctx, 0)
+    }
+
+    fn iter_from(&self, _: &Ctx, skip: u64) -> Result<StepsIter> {
+        if self.step == 0 {
+            return Err(Error::Invalid("range: the step must not be 0".into()));
+        }
+        Ok(StepsIter { start: self.start, step: self.step, next: skip.min(self.len()), len: self.len() })
+    }
+}
+
+/// One pass of [`Steps`].
+#[derive(Debug)]
+pub struct StepsIter {
+    start: i64,
+    step: i64,
+    next: u64,
+    len: u64,
+}
+
+impl DataIter for StepsIter {
+    type Item = i64;
+    #[inline]
+    fn next(&mut self) -> Result<Option<i64>> {
+        if self.next >= self.len {
+            return Ok(None);
+        }
+        // In range: every value below `len` lies between start and end.
+        let v = i128::from(self.start) + i128::from(self.next) * i128::from(self.step);
+        self.next += 1;
+        Ok(Some(v as i64))
+    }
+}
+
 /// The files matching a glob pattern, sorted; an error names the pattern when it is
 /// invalid or matches nothing. Record indexes (`*.idx`, written by `sluice index` beside
 /// their files) are never matched, so `data/*` still means the data files. Only regular
@@ -231,5 +304,30 @@ impl DataIter for TfRecordIter {
 impl Drop for TfRecordIter {
     fn drop(&mut self) {
         self.finish();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn all(start: i64, end: i64, step: i64) -> Vec<i64> {
+        range_step(start, end, step).stream().unwrap().map(|r| r.unwrap()).collect()
+    }
+
+    #[test]
+    fn ranges_step_like_python() {
+        assert_eq!(all(0, 5, 1), [0, 1, 2, 3, 4]);
+        assert_eq!(all(2, 11, 3), [2, 5, 8]);
+        assert_eq!(all(5, 0, -2), [5, 3, 1]);
+        assert_eq!(all(3, 3, 1), Vec::<i64>::new());
+        assert_eq!(all(5, 0, 1), Vec::<i64>::new());
+        assert_eq!(all(i64::MAX - 2, i64::MAX, 1), [i64::MAX - 2, i64::MAX - 1]);
+        assert_eq!(all(i64::MIN + 1, i64::MIN, -1), [i64::MIN + 1]);
+        assert_eq!(range_step(0, 10, 3).len(), 4);
+        let ctx = Ctx::new(&Default::default());
+        let mut it = range_step(2, 11, 3).iter_from(&ctx, 2).unwrap();
+        assert_eq!((it.next().unwrap(), it.next().unwrap()), (Some(8), None));
+        assert!(range_step(0, 1, 0).stream().is_err(), "a step of 0");
     }
 }

@@ -49,8 +49,8 @@ pub mod __private {
     pub use sluice_runtime::rng::Philox;
     pub use sluice_runtime::stage::{
         Buffer, CacheCodec, Dataset, Element, Files, GlobalShuffle, Indexed, OpenTfRecord, Parallelism,
-        PipelineState, Record, RecordBatch, Remainder, RuntimeOptions, files, fingerprint, from_vec,
-        global_shuffle, range_step, sample_from, tfrecord_batches, tfrecords,
+        PipelineState, Record, RecordBatch, Remainder, RuntimeOptions, auto_cycle, available_cores, files,
+        fingerprint, from_vec, global_shuffle, range_step, sample_from, tfrecord_batches, tfrecords,
     };
     pub use sluice_runtime::tfrecord;
     pub use sluice_runtime::tfrecord::{Compression, CorruptPolicy, ReaderOptions};

@@ -17,6 +17,7 @@ fn main() {
         "../../tests/pipes/resume.pipe",
         "../../tests/pipes/global_shuffle.pipe",
         "../../tests/pipes/range.pipe",
+        "../../tests/pipes/auto_cycle.pipe",
         "pipes/tf_fixtures.pipe",
         "pipes/shard.pipe",
     ]);

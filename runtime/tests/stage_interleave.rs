@@ -500,3 +500,13 @@ fn a_missing_file_is_an_io_error_naming_it() {
         }
     }
 }
+
+/// tf.data's AUTOTUNE cycle: the cores, at most the input's elements, at least 1.
+#[test]
+fn an_auto_cycle_is_the_cores_at_most_the_files() {
+    use sluice_runtime::stage::{auto_cycle, available_cores};
+    let cores = available_cores();
+    assert_eq!(auto_cycle(&from_vec(vec![PathBuf::from("a"); 3])).unwrap(), cores.min(3));
+    assert_eq!(auto_cycle(&from_vec(vec![PathBuf::from("a"); 1000])).unwrap(), cores.min(1000));
+    assert_eq!(auto_cycle(&from_vec(Vec::<PathBuf>::new())).unwrap(), 1, "no files: a cycle of 1");
+}

@@ -156,13 +156,23 @@ pub(super) fn resume_items(plan: &Plan) -> R<TokenStream> {
     };
     let text = plan.explain();
     let mut globs = Vec::new();
+    let mut auto_cycle = false;
     let mut node = Some(plan);
     while let Some(n) = node {
-        if let Plan::Files(f) = n {
-            globs.push(string_arg(&f.pattern)?);
+        match n {
+            Plan::Files(f) => globs.push(string_arg(&f.pattern)?),
+            Plan::Interleave(il) => auto_cycle |= il.cycle_length == crate::ir::plan::ArgValue::Auto,
+            _ => {}
         }
         node = n.input();
     }
+    // An `auto` cycle reads in an order that depends on the cores: a position saved on
+    // one machine is refused on a machine with another count.
+    let params = if auto_cycle {
+        quote!(&::std::format!("{:?} cores={}", params, __sl::available_cores()))
+    } else {
+        quote!(&::std::format!("{:?}", params))
+    };
     Ok(quote! {
         /// Why this pipeline's position cannot be saved and restored exactly, or `None`
         /// when it can (every stage gives the same elements in the same order on every run).
@@ -175,7 +185,7 @@ pub(super) fn resume_items(plan: &Plan) -> R<TokenStream> {
         /// its patterns match now (names and lengths).
         pub fn fingerprint(params: &Params) -> __sl::Result<u64> {
             let __params = params;
-            __sl::fingerprint(NAME, PLAN, &::std::format!("{:?}", params), &[#(#globs),*])
+            __sl::fingerprint(NAME, PLAN, #params, &[#(#globs),*])
         }
 
         /// The state of a run that has consumed `position` elements of pass `epoch`: small

@@ -37,6 +37,16 @@ fn corrupt_policy(p: CorruptPolicy) -> TokenStream {
 }
 
 /// `Some(c)` or `None` (forever) for a repeat count.
+/// A cycle length, and the statement that computes it first: a count, or `auto`
+/// (tf.data's AUTOTUNE cycle: the cores, at most the files the input yields, counted when
+/// the pipeline is built).
+fn cycle_arg(cycle: &ArgValue) -> R<(TokenStream, TokenStream)> {
+    match cycle {
+        ArgValue::Auto => Ok((quote!(let cycle = __sl::auto_cycle(&ds)?;), quote!(cycle))),
+        v => Ok((TokenStream::new(), usize_arg(v)?)),
+    }
+}
+
 fn repeat_count(count: &Option<ArgValue>) -> R<TokenStream> {
     Ok(match count {
         None => quote!(::std::option::Option::None),
@@ -88,10 +98,11 @@ impl Gen<'_> {
             }
             Exec::Interleave { reader, cycle, block, parallel: par, deterministic } => {
                 let options = reader_options(reader);
-                let cycle = usize_arg(cycle)?;
+                let (first, cycle) = cycle_arg(cycle)?;
                 let block = usize_arg(block)?;
                 let par = parallel(par)?;
                 quote! {
+                    #first
                     let ds = ds.interleave(
                         __sl::OpenTfRecord::new(#options),
                         #cycle,
@@ -120,12 +131,12 @@ impl Gen<'_> {
             }
             Exec::ReadBatches { reader, cycle, parallel: par, size, drop_remainder, maps } => {
                 let options = reader_options(reader);
-                let cycle = usize_arg(cycle)?;
+                let (first, cycle) = cycle_arg(cycle)?;
                 let par = parallel(par)?;
                 let size = usize_arg(size)?;
                 let read = quote!(__sl::tfrecord_batches(ds, #options, #cycle, #size, #drop_remainder).num_parallel(#par));
                 if maps.is_empty() {
-                    quote!(let ds = #read;)
+                    quote!(#first let ds = #read;)
                 } else {
                     let mut calls = Vec::new();
                     for m in maps {
@@ -135,6 +146,7 @@ impl Gen<'_> {
                         });
                     }
                     quote! {
+                        #first
                         let ds = {
                             let p = __params.clone();
                             #read.map_batches(move |x| {

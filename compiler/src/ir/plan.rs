@@ -638,7 +638,14 @@ impl Plan {
                     &mut s,
                     &[
                         ("reader", "tfrecord".into()),
-                        ("cycle_length", n.cycle_length.to_string()),
+                        (
+                            "cycle_length",
+                            match n.cycle_length {
+                                // tf.data's AUTOTUNE cycle, resolved when the pipeline is built.
+                                ArgValue::Auto => "auto(min(cores, files))".to_string(),
+                                ref c => c.to_string(),
+                            },
+                        ),
                         ("block_length", n.block_length.to_string()),
                         ("parallel", n.parallel.to_string()),
                         ("deterministic", n.deterministic.to_string()),

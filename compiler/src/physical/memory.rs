@@ -57,11 +57,21 @@ impl Cx<'_> {
         }
     }
 
+    /// The files an interleave reads at once: a constant, a parameter's default, or
+    /// `auto` (the cores, at most the files: at most the cores assumed).
+    fn cycle(&mut self, v: &ArgValue) -> u64 {
+        if *v == ArgValue::Auto {
+            self.assumptions.push("an `auto` cycle of at most the cores assumed");
+            return self.options.cores;
+        }
+        self.count(v, 1, "parameters at their defaults' scale (cycle length 1)")
+    }
+
     /// A `ReadBatchesExec`: each reader thread holds the batch it fills, and the
     /// hand-over queue two finished batches per thread; `per_batch` bounds one batch.
     pub(super) fn read_batches(&mut self, il: &Interleave, per_batch: u64) -> Figures {
         let (threads, workers) = self.threads(&il.parallel);
-        let cycle = self.count(&il.cycle_length, 1, "parameters at their defaults' scale (cycle length 1)");
+        let cycle = self.cycle(&il.cycle_length);
         let workers = workers.min(cycle.max(1));
         let held = workers.saturating_mul(1 + READ_BATCHES_HANDOVER_PER_THREAD);
         Figures {
@@ -108,8 +118,7 @@ impl Cx<'_> {
             }
             Plan::Interleave(i) => {
                 let (threads, workers) = self.threads(&i.parallel);
-                let cycle =
-                    self.count(&i.cycle_length, 1, "parameters at their defaults' scale (cycle length 1)");
+                let cycle = self.cycle(&i.cycle_length);
                 let per_slot = if workers > 1 { INTERLEAVE_BUFFER_PER_SLOT } else { 1 };
                 let held = cycle.saturating_mul(per_slot);
                 let bytes =

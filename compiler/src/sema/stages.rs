@@ -143,7 +143,7 @@ pub const STAGES: &[StageSig] = &[
         name: "tfrecords",
         args: &[
             req("files", Glob),
-            opt("cycle", Count),
+            opt("cycle", CountOrAuto),
             opt("block", Count),
             opt("parallel", CountOrAuto),
             opt("deterministic", Bool),
@@ -156,7 +156,7 @@ pub const STAGES: &[StageSig] = &[
     StageSig {
         name: "interleave",
         args: &[
-            opt("cycle", Count),
+            opt("cycle", CountOrAuto),
             opt("block", Count),
             opt("parallel", CountOrAuto),
             opt("deterministic", Bool),

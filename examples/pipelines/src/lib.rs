@@ -30,6 +30,7 @@ pub mod corpus {
     sluice::include_pipelines!("resume");
     sluice::include_pipelines!("global_shuffle");
     sluice::include_pipelines!("range");
+    sluice::include_pipelines!("auto_cycle");
 }
 
 /// The user function `augment.pipe` declares (`extern fn augment_fns::brighten`).

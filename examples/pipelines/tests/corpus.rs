@@ -210,3 +210,47 @@ fn range_yields_pythons_values() {
         "parameter `step` is 0: the `step` of `range` it sets must not be 0"
     );
 }
+
+/// `cycle: auto` (tests/pipes/auto_cycle.pipe): every record of every file, in the order
+/// of a fixed cycle of min(cores, files); a saved position names the core count.
+#[test]
+fn an_auto_cycle_reads_every_record_in_a_fixed_cycles_order() {
+    use sluice_examples::corpus::{auto_interleave, auto_tfrecords, fixed_cycle};
+    let dir = tempfile::tempdir().unwrap();
+    for (k, n) in [(0, 5), (1, 9), (2, 3)] {
+        write(&dir.path().join(format!("part-{k}.tfrecord")), Compression::None, &tabular(k, n));
+    }
+    let files = format!("{}/*.tfrecord", dir.path().display());
+    let got: Vec<(i64, f32)> = auto_tfrecords::dataset(&auto_tfrecords::Params { files: files.clone() })
+        .unwrap()
+        .stream()
+        .unwrap()
+        .map(|r| {
+            let r = r.unwrap();
+            (r.label, r.x.as_slice()[0])
+        })
+        .collect();
+    // The order of the same interleave with the cycle auto_cycle picks, given.
+    let cycle = sluice::runtime::stage::available_cores().min(3) as u32;
+    let expected: Vec<(i64, f32)> =
+        fixed_cycle::dataset(&fixed_cycle::Params { files: files.clone(), cycle })
+            .unwrap()
+            .stream()
+            .unwrap()
+            .map(|r| {
+                let r = r.unwrap();
+                (r.label, r.x.as_slice()[0])
+            })
+            .collect();
+    assert_eq!(got.len(), 17);
+    assert_eq!(got, expected, "cycle {cycle}");
+    let batches: usize = auto_interleave::dataset(&auto_interleave::Params { files: files.clone() })
+        .unwrap()
+        .stream()
+        .unwrap()
+        .map(|b| b.unwrap().label.as_slice().len())
+        .sum();
+    assert_eq!(batches, 17);
+    let p = auto_tfrecords::Params { files };
+    assert!(auto_tfrecords::check_state(&p, &auto_tfrecords::state(&p, 0, 4).unwrap()).is_ok());
+}

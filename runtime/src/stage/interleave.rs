@@ -79,6 +79,20 @@ impl InterleaveFn<PathBuf> for OpenTfRecord {
     }
 }
 
+/// tf.data's AUTOTUNE cycle length for an interleave over `input`'s elements (file
+/// paths): the cores available, at most the number of elements (no slot stays empty), at
+/// least 1. It counts the input once, when the pipeline is built; the order of an
+/// interleave depends on its cycle, so a pipeline with `cycle: auto` reads in another
+/// order on a machine with another number of cores.
+pub fn auto_cycle<D: Dataset>(input: &D) -> Result<usize> {
+    let mut n = 0usize;
+    for x in input.stream()? {
+        x?;
+        n += 1;
+    }
+    Ok(crate::stage::available_cores().min(n).clamp(1, MAX_CYCLE_LENGTH))
+}
+
 /// The records of `files`, read `cycle_length` files at a time, one record from each in
 /// turn (block length 1). Set threads with [`num_parallel`](Interleave::num_parallel).
 pub fn tfrecords(

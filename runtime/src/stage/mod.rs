@@ -61,7 +61,7 @@ pub use filter::{Fallible, Filter, FilterFn, Infallible};
 pub use global_shuffle::{GlobalShuffle, GlobalShuffleIter, global_shuffle};
 pub use interleave::{
     DEFAULT_BUFFER_PER_SLOT, Interleave, InterleaveFn, InterleaveIter, MAX_CYCLE_LENGTH, OpenTfRecord,
-    tfrecords,
+    auto_cycle, tfrecords,
 };
 pub use map::{Map, MapFn};
 pub use prefetch::{Buffer, Prefetch, PrefetchIter};
@@ -95,6 +95,12 @@ impl From<usize> for Parallelism {
     fn from(n: usize) -> Self {
         Parallelism::Fixed(n)
     }
+}
+
+/// The cores this process may run on (1 when unknown): what `Parallelism::Auto` and an
+/// `auto` cycle use unless `RuntimeOptions::cores` says otherwise.
+pub fn available_cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 /// A RAM budget shared by the buffers of one pipeline that AUTOTUNE may grow.
@@ -167,8 +173,7 @@ pub struct Ctx {
 impl Ctx {
     /// A context for a new pipeline run, at epoch 0.
     pub fn new(options: &RuntimeOptions) -> Self {
-        let cores =
-            options.cores.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        let cores = options.cores.unwrap_or_else(available_cores);
         Ctx {
             rt: Arc::new(Runtime {
                 stages: Mutex::new(Vec::new()),

@@ -7,6 +7,9 @@
 //! batches, time, throughput, peak RSS and the per-stage statistics with the bottleneck
 //! named: as text, or as one JSON object on stdout with `--json`.
 //!
+//! With `--show N` (`sluice show`) it prints the first `N` elements of one pass as JSON
+//! lines instead (`runner/show.rs`: the `Show` impls of `abi::show`), then stops pulling.
+//!
 //! Exit status: 0 on success, 1 when the pipeline fails on its data (the runtime's error
 //! names the file and record), 2 for a bad invocation or a bad parameter. Nothing here
 //! panics on user input.
@@ -20,8 +23,11 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{Value, json};
 use sluice_runtime::abi::Rows;
+use sluice_runtime::abi::show::Show;
 use sluice_runtime::stage::{Ctx, Dataset, RuntimeOptions, StatsReport};
 use sluice_runtime::tfrecord::ReaderStats;
+
+mod show;
 
 /// How to run a pipeline: the runner binary's command line, parsed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,6 +42,9 @@ pub struct RunArgs {
     pub progress: bool,
     /// RAM (bytes) that AUTOTUNE may spend on buffers; unlimited when `None`.
     pub memory_budget: Option<usize>,
+    /// Print the first this many elements of one pass as JSON lines instead of running
+    /// (`u64::MAX`: every one); `--show N|all`.
+    pub show: Option<u64>,
 }
 
 impl RunArgs {
@@ -48,7 +57,7 @@ impl RunArgs {
 
 impl Default for RunArgs {
     fn default() -> Self {
-        RunArgs { set: Vec::new(), epochs: 1, json: false, progress: true, memory_budget: None }
+        RunArgs { set: Vec::new(), epochs: 1, json: false, progress: true, memory_budget: None, show: None }
     }
 }
 
@@ -76,7 +85,7 @@ pub fn run<P, D>(
 ) -> ExitCode
 where
     D: Dataset,
-    D::Item: Rows,
+    D::Item: Rows + Show,
 {
     let progress = args.progress && std::io::stderr().is_terminal();
     ExitCode::from(run_to(
@@ -102,7 +111,7 @@ fn run_to<P, D>(
 ) -> u8
 where
     D: Dataset,
-    D::Item: Rows,
+    D::Item: Rows + Show,
 {
     let params = match params(&args.set) {
         Ok(p) => p,
@@ -111,6 +120,9 @@ where
             return USAGE;
         }
     };
+    if let Some(n) = args.show {
+        return show::show(&params, build, args, n, name, out, err);
+    }
     let bar = progress.then(|| progress_bar(name));
     let outcome = build(&params).and_then(|ds| run_epochs(&ds, args, bar.as_ref()));
     if let Some(bar) = &bar {
@@ -362,7 +374,7 @@ pub type Pipeline = fn(&RunArgs) -> ExitCode;
 
 /// The `main` of a generated runner binary over its file's pipelines (name and `run`):
 /// `[PIPELINE] [--set NAME=VALUE]... [--epochs N] [--json] [--no-progress]
-/// [--memory-budget-mb N]`. PIPELINE may be left out when there is one.
+/// [--memory-budget-mb N] [--show N|all]`. PIPELINE may be left out when there is one.
 pub fn main(pipelines: &[(&str, Pipeline)]) -> ExitCode {
     let mut argv = std::env::args_os();
     let program = argv.next().map_or_else(|| "runner".into(), |p| p.to_string_lossy().into_owned());
@@ -392,7 +404,7 @@ enum Command {
 fn usage(program: &str, names: &[&str]) -> String {
     format!(
         "usage: {program} [PIPELINE] [--set NAME=VALUE]... [--epochs N] [--json] [--no-progress] \
-         [--memory-budget-mb N]\npipelines: {}\n",
+         [--memory-budget-mb N] [--show N|all]\npipelines: {}\n",
         names.join(", ")
     )
 }
@@ -441,6 +453,14 @@ fn parse(argv: impl IntoIterator<Item = OsString>, names: &[&str]) -> Result<Com
                     mb.checked_mul(1 << 20).ok_or_else(|| format!("`--memory-budget-mb {v}`: too large"))?;
                 args.memory_budget = Some(bytes);
             }
+            "--show" => {
+                let v = value("a number or `all`")?;
+                args.show = Some(match v.parse() {
+                    Ok(n) if n > 0 => n,
+                    _ if v == "all" => u64::MAX,
+                    _ => return Err(format!("`--show {v}`: expected a positive integer or `all`")),
+                });
+            }
             "--json" | "--no-progress" if inline.is_some() => return Err(format!("`{flag}` takes no value")),
             "--json" => args.json = true,
             "--no-progress" => args.progress = false,
@@ -483,6 +503,7 @@ mod tests {
                 "--no-progress",
                 "--memory-budget-mb",
                 "4",
+                "--show=all",
             ],
             &["a", "b"],
         );
@@ -492,6 +513,7 @@ mod tests {
             json: true,
             progress: false,
             memory_budget: Some(4 << 20),
+            show: Some(u64::MAX),
         };
         assert_eq!(c, Ok(Command::Run(1, expected)));
         assert_eq!(parse_strs(&[], &["only"]), Ok(Command::Run(0, RunArgs::default())));
@@ -509,6 +531,8 @@ mod tests {
         assert_eq!(err(&["a", "--frobnicate"]), "unknown flag `--frobnicate`");
         assert_eq!(err(&["a", "b"]), "unexpected argument `b`");
         assert_eq!(err(&["a", "--json=yes"]), "`--json` takes no value");
+        assert_eq!(err(&["a", "--show", "0"]), "`--show 0`: expected a positive integer or `all`");
+        assert_eq!(err(&["a", "--show"]), "`--show` needs a number or `all`");
     }
 
     /// Params of the test pipeline: `n` records.

@@ -44,6 +44,7 @@ mod generate;
 mod index;
 mod pipelines;
 mod run;
+mod show;
 mod shuffle_bench;
 
 use std::process::ExitCode;
@@ -68,6 +69,9 @@ enum Command {
     Explain(explain::ExplainArgs),
     /// Print the Rust generated for a `.pipe` file.
     Emit(emit::EmitArgs),
+    /// Print the first elements of a pipeline as JSON lines (5 by default; `-n N|all`):
+    /// the first thing to run on a new pipeline.
+    Show(show::ShowArgs),
     /// Compile a pipeline of a `.pipe` file and run it, reporting throughput and stages.
     Run(run::RunArgs),
     /// Write a deterministic synthetic dataset of TFRecord files.
@@ -87,6 +91,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Check(args) => check::run(args),
         Command::Explain(args) => explain::run(args),
         Command::Emit(args) => emit::run(args),
+        Command::Show(args) => show::run(args),
         Command::Run(args) => run::run(args),
         Command::Gen(args) => generate::run(args),
         Command::Index(args) => index::run(args),

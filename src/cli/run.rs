@@ -58,7 +58,7 @@ pub struct RunArgs {
     verbose: bool,
 }
 
-fn name_value(s: &str) -> Result<String, String> {
+pub(super) fn name_value(s: &str) -> Result<String, String> {
     match s.split_once('=') {
         Some((name, _)) if !name.trim().is_empty() => Ok(s.to_string()),
         _ => Err(format!("expected NAME=VALUE, found `{s}`")),
@@ -66,54 +66,69 @@ fn name_value(s: &str) -> Result<String, String> {
 }
 
 pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
-    let source = super::check::read_source(&args.file)?;
-    let compilation = sluice_compiler::compile(&source);
-    let Some(generated) = super::emit::generate(&args.file, &source, &compilation)? else {
-        return Ok(ExitCode::from(1));
+    let bin = match runner_for(&args.file, args.pipeline.as_deref(), args.verbose)? {
+        Ok(bin) => bin,
+        Err(code) => return Ok(code),
     };
-    refuse_externs(&args.file, &source, &compilation.pipelines)?;
+    let mut command = Command::new(&bin);
+    command.args(passthrough(&args));
+    exec(command, &format!("sluice run {}", args.file.display()))
+}
+
+/// The runner binary of `file` (built, or the cached one), after checking that `pipeline`
+/// is one of its pipelines (or that it has one when `None`); `Err(exit status)` when the
+/// file has errors, which are printed. `sluice run` and `sluice show` share it.
+pub(super) fn runner_for(
+    file: &Path,
+    pipeline: Option<&str>,
+    verbose: bool,
+) -> Result<Result<PathBuf, ExitCode>, Failure> {
+    let source = super::check::read_source(file)?;
+    let compilation = sluice_compiler::compile(&source);
+    let Some(generated) = super::emit::generate(file, &source, &compilation)? else {
+        return Ok(Err(ExitCode::from(1)));
+    };
+    refuse_externs(file, &source, &compilation.pipelines)?;
     let names = &generated.pipelines;
-    match &args.pipeline {
-        Some(p) if !names.contains(p) => {
+    match pipeline {
+        Some(p) if !names.iter().any(|n| n == p) => {
             return Err(Failure::Usage(format!(
                 "{}: no pipeline `{p}` (the file has {})",
-                args.file.display(),
+                file.display(),
                 names.join(", ")
             )));
         }
         None if names.is_empty() => {
-            return Err(Failure::Usage(format!("{}: the file has no pipeline to run", args.file.display())));
+            return Err(Failure::Usage(format!("{}: the file has no pipeline to run", file.display())));
         }
         None if names.len() > 1 => {
             return Err(Failure::Usage(format!(
                 "{}: name the pipeline to run: {}",
-                args.file.display(),
+                file.display(),
                 names.join(", ")
             )));
         }
         _ => {}
     }
     let cache = Cache::from_env()?;
-    let runner = Runner::new(&cache, &generated.to_pretty_string(), names, &args.file);
+    let runner = Runner::new(&cache, &generated.to_pretty_string(), names, file);
     let bin = match runner.cached() {
         Some(bin) => {
-            if args.verbose {
+            if verbose {
                 sayln!("sluice: running the cached runner {}", bin.display());
             }
             bin
         }
         None => {
-            sayln!("sluice: compiling {}", args.file.display());
+            sayln!("sluice: compiling {}", file.display());
             let bin = runner.build(&cache)?;
-            if args.verbose {
+            if verbose {
                 sayln!("sluice: built the runner {}", bin.display());
             }
             bin
         }
     };
-    let mut command = Command::new(&bin);
-    command.args(passthrough(&args));
-    exec(command, &format!("sluice run {}", args.file.display()))
+    Ok(Ok(bin))
 }
 
 /// A runner links no Rust but the generated code and sluice's, so it cannot call the
@@ -156,7 +171,7 @@ fn passthrough(args: &RunArgs) -> Vec<OsString> {
 
 /// Replaces this process with the runner (named `arg0` in its messages).
 #[cfg(unix)]
-fn exec(mut command: Command, arg0: &str) -> Result<ExitCode, Failure> {
+pub(super) fn exec(mut command: Command, arg0: &str) -> Result<ExitCode, Failure> {
     use std::os::unix::process::CommandExt;
     let e = command.arg0(arg0).exec();
     Err(Failure::Data(
@@ -166,7 +181,7 @@ fn exec(mut command: Command, arg0: &str) -> Result<ExitCode, Failure> {
 
 /// Runs the runner and exits as it did.
 #[cfg(not(unix))]
-fn exec(mut command: Command, _arg0: &str) -> Result<ExitCode, Failure> {
+pub(super) fn exec(mut command: Command, _arg0: &str) -> Result<ExitCode, Failure> {
     let status = command.status().with_context(|| format!("cannot run {}", command.get_program().display()));
     let code = status.map_err(Failure::Data)?.code().unwrap_or(1);
     Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))

@@ -31,7 +31,8 @@
 //! }
 //! ```
 //!
-//! `Item` implements `::sluice::__private::Rows`. Generated code names
+//! `Item` implements `::sluice::__private::Rows` and `abi::show::Show` (what `sluice show`
+//! prints: each record and batch struct's impl is written field by field). Generated code names
 //! `::sluice::__private` only, plus the paths of the user's `extern fn`s.
 
 mod context;

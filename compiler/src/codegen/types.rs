@@ -1,6 +1,6 @@
 //! Rust types of pipeline values, and the record and batch structs generated for each
-//! element type with fields (with their `Element`, `Rows`, `Batchable`, `Columns` and
-//! `ColumnBuilder` impls, written field by field as `runtime/src/column/mod.rs`
+//! element type with fields (with their `Element`, `Rows`, `Show`, `Batchable`, `Columns`
+//! and `ColumnBuilder` impls, written field by field as `runtime/src/column/mod.rs`
 //! describes).
 
 use proc_macro2::{Ident, Span, TokenStream};
@@ -97,6 +97,17 @@ pub fn record_items(k: usize, fields: &[FieldType], batched: bool, cached: bool)
     let strs: Vec<&str> = fields.iter().map(|f| f.name.as_str()).collect();
     let tys: Vec<TensorType> = fields.iter().map(|f| f.ty.clone().unwrap_or_else(scalar_u8)).collect();
     let rust_tys: Vec<TokenStream> = tys.iter().map(rust).collect();
+    // `sluice show`: each field by how it is held (a `Vec<u8>` is bytes or a `u8[]` list).
+    let show_fields: Vec<TokenStream> = tys
+        .iter()
+        .zip(&names)
+        .map(|(t, n)| match repr(t).unwrap_or(Repr::Bytes) {
+            Repr::Scalar => quote!(__sl::abi::show::scalar(out, &self.#n)),
+            Repr::List => quote!(__sl::abi::show::list(out, &self.#n)),
+            Repr::Tensor => quote!(__sl::abi::show::tensor(out, &self.#n)),
+            Repr::Bytes => quote!(__sl::abi::show::bytes(out, &self.#n)),
+        })
+        .collect();
     let doc = format!(
         " One element: {}.",
         fields
@@ -119,6 +130,14 @@ pub fn record_items(k: usize, fields: &[FieldType], batched: bool, cached: bool)
 
         impl __sl::Rows for #rec {
             fn rows(&self) -> u64 { 1 }
+        }
+
+        impl __sl::abi::show::Show for #rec {
+            fn show(&self, out: &mut __sl::abi::show::Json) {
+                out.begin_object();
+                #( out.key(#strs); #show_fields; )*
+                out.end_object();
+            }
         }
     };
     if cached {
@@ -234,6 +253,14 @@ pub fn record_items(k: usize, fields: &[FieldType], batched: bool, cached: bool)
                 __sl::Columns::num_rows(self).unwrap_or(0) as u64
             }
             fn is_batch(&self) -> bool { true }
+        }
+
+        impl __sl::abi::show::Show for #batch {
+            fn show(&self, out: &mut __sl::abi::show::Json) {
+                out.begin_object();
+                #( out.key(#strs); __sl::abi::show::Show::show(&self.#names, out); )*
+                out.end_object();
+            }
         }
 
         impl __sl::Columns for #batch {

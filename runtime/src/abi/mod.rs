@@ -65,6 +65,7 @@ where
 
 pub mod ops;
 pub mod parse;
+pub mod show;
 mod tail;
 
 pub use tail::{DeviceTail, TailKernel};

@@ -1,0 +1,74 @@
+//! `sluice show FILE.pipe [PIPELINE] [--set NAME=VALUE]... [-n N|all]`: the first elements
+//! of a pipeline as JSON lines, one element a line (the pipeline's `take(N)` + print): the
+//! first thing to run on a new pipeline. It builds the runner `sluice run` builds (the
+//! same cache) and runs it with `--show N`, which prints each element through its
+//! `abi::show::Show` impl (the format: `runtime/src/abi/show.rs`) and stops pulling after
+//! the `N`th; no statistics, no progress bar.
+//!
+//! Exit status: as `sluice run`'s (1 for the file's diagnostics, a data error or a failed
+//! write to stdout; 2 for a bad invocation or parameter); a reader that stops reading
+//! (`| head -1`) ends it quietly.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::{Command, ExitCode};
+
+use clap::Args;
+
+use super::Failure;
+use super::run::{exec, name_value, runner_for};
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// The `.pipe` file.
+    file: PathBuf,
+    /// The pipeline to show; may be left out when the file has one.
+    pipeline: Option<String>,
+    /// Sets a parameter of the pipeline (repeatable).
+    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = name_value)]
+    set: Vec<String>,
+    /// How many elements to print: a positive number, or `all` for every element of one
+    /// pass.
+    #[arg(short = 'n', value_name = "N|all", default_value = "5", value_parser = count)]
+    n: u64,
+}
+
+/// `-n`'s value: a positive number, or `all` (`u64::MAX`).
+fn count(s: &str) -> Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ if s == "all" => Ok(u64::MAX),
+        _ => Err("expected a positive integer or `all`".into()),
+    }
+}
+
+pub fn run(args: ShowArgs) -> Result<ExitCode, Failure> {
+    let bin = match runner_for(&args.file, args.pipeline.as_deref(), false)? {
+        Ok(bin) => bin,
+        Err(code) => return Ok(code),
+    };
+    let mut argv: Vec<OsString> = Vec::new();
+    argv.extend(args.pipeline.iter().map(OsString::from));
+    for s in &args.set {
+        argv.extend(["--set".into(), s.into()]);
+    }
+    let n = if args.n == u64::MAX { "all".to_string() } else { args.n.to_string() };
+    argv.extend(["--show".into(), n.into(), "--no-progress".into()]);
+    let mut command = Command::new(&bin);
+    command.args(argv);
+    exec(command, &format!("sluice show {}", args.file.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_are_positive_numbers_or_all() {
+        assert_eq!(count("3"), Ok(3));
+        assert_eq!(count("all"), Ok(u64::MAX));
+        for bad in ["0", "-1", "x", "", "ALL"] {
+            assert!(count(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -250,6 +250,17 @@ else
     done
 fi
 
+# ---------------------------------------------------------------- 4. ported programs
+# tf.data programs and their `.pipe` ports (tests/pipes) yield the same elements,
+# compared through `sluice show -n all`.
+echo "== tf.data programs vs their .pipe ports (sluice show)"
+for program in range range_batch interleave_auto; do
+    if check "show $program" "$PY" "$HERE/show_check.py" --sluice "$SLUICE" --root "$ROOT" \
+        --work "$TMP/show-$program" --program "$program"; then
+        tail -n 1 "$TMP/log.$LOGN"
+    fi
+done
+
 # ---------------------------------------------------------------- summary
 if [[ $FAIL -gt 0 ]]; then
     echo "failed checks:"

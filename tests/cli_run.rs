@@ -563,3 +563,60 @@ fn emit_of_a_deep_pipeline_is_linear_and_bounded() {
     assert_eq!(code, Some(1), "{err}");
     assert!(err.contains("error[E0315]: pipeline `deep` has 8002 stages, more than 1024"), "{err}");
 }
+
+const TENSORS: &str = r#"
+pipeline tensors(files: glob) {
+    schema { t: bytes }
+    tfrecords(files);
+    map { parse_example(); t = parse_tensor(t, f32, [2, 3]); }
+}
+"#;
+
+/// `parse_tensor` of a tensor of another dtype or shape, or of bytes that are no
+/// TensorProto, is exit 1 naming the file and the record.
+#[test]
+fn parse_tensor_errors_name_the_record() {
+    use sluice::example::tensor::{TensorProto, TensorShapeDim, TensorShapeProto};
+    use sluice::example::{Example, Feature};
+    let dir = tempfile::tempdir().unwrap();
+    let tensor = |dtype: i32, dims: &[i64], content: Vec<u8>| {
+        let dim = dims.iter().map(|&size| TensorShapeDim { size, name: String::new() }).collect();
+        let p = TensorProto {
+            dtype,
+            tensor_shape: Some(TensorShapeProto { dim, unknown_rank: false }),
+            tensor_content: content,
+            ..Default::default()
+        };
+        p.to_bytes()
+    };
+    let good = tensor(1, &[2, 3], vec![0; 24]);
+    let cases = [
+        (
+            "dtype",
+            tensor(9, &[2, 3], vec![0; 48]),
+            "parse_tensor: the tensor is DT_INT64, not the DT_FLOAT declared",
+        ),
+        (
+            "shape",
+            tensor(1, &[3, 2], vec![0; 24]),
+            "parse_tensor: the tensor's shape is [3, 2], not the [2, 3] declared",
+        ),
+        ("bytes", vec![0xff, 0xff, 0xff], "parse_tensor: malformed TensorProto"),
+    ];
+    let file = dir.path().join("tensors.pipe");
+    std::fs::write(&file, TENSORS).unwrap();
+    for (what, bad, message) in cases {
+        let path = dir.path().join(format!("{what}.tfrecord"));
+        let mut w = sluice::tfrecord::create(&path, sluice::tfrecord::Compression::None).unwrap();
+        for t in [&good, &good, &bad] {
+            let e = Example::from_features([("t".to_string(), Feature::bytes([t.clone()]))]);
+            w.write_record(&e.encode_record()).unwrap();
+        }
+        w.finish().unwrap();
+        let files = format!("files={}", path.display());
+        let o = sluice_in(dir.path(), &["run", file.to_str().unwrap(), "--set", &files, "--no-progress"]);
+        assert_eq!(o.status.code(), Some(1), "{what}: {}", stderr(&o));
+        let want = format!("stage `map`: {}: record 2: {message}", path.display());
+        assert!(stderr(&o).contains(&want), "{what}: wanted `{want}` in\n{}", stderr(&o));
+    }
+}

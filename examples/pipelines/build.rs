@@ -18,6 +18,7 @@ fn main() {
         "../../tests/pipes/global_shuffle.pipe",
         "../../tests/pipes/range.pipe",
         "../../tests/pipes/auto_cycle.pipe",
+        "../../tests/pipes/parse_tensor.pipe",
         "pipes/tf_fixtures.pipe",
         "pipes/shard.pipe",
     ]);

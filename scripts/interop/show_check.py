@@ -8,6 +8,9 @@ Programs:
   range            tf.data.Dataset.range(10000).map(lambda x: x * 2)
                    vs tests/pipes/range.pipe `doubled` (n=10000)
   range_batch      tf.data.Dataset.range(-5, 20, 3).batch(4)   vs `stepped`
+  parse_tensor     TFRecords TensorFlow writes with tf.io.serialize_tensor features,
+                   .map(parse_single_example).map(parse_tensor(t, tf.float32)).batch(32)
+                   vs tests/pipes/parse_tensor.pipe `tensors`
   interleave_auto  TFRecord files TensorFlow writes, list_files(shuffle=False)
                    .interleave(TFRecordDataset, cycle_length=AUTOTUNE).map(parse)
                    vs tests/pipes/auto_cycle.pipe `auto_tfrecords`
@@ -52,7 +55,7 @@ def main():
     ap.add_argument("--sluice", required=True)
     ap.add_argument("--root", required=True)
     ap.add_argument("--work", required=True)
-    ap.add_argument("--program", required=True, choices=["range", "range_batch", "interleave_auto"])
+    ap.add_argument("--program", required=True, choices=["range", "range_batch", "parse_tensor", "interleave_auto"])
     a = ap.parse_args()
 
     if a.program == "range":
@@ -63,6 +66,33 @@ def main():
         want = [[int(v) for v in b] for b in tf.data.Dataset.range(-5, 20, 3).batch(4).as_numpy_iterator()]
         got = [values(e["value"]) for e in show(a, "tests/pipes/range.pipe", "stepped", "step=3")]
         ok = compare("range(-5, 20, 3).batch(4)", got, want)
+    elif a.program == "parse_tensor":
+        os.makedirs(a.work, exist_ok=True)
+        path = os.path.join(a.work, "tensors.tfrecord")
+        with tf.io.TFRecordWriter(path) as w:
+            for i in range(70):
+                t = tf.reshape(tf.range(6, dtype=tf.float32) * 0.25 + i, [2, 3])
+                feature = {
+                    "t": tf.train.Feature(bytes_list=tf.train.BytesList(value=[tf.io.serialize_tensor(t).numpy()])),
+                    "label": tf.train.Feature(int64_list=tf.train.Int64List(value=[i])),
+                }
+                w.write(tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString())
+        spec = {"t": tf.io.FixedLenFeature([], tf.string), "label": tf.io.FixedLenFeature([], tf.int64)}
+        ds = (
+            tf.data.TFRecordDataset(path)
+            .map(lambda s: tf.io.parse_single_example(s, spec))
+            .map(lambda e: {"t": tf.ensure_shape(tf.io.parse_tensor(e["t"], tf.float32), [2, 3]), "label": e["label"]})
+            .batch(32)
+        )
+        want = [
+            (list(b["t"].shape), [float(v) for v in b["t"].reshape(-1)], [int(v) for v in b["label"]])
+            for b in ds.as_numpy_iterator()
+        ]
+        got = [
+            (e["t"]["shape"], values(e["t"]), values(e["label"]))
+            for e in show(a, "tests/pipes/parse_tensor.pipe", "tensors", f"files={path}")
+        ]
+        ok = compare("parse_tensor(t, f32, [2, 3]) + batch(32)", got, want)
     else:
         os.makedirs(a.work, exist_ok=True)
         for k, n in [(0, 5), (1, 9), (2, 3), (3, 4), (4, 6)]:

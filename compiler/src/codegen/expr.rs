@@ -459,6 +459,24 @@ impl<'a> Scope<'a> {
                 let b = self.bytes(bytes)?;
                 Ok(quote!(__sl::ops::decode_raw::<#t>(#b)?))
             }
+            Op::ParseTensor { bytes, dims, .. } => {
+                let t = scalar(out_ty.dtype);
+                let b = self.bytes(bytes)?;
+                Ok(match dims {
+                    None => quote!(__sl::ops::parse_tensor_values::<#t>(#b)?),
+                    Some(d) if d.is_empty() => quote!(__sl::ops::parse_tensor_scalar::<#t>(#b)?),
+                    Some(d) => {
+                        let dims = d.iter().map(|d| match d {
+                            crate::ir::types::Dim::Fixed(n) => {
+                                let n = Literal::usize_unsuffixed(*n as usize);
+                                quote!(::std::option::Option::Some(#n))
+                            }
+                            crate::ir::types::Dim::Named(_) => quote!(::std::option::Option::None),
+                        });
+                        quote!(__sl::ops::parse_tensor::<#t>(#b, &[#(#dims),*])?)
+                    }
+                })
+            }
             Op::DecodeImage { bytes, channels, max_pixels, .. } => {
                 let b = self.bytes(bytes)?;
                 let c = match channels {

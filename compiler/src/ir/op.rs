@@ -6,7 +6,7 @@
 use std::fmt;
 
 use super::expr::{Expr, write_list};
-use super::types::DType;
+use super::types::{DType, Dim};
 
 /// The most pixels a decoded image may have (8192 × 8192): the default of `decode_jpeg`
 /// / `decode_png`'s `max_pixels` and its largest value: the runtime's
@@ -55,6 +55,17 @@ pub enum Op {
         bytes: Expr,
         /// The values' type.
         dtype: DType,
+    },
+    /// `parse_tensor(bytes, dtype, [dims])`: the bytes of `tf.io.serialize_tensor` (a
+    /// `TensorProto`) as a tensor of `dtype` and that shape (no shape: a list of all its
+    /// values).
+    ParseTensor {
+        /// The serialized tensor.
+        bytes: Expr,
+        /// The declared dtype (the proto's must be the same).
+        dtype: DType,
+        /// The declared dimensions (named ones match any size), or `None`.
+        dims: Option<Vec<Dim>>,
     },
     /// `decode_jpeg(bytes, channels, max_pixels)` / `decode_png(...)`: `u8[H, W, channels]`.
     DecodeImage {
@@ -163,6 +174,7 @@ impl Op {
     pub fn name(&self) -> &str {
         match self {
             Op::DecodeRaw { .. } => "decode_raw",
+            Op::ParseTensor { .. } => "parse_tensor",
             Op::DecodeImage { format: ImageFormat::Jpeg, .. } => "decode_jpeg",
             Op::DecodeImage { format: ImageFormat::Png, .. } => "decode_png",
             Op::Reshape { .. } => "reshape",
@@ -182,7 +194,9 @@ impl Op {
     /// The expression arguments, in the signature's order.
     pub fn args(&self) -> Vec<&Expr> {
         match self {
-            Op::DecodeRaw { bytes, .. } | Op::DecodeImage { bytes, .. } => vec![bytes],
+            Op::DecodeRaw { bytes, .. } | Op::DecodeImage { bytes, .. } | Op::ParseTensor { bytes, .. } => {
+                vec![bytes]
+            }
             Op::Reshape { x, .. } | Op::Cast { x, .. } | Op::Transpose { x, .. } => vec![x],
             Op::Resize { image, h, w } | Op::CenterCrop { image, h, w } => vec![image, h, w],
             Op::RandomCrop { image, h, w, seed } => [image, h, w].into_iter().chain(seed).collect(),
@@ -246,6 +260,16 @@ impl fmt::Display for Op {
         write_list(f, self.args().into_iter())?;
         let word = match self {
             Op::DecodeRaw { dtype, .. } | Op::Cast { dtype, .. } => Some(dtype.name().to_string()),
+            Op::ParseTensor { dtype, dims, .. } => Some(match dims {
+                Some(d) => {
+                    format!(
+                        "{}, [{}]",
+                        dtype.name(),
+                        d.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+                    )
+                }
+                None => dtype.name().to_string(),
+            }),
             Op::DecodeImage { channels, .. } => channels.map(|c| c.to_string()),
             Op::Reshape { dims, .. } => {
                 Some(format!("[{}]", dims.iter().map(u64::to_string).collect::<Vec<_>>().join(", ")))

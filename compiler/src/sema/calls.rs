@@ -40,6 +40,42 @@ impl Typer<'_> {
                 let dtype = DType::from_name(&self.word_arg(&name, "dtype", a[1]?, &numeric_names)?)?;
                 (Op::DecodeRaw { bytes, dtype }, TensorType { dtype, shape: Shape::Var })
             }
+            "parse_tensor" => {
+                let (bytes, _) = self.tensor_arg(&name, a[0]?, bytes, "bytes", Some(0))?;
+                // The dtypes of `tf.io.serialize_tensor` the runtime reads (TensorValue).
+                let names = ["u8", "i32", "u32", "i64", "u64", "f32", "f64"];
+                let dtype = DType::from_name(&self.word_arg(&name, "dtype", a[1]?, &names)?)?;
+                let dims = match a[2] {
+                    None => None,
+                    Some(shape) => {
+                        let dims = match &shape.kind {
+                            A::List(items) => items
+                                .iter()
+                                .map(|i| match &i.kind {
+                                    A::Int(n) => Some(Dim::Fixed(*n)),
+                                    A::Path(p) if p.segments.len() == 1 => {
+                                        Some(Dim::Named(p.segments[0].name.clone()))
+                                    }
+                                    _ => None,
+                                })
+                                .collect::<Option<Vec<Dim>>>(),
+                            _ => None,
+                        };
+                        if dims.is_none() {
+                            self.diags.push(Diagnostic::error(
+                                "E0405",
+                                "`shape` of `parse_tensor` is a list of sizes and dimension names",
+                                shape.span,
+                                "such as `[28, 28]`, `[n, 3]` or `[]` for a scalar",
+                            ));
+                            return None;
+                        }
+                        dims
+                    }
+                };
+                let shape = dims.clone().map_or(Shape::Var, Shape::Dims);
+                (Op::ParseTensor { bytes, dtype, dims }, TensorType { dtype, shape })
+            }
             "decode_jpeg" | "decode_png" => {
                 let (bytes, _) = self.tensor_arg(&name, a[0]?, bytes, "bytes", Some(0))?;
                 let png = name == "decode_png";

@@ -22,6 +22,7 @@ use super::decls::{Declarations, closest};
 /// Typing binds arguments with this one table, once: the IR's operations hold them bound.
 pub const SIGNATURES: &[(&str, &[&str], usize)] = &[
     ("decode_raw", &["bytes", "dtype"], 2),
+    ("parse_tensor", &["bytes", "dtype", "shape"], 2),
     ("decode_jpeg", &["bytes", "channels", "max_pixels"], 1),
     ("decode_png", &["bytes", "channels", "max_pixels"], 1),
     ("reshape", &["x", "shape"], 2),

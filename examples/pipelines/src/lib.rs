@@ -31,6 +31,7 @@ pub mod corpus {
     sluice::include_pipelines!("global_shuffle");
     sluice::include_pipelines!("range");
     sluice::include_pipelines!("auto_cycle");
+    sluice::include_pipelines!("parse_tensor");
 }
 
 /// The user function `augment.pipe` declares (`extern fn augment_fns::brighten`).

@@ -8,6 +8,7 @@
 
 use crate::column::{Scalar, Tensor};
 use crate::error::BoxError;
+use crate::example::tensor::TensorValue;
 use crate::image::{self, Image, Pixel};
 use crate::rng::Philox;
 
@@ -472,4 +473,42 @@ pub fn put<T: Copy>(column: &mut Vec<T>, values: &[T], per: usize, field: &str) 
     }
     column.extend_from_slice(values);
     Ok(())
+}
+
+/// `parse_tensor(bytes, dtype, [dims])`: the `tf.io.serialize_tensor` bytes as a tensor
+/// of `T`, whose shape must have the rank of `dims` and each `Some` size (`None`: a named
+/// dimension, any size).
+pub fn parse_tensor<T: Scalar + TensorValue>(
+    bytes: &[u8],
+    dims: &[Option<usize>],
+) -> Result<Tensor<T>, BoxError> {
+    let (shape, values) =
+        crate::example::tensor::parse_tensor::<T>(bytes).map_err(|e| format!("parse_tensor: {e}"))?;
+    let fits = shape.len() == dims.len() && shape.iter().zip(dims).all(|(s, d)| d.is_none_or(|d| d == *s));
+    if !fits {
+        let want: Vec<String> = dims.iter().map(|d| d.map_or("_".to_string(), |d| d.to_string())).collect();
+        return Err(format!(
+            "parse_tensor: the tensor's shape is {shape:?}, not the [{}] declared",
+            want.join(", ")
+        )
+        .into());
+    }
+    Tensor::new(shape, values).map_err(|e| format!("parse_tensor: {e}").into())
+}
+
+/// `parse_tensor(bytes, dtype, [])`: a scalar tensor's value.
+pub fn parse_tensor_scalar<T: Scalar + TensorValue>(bytes: &[u8]) -> Result<T, BoxError> {
+    let (shape, values) =
+        crate::example::tensor::parse_tensor::<T>(bytes).map_err(|e| format!("parse_tensor: {e}"))?;
+    match (shape.is_empty(), values.first()) {
+        (true, Some(v)) => Ok(*v),
+        _ => Err(format!("parse_tensor: the tensor's shape is {shape:?}, not the scalar [] declared").into()),
+    }
+}
+
+/// `parse_tensor(bytes, dtype)`: every value of a tensor of any shape, in row-major order.
+pub fn parse_tensor_values<T: Scalar + TensorValue>(bytes: &[u8]) -> Result<Vec<T>, BoxError> {
+    let (_, values) =
+        crate::example::tensor::parse_tensor::<T>(bytes).map_err(|e| format!("parse_tensor: {e}"))?;
+    Ok(values)
 }

@@ -11,6 +11,7 @@
 pub mod json;
 pub mod parse;
 mod proto;
+pub mod tensor;
 pub mod view;
 
 pub use proto::{

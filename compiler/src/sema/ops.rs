@@ -332,6 +332,17 @@ impl Typer<'_> {
 
     /// A count argument (at least 1) and its value, `None` when only known at run time.
     pub(super) fn count_arg(&mut self, op: &str, what: &str, e: &ast::Expr) -> Option<(Expr, Option<u64>)> {
+        // A negated literal keeps the literal's type (`Int(Some(3))` for `-3`): refuse
+        // it here, or `channels: -3` would pass as 3.
+        if matches!(e.kind, A::Unary(ast::UnaryOp::Neg, _)) {
+            self.diags.push(Diagnostic::error(
+                "E0405",
+                format!("`{what}` of `{op}` is negative"),
+                e.span,
+                "negative",
+            ));
+            return None;
+        }
         let x = self.ty(e)?;
         match x.ty {
             ExprType::Int(Some(0)) => {

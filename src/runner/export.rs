@@ -224,4 +224,14 @@ mod tests {
         assert!(err.contains("yields a batch, not records") && err.contains("remove `batch`"), "{err}");
         assert!(files(dir.path()).is_empty(), "{:?}", files(dir.path()));
     }
+
+    #[test]
+    fn a_write_error_is_exit_1_naming_the_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("not-a-dir");
+        std::fs::write(&file, b"x").unwrap();
+        let (code, out, err) = export_test(&file, 4, false, false);
+        assert_eq!((code, out.as_str()), (1, ""));
+        assert!(err.starts_with("error: pipeline `t`: ") && err.contains("not-a-dir"), "{err}");
+    }
 }

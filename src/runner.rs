@@ -9,6 +9,9 @@
 //!
 //! With `--show N` (`sluice show`) it prints the first `N` elements of one pass as JSON
 //! lines instead (`runner/show.rs`: the `Show` impls of `abi::show`), then stops pulling.
+//! With `--output DIR [--shards N] [--compression none|gzip]` it writes one pass as
+//! TFRecord shards of `tf.train.Example`s instead (`runner/export.rs`: the `ToExample`
+//! impls of `abi::export`).
 //!
 //! Exit status: 0 on success, 1 when the pipeline fails on its data (the runtime's error
 //! names the file and record), 2 for a bad invocation or a bad parameter. Nothing here
@@ -16,6 +19,7 @@
 
 use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -23,11 +27,15 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{Value, json};
 use sluice_runtime::abi::Rows;
+use sluice_runtime::abi::export::ToExample;
 use sluice_runtime::abi::show::Show;
 use sluice_runtime::stage::{Ctx, Dataset, RuntimeOptions, StatsReport};
-use sluice_runtime::tfrecord::ReaderStats;
+use sluice_runtime::tfrecord::{Compression, ReaderStats};
 
+mod export;
 mod show;
+
+pub use export::Export;
 
 /// How to run a pipeline: the runner binary's command line, parsed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,6 +53,9 @@ pub struct RunArgs {
     /// Print the first this many elements of one pass as JSON lines instead of running
     /// (`u64::MAX`: every one); `--show N|all`.
     pub show: Option<u64>,
+    /// Write one pass as TFRecord shards instead of running (`--output DIR`, `--shards N`,
+    /// `--compression none|gzip`).
+    pub export: Option<Export>,
 }
 
 impl RunArgs {
@@ -57,7 +68,15 @@ impl RunArgs {
 
 impl Default for RunArgs {
     fn default() -> Self {
-        RunArgs { set: Vec::new(), epochs: 1, json: false, progress: true, memory_budget: None, show: None }
+        RunArgs {
+            set: Vec::new(),
+            epochs: 1,
+            json: false,
+            progress: true,
+            memory_budget: None,
+            show: None,
+            export: None,
+        }
     }
 }
 
@@ -85,7 +104,7 @@ pub fn run<P, D>(
 ) -> ExitCode
 where
     D: Dataset,
-    D::Item: Rows + Show,
+    D::Item: Rows + Show + ToExample,
 {
     let progress = args.progress && std::io::stderr().is_terminal();
     ExitCode::from(run_to(
@@ -111,7 +130,7 @@ fn run_to<P, D>(
 ) -> u8
 where
     D: Dataset,
-    D::Item: Rows + Show,
+    D::Item: Rows + Show + ToExample,
 {
     let params = match params(&args.set) {
         Ok(p) => p,
@@ -122,6 +141,9 @@ where
     };
     if let Some(n) = args.show {
         return show::show(&params, build, args, n, name, out, err);
+    }
+    if let Some(to) = &args.export {
+        return export::export(&params, build, args, to, name, out, err);
     }
     let bar = progress.then(|| progress_bar(name));
     let outcome = build(&params).and_then(|ds| run_epochs(&ds, args, bar.as_ref()));
@@ -404,7 +426,7 @@ enum Command {
 fn usage(program: &str, names: &[&str]) -> String {
     format!(
         "usage: {program} [PIPELINE] [--set NAME=VALUE]... [--epochs N] [--json] [--no-progress] \
-         [--memory-budget-mb N] [--show N|all]\npipelines: {}\n",
+         [--memory-budget-mb N] [--show N|all] [--output DIR [--shards N] [--compression none|gzip]]\npipelines: {}\n",
         names.join(", ")
     )
 }
@@ -413,6 +435,7 @@ fn usage(program: &str, names: &[&str]) -> String {
 fn parse(argv: impl IntoIterator<Item = OsString>, names: &[&str]) -> Result<Command, String> {
     let mut args = RunArgs::default();
     let mut pipeline: Option<String> = None;
+    let (mut output, mut shards, mut compression) = (None, None, None);
     let mut argv = argv.into_iter();
     while let Some(arg) = argv.next() {
         let arg =
@@ -461,6 +484,22 @@ fn parse(argv: impl IntoIterator<Item = OsString>, names: &[&str]) -> Result<Com
                     _ => return Err(format!("`--show {v}`: expected a positive integer or `all`")),
                 });
             }
+            "--output" => output = Some(PathBuf::from(value("a directory")?)),
+            "--shards" => {
+                let v = value("a number")?;
+                shards = Some(match v.parse() {
+                    Ok(n) if n > 0 => n,
+                    _ => return Err(format!("`--shards {v}`: expected a positive integer")),
+                });
+            }
+            "--compression" => {
+                let v = value("`none` or `gzip`")?;
+                compression = Some(match v.as_str() {
+                    "none" => Compression::None,
+                    "gzip" => Compression::Gzip,
+                    _ => return Err(format!("`--compression {v}`: expected `none` or `gzip`")),
+                });
+            }
             "--json" | "--no-progress" if inline.is_some() => return Err(format!("`{flag}` takes no value")),
             "--json" => args.json = true,
             "--no-progress" => args.progress = false,
@@ -468,6 +507,17 @@ fn parse(argv: impl IntoIterator<Item = OsString>, names: &[&str]) -> Result<Com
             _ if pipeline.is_some() => return Err(format!("unexpected argument `{arg}`")),
             _ => pipeline = Some(arg),
         }
+    }
+    match output {
+        Some(dir) if args.show.is_none() => {
+            let (shards, compression) = (shards.unwrap_or(1), compression.unwrap_or(Compression::None));
+            args.export = Some(Export { dir, shards, compression });
+        }
+        Some(_) => return Err("`--show` and `--output` cannot be combined".into()),
+        None if shards.is_some() || compression.is_some() => {
+            return Err("`--shards` and `--compression` need `--output DIR`".into());
+        }
+        None => {}
     }
     let index = match pipeline {
         Some(p) => names
@@ -514,10 +564,14 @@ mod tests {
             progress: false,
             memory_budget: Some(4 << 20),
             show: Some(u64::MAX),
+            export: None,
         };
         assert_eq!(c, Ok(Command::Run(1, expected)));
         assert_eq!(parse_strs(&[], &["only"]), Ok(Command::Run(0, RunArgs::default())));
         assert_eq!(parse_strs(&["--help"], &["a"]), Ok(Command::Help));
+        let c = parse_strs(&["--output", "d", "--shards=3", "--compression", "gzip"], &["a"]);
+        let export = Export { dir: "d".into(), shards: 3, compression: Compression::Gzip };
+        assert_eq!(c, Ok(Command::Run(0, RunArgs { export: Some(export), ..RunArgs::default() })));
     }
 
     #[test]
@@ -533,6 +587,16 @@ mod tests {
         assert_eq!(err(&["a", "--json=yes"]), "`--json` takes no value");
         assert_eq!(err(&["a", "--show", "0"]), "`--show 0`: expected a positive integer or `all`");
         assert_eq!(err(&["a", "--show"]), "`--show` needs a number or `all`");
+        assert_eq!(
+            err(&["a", "--output", "d", "--shards", "0"]),
+            "`--shards 0`: expected a positive integer"
+        );
+        assert_eq!(err(&["a", "--shards", "2"]), "`--shards` and `--compression` need `--output DIR`");
+        assert_eq!(
+            err(&["a", "--output=d", "--compression=zlib"]),
+            "`--compression zlib`: expected `none` or `gzip`"
+        );
+        assert_eq!(err(&["a", "--output=d", "--show=1"]), "`--show` and `--output` cannot be combined");
     }
 
     /// Params of the test pipeline: `n` records.

@@ -289,32 +289,22 @@ pub fn generate(opts: &GenOptions, progress: &(dyn Fn(u64) + Sync)) -> Result<Ge
     }
     .min(opts.shards as usize);
     let next = AtomicUsize::new(0);
-    // Each shard is written under a temporary name and renamed into place when complete,
-    // so a failed or interrupted run (a full disk) leaves no shard that looks whole.
+    // Each shard is written under a temporary name and renamed into place when complete
+    // (`tfrecord::ShardWriter`), so a failed or interrupted run leaves no shard that looks whole.
     let write_shard = |k: u32| -> Result<()> {
-        let path = &files[k as usize];
-        let mut partial = path.clone().into_os_string();
-        partial.push(".partial");
-        let partial = PathBuf::from(partial);
-        let write = || -> Result<()> {
-            let mut maker = RecordMaker::new(opts.kind, opts.seed);
-            let mut w = tfrecord::create(&partial, compression)?;
-            let mut pending = 0;
-            for id in shard_range(opts.records, opts.shards, k) {
-                w.write_record(&maker.record(id))?;
-                pending += 1;
-                if pending == 256 {
-                    progress(pending);
-                    pending = 0;
-                }
+        let mut maker = RecordMaker::new(opts.kind, opts.seed);
+        let mut w = tfrecord::create_shard(&files[k as usize], compression)?;
+        let mut pending = 0;
+        for id in shard_range(opts.records, opts.shards, k) {
+            w.write_record(&maker.record(id))?;
+            pending += 1;
+            if pending == 256 {
+                progress(pending);
+                pending = 0;
             }
-            progress(pending);
-            w.finish()?;
-            std::fs::rename(&partial, path).map_err(|e| Error::io(path, e))
-        };
-        write().inspect_err(|_| {
-            let _ = std::fs::remove_file(&partial);
-        })
+        }
+        progress(pending);
+        w.finish()
     };
     std::thread::scope(|s| {
         let workers: Vec<_> = (0..threads)

@@ -4,7 +4,8 @@
 #                  zlib); TensorFlow (tf.data + protobuf + tf.io parser) must read every
 #                  file back to exactly what `sluice cat` prints (tf_check.py), and the
 #                  records must parse with the real schema and hold what it promises
-#                  (tf_schema_check.py).
+#                  (tf_schema_check.py); the shards `sluice run --output` exports read
+#                  back through tf.io.parse_single_example (export_check.py).
 #   TF -> sluice : shared/bench/make_data.py writes the benchmark datasets with TF's own
 #                  TFRecordWriter; `sluice cat` must print every file exactly like
 #                  MessageToJson of TF's own read (tf_to_jsonl.py + jsonl_compare.py),
@@ -260,6 +261,13 @@ for program in range range_batch parse_tensor interleave_auto; do
         tail -n 1 "$TMP/log.$LOGN"
     fi
 done
+
+# sluice run --output -> TF: the exported tf.train.Example shards read back with
+# tf.data.TFRecordDataset + tf.io.parse_single_example equal `sluice show -n all`.
+echo "== sluice run --output shards read by TensorFlow"
+if check "export" "$PY" "$HERE/export_check.py" --sluice "$SLUICE" --work "$TMP/export"; then
+    tail -n 1 "$TMP/log.$LOGN"
+fi
 
 # ---------------------------------------------------------------- summary
 if [[ $FAIL -gt 0 ]]; then

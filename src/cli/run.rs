@@ -1,4 +1,5 @@
-//! `sluice run FILE.pipe [PIPELINE] [--set NAME=VALUE]... [--epochs N] [--json]`: compiles
+//! `sluice run FILE.pipe [PIPELINE] [--set NAME=VALUE]... [--epochs N] [--json]
+//! [--output DIR [--shards N] [--compression none|gzip]]`: compiles
 //! a pipeline file to Rust, builds it into a runner binary and runs it (the report of
 //! `sluice::__private::runner`).
 //!
@@ -53,6 +54,17 @@ pub struct RunArgs {
     /// RAM (MiB) that AUTOTUNE may spend on buffers.
     #[arg(long, value_name = "MIB")]
     memory_budget_mb: Option<usize>,
+    /// Write the pipeline's elements (records, not batches) as `tf.train.Example` TFRecord
+    /// shards `DIR/PIPELINE-0000k-of-0000n.tfrecord` (with `.idx` sidecars) instead of
+    /// running it: one feature per field, tensors flattened with `FIELD.shape`.
+    #[arg(long, value_name = "DIR")]
+    output: Option<PathBuf>,
+    /// With `--output`: how many shards; records are dealt to them round-robin.
+    #[arg(long, value_name = "N")]
+    shards: Option<u32>,
+    /// With `--output`: `none` or `gzip` (`.tfrecord.gz`, no index).
+    #[arg(long, value_name = "none|gzip")]
+    compression: Option<String>,
     /// Say where the runner is and whether it was built or reused.
     #[arg(long)]
     verbose: bool,
@@ -165,6 +177,15 @@ fn passthrough(args: &RunArgs) -> Vec<OsString> {
     }
     if let Some(mb) = args.memory_budget_mb {
         out.extend(["--memory-budget-mb".into(), mb.to_string().into()]);
+    }
+    if let Some(dir) = &args.output {
+        out.extend(["--output".into(), dir.into()]);
+    }
+    if let Some(n) = args.shards {
+        out.extend(["--shards".into(), n.to_string().into()]);
+    }
+    if let Some(c) = &args.compression {
+        out.extend(["--compression".into(), c.into()]);
     }
     out
 }

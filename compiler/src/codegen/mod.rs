@@ -31,8 +31,9 @@
 //! }
 //! ```
 //!
-//! `Item` implements `::sluice::__private::Rows` and `abi::show::Show` (what `sluice show`
-//! prints: each record and batch struct's impl is written field by field). Generated code names
+//! `Item` implements `::sluice::__private::Rows`, `abi::show::Show` (what `sluice show`
+//! prints) and `abi::export::ToExample` (what `sluice run --output` writes): each record
+//! and batch struct's impls are written field by field. Generated code names
 //! `::sluice::__private` only, plus the paths of the user's `extern fn`s.
 
 mod context;

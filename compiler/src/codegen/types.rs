@@ -108,6 +108,18 @@ pub fn record_items(k: usize, fields: &[FieldType], batched: bool, cached: bool)
             Repr::Bytes => quote!(__sl::abi::show::bytes(out, &self.#n)),
         })
         .collect();
+    // `sluice run --output`: one feature per field (`abi::export`).
+    let export_fields: Vec<TokenStream> = tys
+        .iter()
+        .zip(&names)
+        .zip(&strs)
+        .map(|((t, n), s)| match repr(t).unwrap_or(Repr::Bytes) {
+            Repr::Scalar => quote!(__sl::abi::export::scalar(&mut f, #s, &self.#n)),
+            Repr::List => quote!(__sl::abi::export::list(&mut f, #s, &self.#n)),
+            Repr::Tensor => quote!(__sl::abi::export::tensor(&mut f, #s, &self.#n)),
+            Repr::Bytes => quote!(__sl::abi::export::bytes(&mut f, #s, &self.#n)),
+        })
+        .collect();
     let doc = format!(
         " One element: {}.",
         fields
@@ -137,6 +149,15 @@ pub fn record_items(k: usize, fields: &[FieldType], batched: bool, cached: bool)
                 out.begin_object();
                 #( out.key(#strs); #show_fields; )*
                 out.end_object();
+            }
+        }
+
+        impl __sl::abi::export::ToExample for #rec {
+            fn to_example(&self, out: &mut ::std::vec::Vec<u8>) -> ::std::result::Result<(), &'static str> {
+                let mut f = __sl::abi::export::Features::new();
+                #( #export_fields; )*
+                __sl::abi::export::finish(f, out);
+                ::std::result::Result::Ok(())
             }
         }
     };
@@ -260,6 +281,12 @@ pub fn record_items(k: usize, fields: &[FieldType], batched: bool, cached: bool)
                 out.begin_object();
                 #( out.key(#strs); __sl::abi::show::Show::show(&self.#names, out); )*
                 out.end_object();
+            }
+        }
+
+        impl __sl::abi::export::ToExample for #batch {
+            fn to_example(&self, _: &mut ::std::vec::Vec<u8>) -> ::std::result::Result<(), &'static str> {
+                ::std::result::Result::Err(__sl::abi::export::BATCH)
             }
         }
 

@@ -63,6 +63,7 @@ where
     }
 }
 
+pub mod export;
 pub mod ops;
 pub mod parse;
 pub mod show;

@@ -32,7 +32,7 @@ pub use input::{Compression, Input, detect_compression};
 pub use reader::{
     CorruptPolicy, FileReader, ReaderOptions, ReaderStats, RecordReader, SkipEvent, open, open_with_size,
 };
-pub use writer::{RecordWriter, create};
+pub use writer::{RecordWriter, ShardWriter, create, create_shard};
 
 /// Bytes of a record header: the length and its checksum.
 pub const HEADER_LEN: usize = 12;

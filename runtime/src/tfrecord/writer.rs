@@ -69,3 +69,66 @@ impl<W: Write> RecordWriter<W> {
         Ok(inner)
     }
 }
+
+/// A TFRecord file written under a temporary name, `NAME.partial`, and renamed to its
+/// own when [`finish`](ShardWriter::finish)ed, so a failed or interrupted write (a full
+/// disk) never leaves a file that looks whole. Dropped unfinished, it removes the
+/// partial file. `sluice gen` and `sluice run --output` write their shards with it.
+#[derive(Debug)]
+pub struct ShardWriter {
+    writer: Option<RecordWriter<BufWriter<File>>>,
+    partial: PathBuf,
+    path: PathBuf,
+}
+
+/// Creates `PATH.partial` for the shard `path` (see [`ShardWriter`]).
+pub fn create_shard(path: impl Into<PathBuf>, compression: Compression) -> Result<ShardWriter> {
+    let path = path.into();
+    let mut partial = path.clone().into_os_string();
+    partial.push(".partial");
+    let partial = PathBuf::from(partial);
+    let writer = create(&partial, compression)?;
+    Ok(ShardWriter { writer: Some(writer), partial, path })
+}
+
+impl ShardWriter {
+    /// Appends one record.
+    pub fn write_record(&mut self, data: &[u8]) -> Result<()> {
+        match &mut self.writer {
+            Some(w) => w.write_record(data),
+            None => Ok(()),
+        }
+    }
+
+    /// Records written so far.
+    pub fn records(&self) -> u64 {
+        self.writer.as_ref().map_or(0, RecordWriter::records)
+    }
+
+    /// The shard's own name.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Completes the file and renames it into place (replacing a file of that name).
+    pub fn finish(mut self) -> Result<()> {
+        let Some(w) = self.writer.take() else { return Ok(()) };
+        let done = w
+            .finish()
+            .and_then(|f| f.into_inner().map_err(|e| Error::io(&self.partial, e.into_error())))
+            .and_then(|f| f.sync_all().map_err(|e| Error::io(&self.partial, e)))
+            .and_then(|()| std::fs::rename(&self.partial, &self.path).map_err(|e| Error::io(&self.path, e)));
+        if done.is_err() {
+            let _ = std::fs::remove_file(&self.partial);
+        }
+        done
+    }
+}
+
+impl Drop for ShardWriter {
+    fn drop(&mut self) {
+        if self.writer.take().is_some() {
+            let _ = std::fs::remove_file(&self.partial);
+        }
+    }
+}

@@ -1,0 +1,200 @@
+//! End-to-end tests of `sluice run FILE.pipe PIPELINE --output DIR`: a pipeline's records
+//! written as `tf.train.Example` TFRecord shards, read back with `sluice cat` and compared
+//! with `sluice show -n all` of the same pipeline. Runners build with the dev profile,
+//! sharing one target directory under `target/tmp` (as tests/cli_run.rs).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+/// Runs `sluice args…` with its runner cache in `cache`.
+fn sluice_in(cache: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(args)
+        .env("SLUICE_CACHE_DIR", cache)
+        .env("SLUICE_TARGET_DIR", Path::new(env!("CARGO_TARGET_TMPDIR")).join("sluice-run-target"))
+        .env("SLUICE_RUN_PROFILE", "dev")
+        .output()
+        .expect("sluice runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8(o.stderr.clone()).unwrap()
+}
+
+/// `rec` yields records with a tensor field, `train` batches, `bad` fails on every
+/// record (the files hold 16 floats, not 15).
+const PIPES: &str = r#"
+pipeline rec(files: glob) {
+    schema { x: f32[4, 4], label: i64, id: i64 }
+    tfrecords(files);
+    map { parse_example(); x = x * 2.0; }
+}
+
+pipeline train(files: glob) {
+    schema { x: f32[16], label: i64 }
+    tfrecords(files);
+    map { parse_example(); }
+    batch(4);
+}
+
+pipeline bad(files: glob) {
+    schema { x: f32[15], label: i64 }
+    tfrecords(files);
+    map { parse_example(); }
+}
+"#;
+
+/// `PIPES` as `dir/pipes.pipe`, and 31 tabular records in 2 files under `dir/data`.
+fn setup(dir: &Path) -> (PathBuf, String) {
+    let file = dir.join("pipes.pipe");
+    std::fs::write(&file, PIPES).unwrap();
+    let data = dir.join("data");
+    let o = sluice_in(
+        dir,
+        &["gen", "tabular", "--records", "31", "--shards", "2", "--out", data.to_str().unwrap()],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    (file, format!("files={}/*.tfrecord", data.display()))
+}
+
+/// The names in `dir`, sorted (none when it does not exist).
+fn names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|d| d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+fn numbers(v: &Value) -> Vec<f64> {
+    v.as_array().unwrap().iter().map(|x| x.as_f64().or_else(|| x.as_str()?.parse().ok()).unwrap()).collect()
+}
+
+/// `(id, label, x, x.shape)` of each record `sluice cat` prints of `files`.
+fn cat(dir: &Path, files: &[PathBuf]) -> Vec<(f64, f64, Vec<f64>, Vec<f64>)> {
+    let mut args = vec!["cat"];
+    args.extend(files.iter().map(|f| f.to_str().unwrap()));
+    let o = sluice_in(dir, &args);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    stdout(&o)
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            let f = &v["features"]["feature"];
+            let ints = |k: &str| numbers(&f[k]["int64List"]["value"]);
+            (ints("id")[0], ints("label")[0], numbers(&f["x"]["floatList"]["value"]), ints("x.shape"))
+        })
+        .collect()
+}
+
+/// The shard files of `rec` in `out`: `n` of them, `ext` the extension after `.tfrecord`.
+fn shards(out: &Path, n: u32, ext: &str) -> Vec<PathBuf> {
+    (0..n).map(|k| out.join(format!("rec-{k:05}-of-{n:05}.tfrecord{ext}"))).collect()
+}
+
+#[test]
+fn export_deals_every_record_once_to_indexed_shards_readable_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, files) = setup(dir.path());
+    let (file, out) = (file.to_str().unwrap(), dir.path().join("out"));
+    let o = sluice_in(
+        dir.path(),
+        &["run", file, "rec", "--set", &files, "--output", out.to_str().unwrap(), "--shards", "3"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).starts_with("rec: wrote 31 records in 3 shards (10-11 records each, "),
+        "{}",
+        stdout(&o)
+    );
+    let files3 = shards(&out, 3, "");
+    let mut expected: Vec<String> = Vec::new();
+    for f in &files3 {
+        let name = f.file_name().unwrap().to_string_lossy().into_owned();
+        expected.extend([name.clone(), format!("{name}.idx")]);
+    }
+    assert_eq!(names(&out), expected, "the shards and their indexes, no partial files");
+
+    // Round-robin: sizes differ by at most one.
+    let sizes: Vec<usize> = files3.iter().map(|f| cat(dir.path(), std::slice::from_ref(f)).len()).collect();
+    assert_eq!(sizes, [11, 10, 10]);
+    let o = sluice_in(dir.path(), &[&["index", "--check"][..], &[out.to_str().unwrap()]].concat());
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+
+    // Every element once, with the values `sluice show` gives.
+    let mut got = cat(dir.path(), &files3);
+    got.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let o = sluice_in(dir.path(), &["show", file, "rec", "--set", &files, "-n", "all"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let mut shown: Vec<(f64, f64, Vec<f64>, Vec<f64>)> = stdout(&o)
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            let shape = v["x"]["shape"].as_array().unwrap().iter().map(|d| d.as_f64().unwrap()).collect();
+            (
+                numbers(&v["id"]["values"])[0],
+                numbers(&v["label"]["values"])[0],
+                numbers(&v["x"]["values"]),
+                shape,
+            )
+        })
+        .collect();
+    shown.sort_by(|a, b| a.0.total_cmp(&b.0));
+    assert_eq!(got.len(), 31);
+    assert_eq!(got, shown);
+    assert_eq!(got[0].3, [4.0, 4.0], "the tensor's shape as `x.shape`");
+
+    // Gzip: `.tfrecord.gz`, no index, the same records; `--json` gives one object.
+    let gz = dir.path().join("gz");
+    let o = sluice_in(
+        dir.path(),
+        &["run", file, "rec", "--set", &files, "--output", gz.to_str().unwrap(), "--shards=2"]
+            .iter()
+            .copied()
+            .chain(["--compression", "gzip", "--json"])
+            .collect::<Vec<_>>(),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).expect("one JSON object");
+    assert_eq!((v["records"].as_u64(), v["shards"].as_u64()), (Some(31), Some(2)));
+    assert_eq!(v["records_per_shard"], serde_json::json!([16, 15]));
+    assert_eq!(names(&gz), ["rec-00000-of-00002.tfrecord.gz", "rec-00001-of-00002.tfrecord.gz"]);
+    let mut got_gz = cat(dir.path(), &shards(&gz, 2, ".gz"));
+    got_gz.sort_by(|a, b| a.0.total_cmp(&b.0));
+    assert_eq!(got_gz, shown);
+}
+
+#[test]
+fn export_refuses_batches_zero_shards_and_leaves_nothing_of_a_failed_pipeline() {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, files) = setup(dir.path());
+    let (file, out) = (file.to_str().unwrap(), dir.path().join("out"));
+    let export = |pipeline: &str, extra: &[&str]| {
+        let args = [&["run", file, pipeline, "--set", &files, "--output", out.to_str().unwrap()][..], extra];
+        sluice_in(dir.path(), &args.concat())
+    };
+
+    let o = export("train", &[]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(
+        err.contains("pipeline `train` yields a batch, not records") && err.contains("remove `batch`"),
+        "{err}"
+    );
+    assert!(names(&out).is_empty(), "{:?}", names(&out));
+
+    let o = export("rec", &["--shards", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("`--shards 0`: expected a positive integer"), "{}", stderr(&o));
+
+    let o = export("bad", &["--shards", "2"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).starts_with("error: pipeline `bad`: "), "{}", stderr(&o));
+    assert!(names(&out).is_empty(), "no shard, complete or partial: {:?}", names(&out));
+}

@@ -254,3 +254,45 @@ fn an_auto_cycle_reads_every_record_in_a_fixed_cycles_order() {
     let p = auto_tfrecords::Params { files };
     assert!(auto_tfrecords::check_state(&p, &auto_tfrecords::state(&p, 0, 4).unwrap()).is_ok());
 }
+
+/// `repeat` after a memory `cache()`, and `shuffle(reshuffle_each_epoch: false)` against
+/// the default, through generated pipelines (tests/pipes/range.pipe).
+#[test]
+fn repeat_cache_and_reshuffling_through_pipe_files() {
+    use sluice::runtime::stage::Ctx;
+    use sluice_examples::corpus::{new_order, repeated, same_order};
+    let r: Vec<i64> = repeated::dataset(&repeated::Params {})
+        .unwrap()
+        .stream()
+        .unwrap()
+        .map(|r| r.unwrap().value)
+        .collect();
+    assert_eq!(r, [0, 1, 2, 3, 4].repeat(3));
+    let ctx = Ctx::new(&Default::default());
+    let epoch = |ds: &dyn Fn(&Ctx) -> Vec<i64>, e: u64| ds(&ctx.with_epoch(e));
+    let same = |c: &Ctx| -> Vec<i64> {
+        same_order::dataset(&same_order::Params {})
+            .unwrap()
+            .stream_in(c)
+            .unwrap()
+            .map(|r| r.unwrap().value)
+            .collect()
+    };
+    let new = |c: &Ctx| -> Vec<i64> {
+        new_order::dataset(&new_order::Params {})
+            .unwrap()
+            .stream_in(c)
+            .unwrap()
+            .map(|r| r.unwrap().value)
+            .collect()
+    };
+    let (s0, s1) = (epoch(&same, 0), epoch(&same, 1));
+    assert_eq!(s0, s1, "reshuffle_each_epoch: false keeps the order");
+    let mut sorted = s0.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, (0..100).collect::<Vec<i64>>());
+    assert_ne!(s0, sorted, "shuffled");
+    let (n0, n1) = (epoch(&new, 0), epoch(&new, 1));
+    assert_eq!(n0, s0, "the same seed gives the same first epoch");
+    assert_ne!(n0, n1, "the default reshuffles each epoch");
+}

@@ -48,6 +48,7 @@ fn expected(exec: &Exec) -> Vec<&'static str> {
     match exec {
         Exec::Files { .. } => vec!["__sl::files("],
         Exec::Range(_) => vec!["__sl::range_step("],
+        Exec::ReadFile { .. } => vec!["__sl::read_files("],
         Exec::SampleFrom(_) => vec!["__sl::sample_from("],
         Exec::Interleave { .. } => vec![".interleave("],
         Exec::GlobalShuffle { .. } => vec!["__sl::global_shuffle("],

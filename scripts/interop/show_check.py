@@ -14,9 +14,24 @@ Programs:
   interleave_auto  TFRecord files TensorFlow writes, list_files(shuffle=False)
                    .interleave(TFRecordDataset, cycle_length=AUTOTUNE).map(parse)
                    vs tests/pipes/auto_cycle.pipe `auto_tfrecords`
+  text_lines       text files TensorFlow writes (UTF-8, empty lines, CRLF, no final
+                   newline): TextLineDataset(files) vs tests/pipes/text.pipe `lines`;
+                   GZIP files: from_tensor_slices(files).interleave(TextLineDataset(f,
+                   "GZIP"), cycle_length=2).batch(3) vs `line_batches`
+  csv              CSV files TensorFlow writes (quoted fields with commas, quotes and
+                   line breaks; empty scores): CsvDataset(header=True, select_cols,
+                   record_defaults) .map(score * 2).batch(4) vs tests/pipes/csv.pipe `table`
+  jpeg_folder      JPEGs of varied sizes TensorFlow encodes in class folders:
+                   list_files(shuffle=False) -> read_file -> decode_jpeg -> resize(32, 32)
+                   -> / 255, labels by sorted folder name (image_dataset_from_directory)
+                   .batch(8) vs tests/pipes/read_file.pipe `images` (pixels within the
+                   IDCT tolerance: TF decodes with libjpeg's fast integer IDCT)
 Exits 1 with the first difference.
 """
 import argparse
+import csv
+import gzip
+import io
 import json
 import os
 import subprocess
@@ -55,7 +70,7 @@ def main():
     ap.add_argument("--sluice", required=True)
     ap.add_argument("--root", required=True)
     ap.add_argument("--work", required=True)
-    ap.add_argument("--program", required=True, choices=["range", "range_batch", "parse_tensor", "interleave_auto"])
+    ap.add_argument("--program", required=True, choices=["range", "range_batch", "parse_tensor", "interleave_auto", "text_lines", "csv", "jpeg_folder"],)
     a = ap.parse_args()
 
     if a.program == "range":
@@ -93,6 +108,12 @@ def main():
             for e in show(a, "tests/pipes/parse_tensor.pipe", "tensors", f"files={path}")
         ]
         ok = compare("parse_tensor(t, f32, [2, 3]) + batch(32)", got, want)
+    elif a.program == "text_lines":
+        ok = text_lines(a)
+    elif a.program == "csv":
+        ok = csv_program(a)
+    elif a.program == "jpeg_folder":
+        ok = jpeg_folder(a)
     else:
         os.makedirs(a.work, exist_ok=True)
         for k, n in [(0, 5), (1, 9), (2, 3), (3, 4), (4, 6)]:
@@ -117,6 +138,128 @@ def main():
         ]
         ok = compare("interleave(cycle_length=AUTOTUNE)", got, want)
     sys.exit(0 if ok else 1)
+
+
+def text_lines(a):
+    os.makedirs(a.work, exist_ok=True)
+    texts = [
+        "first line\nsecond line\n\nafter an empty line\n",
+        "windows\r\nline endings\r\n",
+        "unicode: é, ß, 日本語, 🚀\ntabs\tand \"quotes\"\nno final newline",
+        "",
+        "one\n",
+    ]
+    plain, gz = [], []
+    for k, text in enumerate(texts):
+        path = os.path.join(a.work, f"part-{k}.txt")
+        tf.io.write_file(path, text)
+        plain.append(path)
+        gpath = os.path.join(a.work, f"part-{k}.txt.gz")
+        # TensorFlow has no GZIP text writer: Python's gzip writes the same RFC 1952 stream.
+        with gzip.open(gpath, "wb") as f:
+            f.write(text.encode("utf-8"))
+        gz.append(gpath)
+    want = [x.decode("utf-8") for x in tf.data.TextLineDataset(plain).as_numpy_iterator()]
+    got = [e["line"] for e in show(a, "tests/pipes/text.pipe", "lines", f"files={os.path.join(a.work, '*.txt')}")]
+    ok = compare("TextLineDataset(files)", got, want)
+    ds = (
+        tf.data.Dataset.from_tensor_slices(gz)
+        .interleave(lambda f: tf.data.TextLineDataset(f, compression_type="GZIP"), cycle_length=2, block_length=1)
+        .batch(3)
+    )
+    want = [[x.decode("utf-8") for x in b] for b in ds.as_numpy_iterator()]
+    got = [e["line"] for e in show(a, "tests/pipes/text.pipe", "line_batches", f"files={os.path.join(a.work, '*.txt.gz')}")]
+    return compare("interleave(TextLineDataset(GZIP), cycle_length=2).batch(3)", got, want) and ok
+
+
+def csv_program(a):
+    os.makedirs(a.work, exist_ok=True)
+    rows = [
+        ["ada", "36", "1.5", "true", "plain"],
+        ["grace, hopper", "85", "", "false", "a comma in the name, an empty score"],
+        ['bob "the builder"', "-4", "2.25", "true", 'quotes ""inside"" and a\nline break'],
+        ["zoë", "0", "1e-3", "false", ""],
+        ["", "7", "-0.5", "true", "an empty name"],
+    ]
+    paths = []
+    for k in range(2):
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\r\n" if k else "\n")
+        w.writerow(["name", "age", "score", "member", "comment"])
+        for r in rows[3:] if k else rows[:3]:
+            w.writerow(r)
+        path = os.path.join(a.work, f"part-{k}.csv")
+        tf.io.write_file(path, buf.getvalue())
+        paths.append(path)
+    ds = tf.data.experimental.CsvDataset(
+        paths,
+        record_defaults=[tf.string, tf.int64, tf.constant(0.0, tf.float32), tf.string],
+        header=True,
+        select_cols=[0, 1, 2, 3],
+    ).map(lambda n, g, s, m: {"name": n, "age": g, "score": s * 2.0, "member": tf.equal(m, "true")}).batch(4)
+    want = [
+        (
+            [x.decode("utf-8") for x in b["name"]],
+            [int(x) for x in b["age"]],
+            [float(x) for x in b["score"]],
+            [bool(x) for x in b["member"]],
+        )
+        for b in ds.as_numpy_iterator()
+    ]
+    got = [
+        (e["name"], values(e["age"]), values(e["score"]), values(e["member"]))
+        for e in show(a, "tests/pipes/csv.pipe", "table", f"files={os.path.join(a.work, '*.csv')}")
+    ]
+    return compare("CsvDataset(header=True).map(score * 2).batch(4)", got, want)
+
+
+def jpeg_folder(a):
+    import numpy as np
+
+    os.makedirs(a.work, exist_ok=True)
+    sizes = [(40, 52), (64, 48), (100, 75), (33, 33), (80, 120), (32, 32), (57, 91)]
+    n = 0
+    for c, cls in enumerate(["cat", "dog", "zebra"]):
+        os.makedirs(os.path.join(a.work, cls), exist_ok=True)
+        for j in range(5 + c):
+            h, w = sizes[(n + j) % len(sizes)]
+            y, x = np.mgrid[0:h, 0:w]
+            img = np.stack([x * 255 // max(w - 1, 1), y * 255 // max(h - 1, 1), (x + y + 40 * c) % 256], -1)
+            data = tf.io.encode_jpeg(tf.constant(img.astype(np.uint8)), quality=95)
+            tf.io.write_file(os.path.join(a.work, cls, f"img-{j:02}.jpg"), data)
+        n += 5 + c
+    pattern = os.path.join(a.work, "*", "*.jpg")
+    classes = sorted({os.path.basename(os.path.dirname(p)) for p in tf.io.gfile.glob(pattern)})
+
+    def load(path):
+        image = tf.io.decode_jpeg(tf.io.read_file(path), channels=3)
+        image = tf.image.resize(image, [32, 32]) / 255.0
+        parent = tf.strings.split(path, os.sep)[-2]
+        label = tf.argmax(tf.cast(tf.equal(tf.constant(classes), parent), tf.int64))
+        return {"image": image, "label": label, "path": path}
+
+    ds = tf.data.Dataset.list_files(pattern, shuffle=False).map(load).batch(8)
+    want = list(ds.as_numpy_iterator())
+    got = show(a, "tests/pipes/read_file.pipe", "images", f"files={pattern}")
+    if len(got) != len(want):
+        print(f"jpeg_folder: sluice yields {len(got)} batches, tf.data {len(want)}")
+        return False
+    worst, total, count = 0.0, 0.0, 0
+    for i, (g, w) in enumerate(zip(got, want)):
+        labels, paths = [int(x) for x in w["label"]], [x.decode("utf-8") for x in w["path"]]
+        if values(g["label"]) != labels or g["path"] != paths:
+            print(f"jpeg_folder: batch {i}: sluice {values(g['label'])} {g['path']}, tf.data {labels} {paths}")
+            return False
+        if g["image"]["shape"] != list(w["image"].shape):
+            print(f"jpeg_folder: batch {i}: sluice shape {g['image']['shape']}, tf.data {list(w['image'].shape)}")
+            return False
+        d = np.abs(np.array(values(g["image"]), np.float64) - w["image"].reshape(-1))
+        worst, total, count = max(worst, float(d.max())), total + float(d.sum()), count + d.size
+    mean = total / count
+    # TF decodes with libjpeg's fast integer IDCT, Sluice exactly: a few levels per pixel.
+    ok = worst <= 8 / 255 and mean <= 1 / 255
+    print(f"jpeg_folder: {len(want)} batches, labels and paths equal, pixels max |diff| {worst * 255:.2f}/255, mean {mean * 255:.3f}/255")
+    return ok
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ use super::context::{Gen, MapFn, R};
 use super::expr::{Scope, batched, local};
 use super::types::{Repr, field_ident, fixed_dims, repr, scalar};
 use crate::ir::expr::Expr;
-use crate::ir::plan::{Element, FieldType, MapOp, RustKind};
+use crate::ir::plan::{Element, FieldType, MapOp, ParseFormat, RustKind};
 use crate::ir::types::DType;
 
 impl Gen<'_> {
@@ -114,6 +114,64 @@ impl Gen<'_> {
         Ok(MapFn { name, random, by_ref: *input == Element::Record })
     }
 
+    /// The statements that read a CSV row `x` (the columns the `csv` reader picked out,
+    /// in schema order) into the locals of `fields`: each value parsed as its field's
+    /// type, an empty one taking the schema default. Errors name the column; the stage
+    /// adds the file and line.
+    fn csv_row(&self, fields: &[FieldType]) -> R<TokenStream> {
+        let mut out = TokenStream::new();
+        for f in fields {
+            let ty = f.ty.as_ref().ok_or("untyped")?;
+            let index = self
+                .decls
+                .schema
+                .iter()
+                .position(|d| d.name == f.name)
+                .ok_or_else(|| format!("CSV column `{}` is not in the schema", f.name))?;
+            let t = match repr(ty)? {
+                Repr::Scalar => scalar(ty.dtype),
+                Repr::Str => quote!(::std::string::String),
+                Repr::Bytes => quote!(::std::vec::Vec<u8>),
+                r => return Err(format!("CSV column `{}` held as {r:?}", f.name)),
+            };
+            let default = self.csv_default(f, &t)?;
+            let (l, name) = (local(&f.name), f.name.as_str());
+            out.extend(quote!(let #l: #t = __sl::abi::text::csv_value::<#t>(x, #index, #name, #default)?;));
+        }
+        Ok(out)
+    }
+
+    /// A CSV column's schema default as `Option<T>`.
+    fn csv_default(&self, f: &FieldType, t: &TokenStream) -> R<TokenStream> {
+        use crate::ir::types::Value;
+        let decl = self.decls.schema.iter().find(|d| d.name == f.name);
+        let Some(v) = decl.and_then(|d| d.default.as_ref()) else {
+            return Ok(quote!(::std::option::Option::None));
+        };
+        let v = match v {
+            Value::List(items) if items.len() == 1 => &items[0],
+            v => v,
+        };
+        let value = match v {
+            Value::Int(n) => {
+                let l = proc_macro2::Literal::i64_unsuffixed(*n);
+                quote!(#l as #t)
+            }
+            Value::UInt(n) => {
+                let l = proc_macro2::Literal::u64_unsuffixed(*n);
+                quote!(#l as #t)
+            }
+            Value::Float(x) => {
+                let l = proc_macro2::Literal::f64_unsuffixed(*x);
+                quote!(#l as #t)
+            }
+            Value::Bool(b) => quote!(#b),
+            Value::Str(s) => quote!(::core::convert::From::from(#s)),
+            other => return Err(format!("default `{other}` of CSV column `{}`", f.name)),
+        };
+        Ok(quote!(::std::option::Option::Some(#value)))
+    }
+
     /// The statements that turn input `x` into record `out_fields` (ending in `Ok(..)`).
     pub(super) fn row_body(
         &mut self,
@@ -159,10 +217,20 @@ impl Gen<'_> {
             _ => Vec::new(),
         };
         let mut ops = ops;
-        if let Some(MapOp::ParseExample { fields: parsed }) = ops.first() {
-            let parse = self.parse_fn(parsed)?;
+        if let Some(MapOp::Parse { format, fields: parsed }) = ops.first() {
             let locals: Vec<Ident> = parsed.iter().map(|x| local(&x.name)).collect();
-            body.extend(quote!(let (#(#locals,)*) = #parse(x)?;));
+            match format {
+                ParseFormat::Example => {
+                    let parse = self.parse_fn(parsed)?;
+                    body.extend(quote!(let (#(#locals,)*) = #parse(x)?;));
+                }
+                ParseFormat::Line => {
+                    if !parsed.is_empty() {
+                        body.extend(quote!(let (#(#locals,)*) = (__sl::abi::text::line_str(x)?,);));
+                    }
+                }
+                ParseFormat::Csv => body.extend(self.csv_row(parsed)?),
+            }
             fields = parsed.clone();
             ops = &ops[1..];
         }
@@ -178,7 +246,7 @@ impl Gen<'_> {
                     if direct.contains(target)
                         && !ops[(k + 4).min(ops.len())..].iter().any(|op| match op {
                             MapOp::Assign { target: t, reads, .. } => t == target || reads.contains(target),
-                            MapOp::ParseExample { .. } => true,
+                            MapOp::Parse { .. } => true,
                         }) =>
                 {
                     Some(target.clone())
@@ -193,7 +261,7 @@ impl Gen<'_> {
             }
             match &ops[k] {
                 MapOp::Assign { target, value, ty, .. } => body.extend(scope.statement(target, value, ty)?),
-                MapOp::ParseExample { .. } => return Err("`parse_example` after other operations".into()),
+                MapOp::Parse { .. } => return Err("a parse after other operations".into()),
             }
             k += 1;
         }
@@ -294,7 +362,7 @@ impl Gen<'_> {
         out_fields: &[FieldType],
     ) -> R<TokenStream> {
         self.last_random = false;
-        if let ([MapOp::ParseExample { fields }], Element::Record) = (ops, inner)
+        if let ([MapOp::Parse { format: ParseFormat::Example, fields }], Element::Record) = (ops, inner)
             && let Some(columns) = self.parse_columns_fn(fields)?
         {
             return Ok(quote!(#columns(x.iter(), |i| x.locate(i))));
@@ -371,7 +439,7 @@ impl Gen<'_> {
             .iter()
             .flat_map(|op| match op {
                 MapOp::Assign { reads, target, .. } => reads.iter().chain([target]).cloned().collect(),
-                MapOp::ParseExample { .. } => Vec::new(),
+                MapOp::Parse { .. } => Vec::new(),
             })
             .collect();
         for f in in_fields {

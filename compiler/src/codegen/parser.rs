@@ -67,6 +67,7 @@ impl Gen<'_> {
                 let b = Literal::byte_string(s.as_bytes());
                 Ok(quote!(::std::option::Option::Some(&#b[..])))
             }
+            (Repr::Str, Value::Str(s)) => Ok(quote!(::std::option::Option::Some(#s))),
             (_, Value::List(items)) => {
                 let vals = items.iter().map(lit).collect::<R<Vec<_>>>()?;
                 Ok(quote!(::std::option::Option::Some(&[#(#vals),*][..])))
@@ -126,6 +127,11 @@ impl Gen<'_> {
                     tys.push(quote!(&'a [u8]));
                     values.push(quote!(__sl::parse::bytes(#s, #e, #d)?));
                 }
+                Repr::Str => {
+                    let d = self.default_of(f, false)?;
+                    tys.push(quote!(::std::string::String));
+                    values.push(quote!(__sl::parse::text(#s, #e, #d)?));
+                }
             }
         }
         self.items.extend(quote! {
@@ -177,7 +183,8 @@ impl Gen<'_> {
                     })));
                     finish.push(quote!(#id: __sl::Ragged::new(#c, #o)?));
                 }
-                Repr::List => return Ok(None),
+                // Row by row: lists, and strings (each checked to be UTF-8).
+                Repr::List | Repr::Str => return Ok(None),
             }
         }
         let b = self.batch(fields)?;

@@ -7,17 +7,44 @@ use quote::quote;
 
 use super::context::{Gen, MapFn, R, arg_tokens, parallel, seed, string_arg, u64_arg, usize_arg};
 use super::types::field_ident;
-use crate::ir::plan::{ArgValue, Element};
+use crate::ir::plan::{ArgValue, Element, RecordFormat};
 use crate::physical::{self, Compression, CorruptPolicy, Exec, ReaderMap, ReaderOptions, Remainder};
 
-/// The reader options of a TFRecord reader.
-fn reader_options(r: &ReaderOptions) -> TokenStream {
-    let compression = match r.compression {
+fn compression(c: Compression) -> TokenStream {
+    match c {
         Compression::Gzip => quote!(__sl::Compression::Gzip),
         Compression::Zlib => quote!(__sl::Compression::Zlib),
         Compression::None => quote!(__sl::Compression::None),
         Compression::Auto => quote!(__sl::Compression::Auto),
-    };
+    }
+}
+
+/// The function of an interleave that opens each file: a TFRecord, text-lines or CSV
+/// reader.
+fn open_fn(format: &RecordFormat, r: &ReaderOptions) -> TokenStream {
+    let c = compression(r.compression);
+    match format {
+        RecordFormat::TfRecord => {
+            let options = reader_options(r);
+            quote!(__sl::OpenTfRecord::new(#options))
+        }
+        RecordFormat::Lines => quote!(__sl::OpenLines::new(__sl::TextOptions { compression: #c })),
+        RecordFormat::Csv(csv) => {
+            let (header, delimiter) = (csv.header, Literal::u8_suffixed(csv.delimiter));
+            let columns = &csv.columns;
+            quote!(__sl::OpenCsv::new(__sl::CsvOptions {
+                compression: #c,
+                header: #header,
+                delimiter: #delimiter,
+                columns: ::std::sync::Arc::from([#(::std::string::String::from(#columns)),*]),
+            }))
+        }
+    }
+}
+
+/// The reader options of a TFRecord reader.
+fn reader_options(r: &ReaderOptions) -> TokenStream {
+    let compression = compression(r.compression);
     let policy = corrupt_policy(r.on_corrupt);
     let verify = r.verify_crc;
     quote!(__sl::ReaderOptions {
@@ -72,6 +99,20 @@ impl Gen<'_> {
                 };
                 quote!(let ds = __sl::files(#pattern)? #shuffle;)
             }
+            Exec::ReadFile { labels, on_error } => {
+                let fields = match crate::ir::plan::ReadFile::element(*labels) {
+                    Element::Fields(f) => f,
+                    _ => return Err("a read file's element has fields".into()),
+                };
+                let rec = self.record(&fields)?;
+                let policy = corrupt_policy(*on_error);
+                let label = if *labels { quote!(label: f.label,) } else { TokenStream::new() };
+                quote! {
+                    let ds = __sl::read_files(ds, __sl::ReadFileOptions { labels: #labels, on_error: #policy })
+                        .map(|f: __sl::FileContents| #rec { contents: f.contents, path: f.path, #label })
+                        .named("read_file");
+                }
+            }
             Exec::Range(r) => {
                 let Element::Fields(fields) = crate::ir::plan::Range::element() else {
                     return Err("a range's element has one field".into());
@@ -96,15 +137,15 @@ impl Gen<'_> {
                 let stop = s.stop_on_empty;
                 quote!(let ds = __sl::sample_from(::std::vec![#(#inputs),*], ::std::vec![#(#weights),*], #seed)?.stop_on_empty_dataset(#stop);)
             }
-            Exec::Interleave { reader, cycle, block, parallel: par, deterministic } => {
-                let options = reader_options(reader);
+            Exec::Interleave { format, reader, cycle, block, parallel: par, deterministic } => {
+                let open = open_fn(format, reader);
                 let (first, cycle) = cycle_arg(cycle)?;
                 let block = usize_arg(block)?;
                 let par = parallel(par)?;
                 quote! {
                     #first
                     let ds = ds.interleave(
-                        __sl::OpenTfRecord::new(#options),
+                        #open,
                         #cycle,
                         #block,
                     ).num_parallel(#par).deterministic(#deterministic);

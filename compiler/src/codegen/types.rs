@@ -20,6 +20,8 @@ pub enum Repr {
     Tensor,
     /// One byte string: `Vec<u8>` in a record, `&[u8]` while parsing.
     Bytes,
+    /// One UTF-8 string: `String`.
+    Str,
 }
 
 /// How `ty` is held, or why it cannot be yet.
@@ -28,12 +30,12 @@ pub fn repr(ty: &TensorType) -> Result<Repr, String> {
         DType::F16 | DType::Bf16 => {
             return Err(format!("`{}` values are not supported by the code generator yet", ty.dtype.name()));
         }
-        DType::Str => return Err("`str` values are not supported by the code generator yet".into()),
-        DType::Bytes => {
-            return if ty.shape == Shape::scalar() {
-                Ok(Repr::Bytes)
-            } else {
-                Err("lists of byte strings are not supported by the code generator yet".into())
+        DType::Bytes | DType::Str => {
+            return match (ty.shape == Shape::scalar(), ty.dtype) {
+                (true, DType::Bytes) => Ok(Repr::Bytes),
+                (true, _) => Ok(Repr::Str),
+                (false, DType::Bytes) => Err("lists of byte strings are not supported by the code generator yet".into()),
+                (false, _) => Err("lists of strings are not supported by the code generator yet".into()),
             };
         }
         _ => {}
@@ -66,6 +68,7 @@ pub fn rust(ty: &TensorType) -> TokenStream {
         Ok(Repr::Scalar) => t,
         Ok(Repr::List) => quote!(::std::vec::Vec<#t>),
         Ok(Repr::Tensor) => quote!(__sl::Tensor<#t>),
+        Ok(Repr::Str) => quote!(::std::string::String),
         Ok(Repr::Bytes) | Err(_) => quote!(::std::vec::Vec<u8>),
     }
 }
@@ -106,6 +109,7 @@ pub fn record_items(k: usize, fields: &[FieldType], batched: bool, cached: bool)
             Repr::List => quote!(__sl::abi::show::list(out, &self.#n)),
             Repr::Tensor => quote!(__sl::abi::show::tensor(out, &self.#n)),
             Repr::Bytes => quote!(__sl::abi::show::bytes(out, &self.#n)),
+            Repr::Str => quote!(__sl::abi::show::Show::show(&self.#n, out)),
         })
         .collect();
     // `sluice run --output`: one feature per field (`abi::export`).
@@ -118,6 +122,7 @@ pub fn record_items(k: usize, fields: &[FieldType], batched: bool, cached: bool)
             Repr::List => quote!(__sl::abi::export::list(&mut f, #s, &self.#n)),
             Repr::Tensor => quote!(__sl::abi::export::tensor(&mut f, #s, &self.#n)),
             Repr::Bytes => quote!(__sl::abi::export::bytes(&mut f, #s, &self.#n)),
+            Repr::Str => quote!(__sl::abi::export::text(&mut f, #s, &self.#n)),
         })
         .collect();
     let doc = format!(

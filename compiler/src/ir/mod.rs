@@ -9,9 +9,11 @@
 
 pub mod decls;
 pub mod expr;
+pub mod formats;
 pub mod kernel;
 pub mod op;
 pub mod plan;
 pub mod range;
+pub mod read_file;
 pub mod resume;
 pub mod types;

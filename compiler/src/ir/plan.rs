@@ -12,6 +12,8 @@ use super::expr::Expr;
 use super::kernel::Kernel;
 use super::op::Op;
 pub use super::range::Range;
+pub use super::read_file::ReadFile;
+pub use super::formats::{CsvFormat, Interleave, ParseFormat, RecordFormat};
 pub use super::resume::resume_blocker;
 use super::types::{TensorType, Value};
 use crate::span::Span;
@@ -101,8 +103,12 @@ impl fmt::Display for Element {
 /// One operation of a `map`, in order.
 #[derive(Debug, Clone, PartialEq)]
 pub enum MapOp {
-    /// Decode the record as a `tf.train.Example` into the schema's fields.
-    ParseExample {
+    /// Decode the record into fields: a `tf.train.Example` into the schema's fields
+    /// (`parse_example`), a line of text into `line: str`, a CSV row into the schema's
+    /// columns.
+    Parse {
+        /// How the record is read.
+        format: ParseFormat,
         /// The fields parsed (all of the schema, until `prune_fields` narrows them).
         fields: Vec<FieldType>,
     },
@@ -128,7 +134,7 @@ fn map_pairs(ops: &[MapOp]) -> Vec<(&'static str, String)> {
                 Some(options) => format!("{}({options})", op.name()),
                 None => op.name().to_string(),
             },
-            MapOp::ParseExample { .. } => op.name().to_string(),
+            MapOp::Parse { .. } => op.name().to_string(),
         })
         .collect();
     let mut pairs = vec![("fns", format!("[{}]", fns.join(", ")))];
@@ -140,7 +146,7 @@ fn map_pairs(ops: &[MapOp]) -> Vec<(&'static str, String)> {
 /// narrows), when it has one.
 fn parses(ops: &[MapOp]) -> Option<(&'static str, String)> {
     ops.iter().find_map(|op| match op {
-        MapOp::ParseExample { fields } => {
+        MapOp::Parse { fields, .. } => {
             let names: Vec<&str> = fields.iter().map(|f| f.name.as_str()).collect();
             Some(("parses", format!("[{}]", names.join(", "))))
         }
@@ -169,7 +175,7 @@ impl MapOp {
     /// batch of records: a batch of fields); an assignment sets (or adds) its field.
     pub fn apply(&self, element: &Element) -> Element {
         match self {
-            MapOp::ParseExample { fields } => match element {
+            MapOp::Parse { fields, .. } => match element {
                 Element::Batch(_) => Element::Batch(Box::new(Element::Fields(fields.clone()))),
                 _ => Element::Fields(fields.clone()),
             },
@@ -209,7 +215,9 @@ impl MapOp {
     /// Its name in `explain`: the operation called, or `expr` for anything else.
     pub fn name(&self) -> &str {
         match self {
-            MapOp::ParseExample { .. } => "parse_example",
+            MapOp::Parse { format: ParseFormat::Example, .. } => "parse_example",
+            MapOp::Parse { format: ParseFormat::Line, .. } => "parse_line",
+            MapOp::Parse { format: ParseFormat::Csv, .. } => "parse_csv",
             MapOp::Assign { value, .. } => value.op().map_or("expr", Op::name),
         }
     }
@@ -222,28 +230,6 @@ pub struct Files {
     pub pattern: ArgValue,
     /// Shuffle the file list each epoch with this seed.
     pub shuffle_seed: Option<ArgValue>,
-}
-
-/// Reads the records of each input file (`interleave` with a `tfrecord` reader, or
-/// `tfrecords`; a `tfrecord` right after `files` reads them one after another).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Interleave {
-    /// The file paths.
-    pub input: Box<Plan>,
-    /// Files read at once.
-    pub cycle_length: ArgValue,
-    /// Records taken from a file before moving to the next.
-    pub block_length: ArgValue,
-    /// Worker threads.
-    pub parallel: ArgValue,
-    /// Keep the order.
-    pub deterministic: bool,
-    /// Whole-file compression.
-    pub compression: ArgValue,
-    /// What to do with a corrupt record.
-    pub on_corrupt: ArgValue,
-    /// Verify payload checksums.
-    pub verify_crc: bool,
 }
 
 /// Applies per-field operations.
@@ -472,6 +458,8 @@ pub enum Plan {
     SampleFrom(SampleFrom),
     /// Reading records from the files.
     Interleave(Interleave),
+    /// `read_file(...)`: each file whole, as one element.
+    ReadFile(ReadFile),
     /// `map { ... }`.
     Map(Map),
     /// `filter(...)`.
@@ -522,6 +510,7 @@ impl Plan {
         match self {
             Plan::Files(_) | Plan::Range(_) | Plan::SampleFrom(_) => None,
             Plan::Interleave(n) => Some(&n.input),
+            Plan::ReadFile(n) => Some(&n.input),
             Plan::Map(n) => Some(&n.input),
             Plan::Filter(n) => Some(&n.input),
             Plan::Select(n) => Some(&n.input),
@@ -547,6 +536,7 @@ impl Plan {
         match self {
             Plan::Files(_) | Plan::Range(_) | Plan::SampleFrom(_) => None,
             Plan::Interleave(n) => Some(&mut n.input),
+            Plan::ReadFile(n) => Some(&mut n.input),
             Plan::Map(n) => Some(&mut n.input),
             Plan::Filter(n) => Some(&mut n.input),
             Plan::Select(n) => Some(&mut n.input),
@@ -580,6 +570,7 @@ impl Plan {
                 Plan::Range(_) => break Range::element(),
                 Plan::SampleFrom(n) => break n.output.clone(),
                 Plan::Interleave(_) => break Element::Record,
+                Plan::ReadFile(n) => break ReadFile::element(n.labels),
                 Plan::Map(m) => break m.output.clone(),
                 Plan::MapFilter(n) => break n.output.clone(),
                 Plan::MapBatch(m) => break Element::Batch(Box::new(m.map_output.clone())),
@@ -632,28 +623,36 @@ impl Plan {
                     ],
                 );
             }
-            Plan::Interleave(n) => {
-                s.push_str("Interleave:");
+            Plan::ReadFile(n) => {
+                s.push_str("ReadFile:");
                 kv(
                     &mut s,
-                    &[
-                        ("reader", "tfrecord".into()),
-                        (
-                            "cycle_length",
-                            match n.cycle_length {
-                                // tf.data's AUTOTUNE cycle, resolved when the pipeline is built.
-                                ArgValue::Auto => "auto(min(cores, files))".to_string(),
-                                ref c => c.to_string(),
-                            },
-                        ),
-                        ("block_length", n.block_length.to_string()),
-                        ("parallel", n.parallel.to_string()),
-                        ("deterministic", n.deterministic.to_string()),
-                        ("compression", n.compression.to_string()),
-                        ("on_corrupt", n.on_corrupt.to_string()),
-                        ("verify_crc", n.verify_crc.to_string()),
-                    ],
+                    &[("labels", if n.labels { "dir" } else { "none" }.into()), ("on_error", n.on_error.to_string())],
                 );
+            }
+            Plan::Interleave(n) => {
+                s.push_str("Interleave:");
+                let mut pairs = vec![
+                    ("reader", n.format.name()),
+                    (
+                        "cycle_length",
+                        match n.cycle_length {
+                            // tf.data's AUTOTUNE cycle, resolved when the pipeline is built.
+                            ArgValue::Auto => "auto(min(cores, files))".to_string(),
+                            ref c => c.to_string(),
+                        },
+                    ),
+                    ("block_length", n.block_length.to_string()),
+                    ("parallel", n.parallel.to_string()),
+                    ("deterministic", n.deterministic.to_string()),
+                    ("compression", n.compression.to_string()),
+                ];
+                // Corrupt records and checksums are TFRecord's.
+                if n.format == RecordFormat::TfRecord {
+                    pairs.push(("on_corrupt", n.on_corrupt.to_string()));
+                    pairs.push(("verify_crc", n.verify_crc.to_string()));
+                }
+                kv(&mut s, &pairs);
             }
             Plan::Map(n) => {
                 s.push_str("Map:");

@@ -19,7 +19,7 @@ pub fn resume_blocker(plan: &Plan) -> Option<String> {
                 let op = e.op().filter(|op| op.is_random() && op.seed().is_none())?;
                 Some(format!("`{}` without a seed draws anew on every run", op.name()))
             }),
-            MapOp::ParseExample { .. } => None,
+            MapOp::Parse { .. } => None,
         })
     };
     let mut node = Some(plan);

@@ -63,12 +63,15 @@ impl DType {
             DType::F32 => "f32",
             DType::F64 => "f64",
             DType::Bytes => "bytes",
-            DType::Str => "string",
+            DType::Str => "str",
         }
     }
 
-    /// The dtype called `name`.
+    /// The dtype called `name` (`string` is another name of `str`).
     pub fn from_name(name: &str) -> Option<DType> {
+        if name == "string" {
+            return Some(DType::Str);
+        }
         DType::ALL.into_iter().find(|d| d.name() == name)
     }
 
@@ -232,6 +235,9 @@ impl ParamType {
 
     /// The parameter type called `name`.
     pub fn from_name(name: &str) -> Option<ParamType> {
+        if name == "str" {
+            return Some(ParamType::Str);
+        }
         ParamType::ALL.into_iter().find(|t| t.name() == name)
     }
 }

@@ -52,7 +52,7 @@ fn prune(node: &mut Plan, mut needed: BTreeSet<String>) -> bool {
                     needed.remove(target.as_str());
                     needed.extend(reads.iter().cloned());
                 }
-                MapOp::ParseExample { fields } => {
+                MapOp::Parse { fields, .. } => {
                     let before = fields.len();
                     fields.retain(|f| needed.contains(&f.name));
                     changed |= fields.len() != before;

@@ -83,11 +83,20 @@ pub enum Exec {
     },
     /// `range(start, end, step)`: the values as elements with one field `value: i64`.
     Range(crate::ir::plan::Range),
+    /// Each input path's whole file as one element (`read_file`).
+    ReadFile {
+        /// Label each file by its folder.
+        labels: bool,
+        /// What a missing or unreadable file does.
+        on_error: CorruptPolicy,
+    },
     /// Mixes other pipelines of the file (their own plans run beneath it).
     SampleFrom(SampleFrom),
     /// Reads the records of the input files, `cycle` at a time.
     Interleave {
-        /// Reader options.
+        /// How the files hold their records (TFRecord, lines, CSV rows).
+        format: crate::ir::plan::RecordFormat,
+        /// Reader options (for text, only the compression applies).
         reader: ReaderOptions,
         /// Files read at once.
         cycle: ArgValue,
@@ -279,6 +288,7 @@ impl Exec {
         match self {
             Exec::Files { .. } => "FilesExec",
             Exec::Range(_) => "RangeExec",
+            Exec::ReadFile { .. } => "ReadFileExec",
             Exec::SampleFrom(_) => "SampleFromExec",
             Exec::Interleave { .. } => "InterleaveExec",
             Exec::GlobalShuffle { .. } => "GlobalShuffleExec",

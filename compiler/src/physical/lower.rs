@@ -23,7 +23,7 @@ use super::exec::{
 };
 use super::memory::Cx;
 use super::{ExecNode, Figures};
-use crate::ir::plan::{ArgValue, Element, Interleave, Map, MapOp, Plan};
+use crate::ir::plan::{ArgValue, Element, Interleave, Map, MapOp, Plan, RecordFormat};
 
 /// One node of the chain, with the elementwise maps over its batches merged into it (for
 /// a map + batch).
@@ -47,6 +47,7 @@ pub(super) fn lower(plan: &Plan, cx: &mut Cx<'_>) -> (Vec<ExecNode>, Option<(Dev
         let next = chain.get(i + 1).map(|s| s.node);
         if let (Plan::Interleave(il), Some(Plan::Shuffle(s))) = (n, next)
             && s.is_global()
+            && il.format == RecordFormat::TfRecord
         {
             let figures = cx.stage(next.expect("matched"));
             let shard = match chain.get(i + 2).map(|s| s.node) {
@@ -114,6 +115,7 @@ pub(super) fn lower(plan: &Plan, cx: &mut Cx<'_>) -> (Vec<ExecNode>, Option<(Dev
 /// a fused map + batch.
 fn reads_batches(i: &Interleave, next: &Plan) -> bool {
     !i.deterministic
+        && i.format == RecordFormat::TfRecord
         && match next {
             Plan::Batch(b) => b.padded.is_none(),
             Plan::MapBatch(_) => true,
@@ -203,7 +205,15 @@ fn one(step: &Step<'_>, cx: &mut Cx<'_>) -> ExecNode {
         Plan::Files(f) => Exec::Files { pattern: f.pattern.clone(), shuffle_seed: f.shuffle_seed.clone() },
         Plan::Range(r) => Exec::Range(r.clone()),
         Plan::SampleFrom(s) => Exec::SampleFrom(s.clone()),
+        Plan::ReadFile(r) => Exec::ReadFile {
+            labels: r.labels,
+            on_error: match &r.on_error {
+                ArgValue::Word(w) if w != "fail" => CorruptPolicy::Skip,
+                _ => CorruptPolicy::Fail,
+            },
+        },
         Plan::Interleave(il) => Exec::Interleave {
+            format: il.format.clone(),
             reader: reader_options(il),
             cycle: il.cycle_length.clone(),
             block: il.block_length.clone(),

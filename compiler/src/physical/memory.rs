@@ -112,6 +112,8 @@ impl Cx<'_> {
         let elem = |cx: &mut Cx<'_>| cx.element_bytes(&element).saturating_mul(rows);
         match n {
             Plan::Files(_) | Plan::Range(_) => Figures { threads: "1".into(), held: 0, bytes: 0 },
+            // One file at a time, read whole: its element is the one held.
+            Plan::ReadFile(_) => Figures { threads: "1".into(), held: 1, bytes: elem(self) },
             Plan::SampleFrom(_) => {
                 self.assumptions.push("the memory of the mixed pipelines on top (see their own plans)");
                 Figures { threads: "1".into(), held: 0, bytes: 0 }

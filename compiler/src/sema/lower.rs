@@ -13,7 +13,10 @@
 //! different element types, E0312 bad weights, E0313 Rust code in `map`/`filter`
 //! (`pipeline!`) on elements without fields, E0314 `shuffle(global)` anywhere but right
 //! after the reader of the files; E0315 (`sema::check_file`, before any lowering) a
-//! pipeline of more than `MAX_STAGES` stages. (W0210, a `shard` whose workers read whole files, is
+//! pipeline of more than `MAX_STAGES` stages; E0320/E0321 a `range` without an end or
+//! with a bound that is not an i64 (or a step of 0); E0322 `csv` without a schema or with
+//! a schema field that is not one value per row; E0323 `read_file` not reading file
+//! paths. (W0210, a `shard` whose workers read whole files, is
 //! a check on the optimized plan: see the [`driver`](crate::driver).)
 //!
 //! Per-field operations and `filter` predicates are typed here ([`ops`](super::ops)):
@@ -26,6 +29,7 @@ use crate::ir::plan::*;
 use crate::ir::types::Value;
 
 use super::decls::Declarations;
+use super::sources::{csv_format, range};
 use super::stages::{StageSig, stage};
 
 /// The pipelines of the file a `sample_from` may mix: name → output element (`None` for
@@ -94,7 +98,7 @@ pub fn lower(
             Some(ArgValue::Const(Value::Bool(b))) => b,
             _ => default,
         };
-        let is_source = matches!(sig.name, "files" | "tfrecords" | "range" | "sample_from");
+        let is_source = matches!(sig.name, "files" | "tfrecords" | "text_lines" | "csv" | "range" | "sample_from");
         let Some(input) = plan.take() else {
             if !is_source {
                 diags.push(
@@ -124,19 +128,61 @@ pub fn lower(
                     None
                 },
             });
-            plan = Some(if sig.name == "tfrecords" {
-                Plan::Interleave(Interleave {
-                    input: Box::new(files),
-                    cycle_length: a("cycle").unwrap_or(ArgValue::Const(Value::Int(1))),
-                    block_length: a("block").unwrap_or(ArgValue::Const(Value::Int(1))),
-                    parallel: a("parallel").unwrap_or(ArgValue::Const(Value::Int(1))),
-                    deterministic: flag("deterministic", true),
-                    compression: a("compression").unwrap_or(ArgValue::Auto),
-                    on_corrupt: a("on_corrupt").unwrap_or(ArgValue::Word("fail".into())),
-                    verify_crc: flag("verify_crc", true),
-                })
-            } else {
-                files
+            let format = match sig.name {
+                "tfrecords" => RecordFormat::TfRecord,
+                "text_lines" => RecordFormat::Lines,
+                "csv" => RecordFormat::Csv(csv_format(s, a("delimiter"), flag("header", true), decls, diags)?),
+                _ => {
+                    plan = Some(files);
+                    continue;
+                }
+            };
+            let parse = match &format {
+                RecordFormat::TfRecord => None,
+                RecordFormat::Lines => Some(MapOp::Parse {
+                    format: ParseFormat::Line,
+                    fields: vec![FieldType {
+                        name: "line".into(),
+                        ty: Some(crate::ir::types::TensorType {
+                            dtype: crate::ir::types::DType::Str,
+                            shape: crate::ir::types::Shape::scalar(),
+                        }),
+                    }],
+                }),
+                RecordFormat::Csv(_) => Some(MapOp::Parse {
+                    format: ParseFormat::Csv,
+                    fields: decls
+                        .schema
+                        .iter()
+                        .map(|f| FieldType { name: f.name.clone(), ty: Some(f.ty.clone()) })
+                        .collect(),
+                }),
+            };
+            let read = Plan::Interleave(Interleave {
+                input: Box::new(files),
+                format,
+                cycle_length: a("cycle").unwrap_or(ArgValue::Const(Value::Int(1))),
+                block_length: a("block").unwrap_or(ArgValue::Const(Value::Int(1))),
+                parallel: a("parallel").unwrap_or(ArgValue::Const(Value::Int(1))),
+                deterministic: flag("deterministic", true),
+                compression: a("compression").unwrap_or(ArgValue::Auto),
+                on_corrupt: a("on_corrupt").unwrap_or(ArgValue::Word("fail".into())),
+                verify_crc: flag("verify_crc", true),
+            });
+            // Text sources give fields at once: the parse is a map of its own, which the
+            // optimizer fuses with the user's maps.
+            plan = Some(match parse {
+                None => read,
+                Some(op) => {
+                    let output = op.apply(&Element::Record);
+                    Plan::Map(Map {
+                        input: Box::new(read),
+                        ops: vec![op],
+                        parallel: ArgValue::Const(Value::Int(1)),
+                        deterministic: true,
+                        output,
+                    })
+                }
             });
             continue;
         };
@@ -181,6 +227,7 @@ pub fn lower(
                 let interleave = sig.name == "interleave";
                 Plan::Interleave(Interleave {
                     input,
+                    format: RecordFormat::TfRecord,
                     cycle_length: if interleave { a("cycle") } else { None }
                         .unwrap_or(ArgValue::Const(Value::Int(1))),
                     block_length: if interleave { a("block") } else { None }
@@ -251,6 +298,25 @@ pub fn lower(
                     predicate: pred.to_string(),
                     reads: condition.reads(),
                     conditions: vec![condition],
+                })
+            }
+            "read_file" => {
+                if input.output() != Element::Path {
+                    diags.push(
+                        Diagnostic::error(
+                            "E0323",
+                            "`read_file` needs file paths",
+                            s.name.span,
+                            format!("its input is {}", input.output()),
+                        )
+                        .with_help("put it right after `files(pattern)`"),
+                    );
+                    return None;
+                }
+                Plan::ReadFile(ReadFile {
+                    input,
+                    labels: matches!(a("labels"), Some(ArgValue::Word(w)) if w == "dir"),
+                    on_error: a("on_error").unwrap_or(ArgValue::Word("fail".into())),
                 })
             }
             "select" => {
@@ -536,50 +602,6 @@ fn value(e: &ast::Expr, decls: &Declarations) -> ArgValue {
     }
 }
 
-/// `range(end)` (one argument: the end), `range(start, end)`, `range(start, end, step)`.
-fn range(
-    s: &ast::Stage,
-    start: Option<ArgValue>,
-    end: Option<ArgValue>,
-    step: Option<ArgValue>,
-    diags: &mut Vec<Diagnostic>,
-) -> Option<Plan> {
-    let (start, end) = match (start, end) {
-        (Some(end), None) => (ArgValue::Const(Value::Int(0)), end),
-        (Some(start), Some(end)) => (start, end),
-        (None, Some(end)) => (ArgValue::Const(Value::Int(0)), end),
-        (None, None) => {
-            diags.push(
-                Diagnostic::error("E0320", "`range` needs an end", s.name.span, "no end given")
-                    .with_help("`range(10)` is 0 to 9; `range(start, end, step)` as in Python"),
-            );
-            return None;
-        }
-    };
-    let step = step.unwrap_or(ArgValue::Const(Value::Int(1)));
-    for (what, v) in [("start", &start), ("end", &end), ("step", &step)] {
-        let bad = match v {
-            ArgValue::Const(Value::UInt(n)) => Some(format!("{n} is more than the largest i64")),
-            ArgValue::Word(w) => Some(format!("`{w}` is not an i64")),
-            ArgValue::Const(Value::Int(0)) if what == "step" => Some("a step of 0 never ends".to_string()),
-            _ => None,
-        };
-        if let Some(label) = bad {
-            diags.push(Diagnostic::error(
-                "E0321",
-                format!(
-                    "the {what} of `range` must be an i64{}",
-                    if what == "step" { " other than 0" } else { "" }
-                ),
-                s.name.span,
-                label,
-            ));
-            return None;
-        }
-    }
-    Some(Plan::Range(crate::ir::plan::Range { start, end, step }))
-}
-
 type Reader<'a> = (&'static StageSig, Vec<Option<&'a ast::Expr>>);
 
 /// The one `tfrecord(...)` reader in an `interleave` block.
@@ -681,7 +703,7 @@ fn parse_example(
     }
     let fields =
         decls.schema.iter().map(|f| FieldType { name: f.name.clone(), ty: Some(f.ty.clone()) }).collect();
-    Some(MapOp::ParseExample { fields })
+    Some(MapOp::Parse { format: ParseFormat::Example, fields })
 }
 
 /// A `device cuda` pipeline that yields batches of fields ends in a [`DeviceTail`]

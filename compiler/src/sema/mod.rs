@@ -13,6 +13,7 @@ mod calls;
 pub mod decls;
 pub mod lower;
 pub mod ops;
+mod sources;
 pub mod stages;
 
 pub use decls::{Declarations, Device, ExternDecl, FieldDecl, ParamDecl, check_declarations};

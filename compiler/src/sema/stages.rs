@@ -44,6 +44,11 @@ pub enum ArgKind {
     CorruptPolicy,
     /// `keep`, `drop` or `pad`: what `shard` does with the last, partial round.
     Remainder,
+    /// One ASCII character other than a quote or a line break, as a string (`csv`'s
+    /// delimiter).
+    Char,
+    /// `dir` (the label is the index of the file's folder) or `none`.
+    Labels,
     /// A boolean or numeric expression over the element's fields (checked later).
     Expr,
 }
@@ -62,6 +67,8 @@ impl ArgKind {
             ArgKind::Compression => "`auto`, `none`, `gzip` or `zlib`",
             ArgKind::CorruptPolicy => "`fail`, `skip` or `skip_file`",
             ArgKind::Remainder => "`keep`, `drop` or `pad`",
+            ArgKind::Char => "one ASCII character other than a quote or a line break, such as \",\"",
+            ArgKind::Labels => "`dir` or `none`",
             ArgKind::Expr => "an expression",
         }
     }
@@ -73,6 +80,7 @@ impl ArgKind {
             ArgKind::Compression => &["auto", "none", "gzip", "zlib"],
             ArgKind::CorruptPolicy => &["fail", "skip", "skip_file"],
             ArgKind::Remainder => &["keep", "drop", "pad"],
+            ArgKind::Labels => &["dir", "none"],
             _ => &[],
         }
     }
@@ -151,6 +159,41 @@ pub const STAGES: &[StageSig] = &[
             opt("on_corrupt", CorruptPolicy),
             opt("verify_crc", Bool),
         ],
+        block: BlockKind::None,
+    },
+    // `tf.data.TextLineDataset`: one element `{line: str}` per line of each file.
+    StageSig {
+        name: "text_lines",
+        args: &[
+            req("files", Glob),
+            opt("cycle", CountOrAuto),
+            opt("block", Count),
+            opt("parallel", CountOrAuto),
+            opt("deterministic", Bool),
+            opt("compression", Compression),
+        ],
+        block: BlockKind::None,
+    },
+    // `tf.data.experimental.CsvDataset`: one element per row, the schema's columns.
+    StageSig {
+        name: "csv",
+        args: &[
+            req("files", Glob),
+            opt("header", Bool),
+            opt("delimiter", Char),
+            opt("cycle", CountOrAuto),
+            opt("block", Count),
+            opt("parallel", CountOrAuto),
+            opt("deterministic", Bool),
+            opt("compression", Compression),
+        ],
+        block: BlockKind::None,
+    },
+    // `tf.io.read_file` over `files(...)`: `{contents: bytes, path: str}` per file, plus
+    // `label: i64` with `labels: dir` (Keras' `image_dataset_from_directory`).
+    StageSig {
+        name: "read_file",
+        args: &[opt("labels", Labels), opt("on_error", CorruptPolicy)],
         block: BlockKind::None,
     },
     StageSig {
@@ -519,6 +562,11 @@ fn check_arg(sig: &StageSig, a: &ArgSig, e: &ast::Expr, decls: &Declarations, di
             if a.kind == Int && matches!(inner.kind, ExprKind::Int(_)) => {}
         ExprKind::Bool(_) if a.kind == Bool => {}
         ExprKind::Str(_) if matches!(a.kind, Glob | Path) => {}
+        ExprKind::Str(c) if a.kind == Char => {
+            if !matches!(c.as_bytes(), [b] if b.is_ascii() && !matches!(b, b'"' | b'\n' | b'\r')) {
+                diags.push(wrong(format!("found {c:?}")));
+            }
+        }
         other => diags.push(wrong(format!("found {}", describe(other)))),
     }
 }

@@ -309,6 +309,17 @@ pub fn bytes<'a>(
     }
 }
 
+/// The single string of a scalar `str` feature (or its default): a `bytes_list` of one
+/// value, checked to be UTF-8.
+#[inline]
+pub fn text(name: &str, entry: Option<Entry<'_>>, default: Option<&str>) -> Result<String, ParseError> {
+    let b = bytes(name, entry, default.map(str::as_bytes))?;
+    match std::str::from_utf8(b) {
+        Ok(s) => Ok(s.to_owned()),
+        Err(e) => Err(ParseError::NotUtf8 { feature: name.to_string(), at: e.valid_up_to() }),
+    }
+}
+
 /// Every byte string of a `bytes[]` feature (or its default), borrowed from the record.
 #[inline]
 pub fn bytes_list<'a>(

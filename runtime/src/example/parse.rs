@@ -282,6 +282,14 @@ pub enum ParseError {
         /// The declared type.
         dtype: &'static str,
     },
+    /// A `str` feature whose bytes are not UTF-8.
+    #[error("feature `{feature}`: not UTF-8 text (invalid byte at offset {at})")]
+    NotUtf8 {
+        /// The feature.
+        feature: String,
+        /// Where the first invalid byte is.
+        at: usize,
+    },
     /// The columns passed in were made for another spec.
     #[error("the output columns were not made by this parser")]
     ColumnsMismatch,

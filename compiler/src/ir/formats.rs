@@ -1,0 +1,77 @@
+//! How records are held in files and parsed into fields: the formats of the readers
+//! ([`Interleave`]: TFRecord, text lines, CSV rows) and of the parse a map starts with.
+
+use super::plan::{ArgValue, Plan};
+
+/// How the files of an [`Interleave`] hold their records.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RecordFormat {
+    /// TFRecord files: each record one serialized message.
+    TfRecord,
+    /// Text: each line one record (`text_lines`).
+    Lines,
+    /// CSV (RFC 4180): each row one record, its schema columns picked out (`csv`).
+    Csv(CsvFormat),
+}
+
+/// The options of a `csv` source.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CsvFormat {
+    /// The first row of each file names the columns.
+    pub header: bool,
+    /// The field separator.
+    pub delimiter: u8,
+    /// The schema's fields, in order: the columns each row is read into.
+    pub columns: Vec<String>,
+}
+
+impl RecordFormat {
+    /// Its name in `explain` (`reader=...`).
+    pub fn name(&self) -> String {
+        match self {
+            RecordFormat::TfRecord => "tfrecord".into(),
+            RecordFormat::Lines => "text_lines".into(),
+            RecordFormat::Csv(c) => format!(
+                "csv(header: {}, delimiter: {:?})",
+                c.header,
+                char::from(c.delimiter)
+            ),
+        }
+    }
+}
+
+/// How a map's [`MapOp::Parse`](super::plan::MapOp::Parse) reads a record into fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParseFormat {
+    /// A serialized `tf.train.Example` (`parse_example`).
+    Example,
+    /// A line of text into `line: str` (after `text_lines`).
+    Line,
+    /// A CSV row into the schema's columns (after `csv`).
+    Csv,
+}
+
+/// Reads the records of each input file (`interleave` with a `tfrecord` reader, or
+/// `tfrecords`; a `tfrecord` right after `files` reads them one after another; the
+/// lines of `text_lines` and the rows of `csv` the same way).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Interleave {
+    /// The file paths.
+    pub input: Box<Plan>,
+    /// How the files hold their records.
+    pub format: RecordFormat,
+    /// Files read at once.
+    pub cycle_length: ArgValue,
+    /// Records taken from a file before moving to the next.
+    pub block_length: ArgValue,
+    /// Worker threads.
+    pub parallel: ArgValue,
+    /// Keep the order.
+    pub deterministic: bool,
+    /// Whole-file compression.
+    pub compression: ArgValue,
+    /// What to do with a corrupt record.
+    pub on_corrupt: ArgValue,
+    /// Verify payload checksums.
+    pub verify_crc: bool,
+}

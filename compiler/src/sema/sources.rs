@@ -1,0 +1,99 @@
+//! The lowering of the sources that make their elements from arguments alone: `range`
+//! and the options of `csv` (E0320–E0322).
+
+use crate::ast;
+use crate::diagnostic::Diagnostic;
+use crate::ir::plan::{ArgValue, CsvFormat, Plan};
+use crate::ir::types::Value;
+
+use super::decls::Declarations;
+
+/// The options of a `csv` source: every schema field is a column of one value (a number,
+/// `bool`, `str` or `bytes`), E0322 otherwise.
+pub(super) fn csv_format(
+    s: &ast::Stage,
+    delimiter: Option<ArgValue>,
+    header: bool,
+    decls: &Declarations,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<CsvFormat> {
+    use crate::ir::types::DType;
+    if decls.schema.is_empty() {
+        diags.push(
+            Diagnostic::error("E0322", "`csv` needs a `schema`", s.name.span, "no schema declared")
+                .with_help("declare the columns it reads: `schema { name: str, age: i64 }`"),
+        );
+        return None;
+    }
+    let mut ok = true;
+    for f in &decls.schema {
+        let why = if f.ty.shape != crate::ir::types::Shape::scalar() {
+            Some("a CSV column holds one value per row")
+        } else if matches!(f.ty.dtype, DType::F16 | DType::Bf16) {
+            Some("read it as `f32` and `cast` it")
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            diags.push(
+                Diagnostic::error(
+                    "E0322",
+                    format!("`csv` cannot read the schema field `{}: {}`", f.name, f.ty),
+                    s.name.span,
+                    why,
+                )
+                .with_label(f.span, "declared here"),
+            );
+            ok = false;
+        }
+    }
+    let delimiter = match delimiter {
+        Some(ArgValue::Const(Value::Str(c))) => *c.as_bytes().first()?,
+        _ => b',',
+    };
+    ok.then(|| CsvFormat { header, delimiter, columns: decls.schema.iter().map(|f| f.name.clone()).collect() })
+}
+
+/// `range(end)` (one argument: the end), `range(start, end)`, `range(start, end, step)`.
+pub(super) fn range(
+    s: &ast::Stage,
+    start: Option<ArgValue>,
+    end: Option<ArgValue>,
+    step: Option<ArgValue>,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<Plan> {
+    let (start, end) = match (start, end) {
+        (Some(end), None) => (ArgValue::Const(Value::Int(0)), end),
+        (Some(start), Some(end)) => (start, end),
+        (None, Some(end)) => (ArgValue::Const(Value::Int(0)), end),
+        (None, None) => {
+            diags.push(
+                Diagnostic::error("E0320", "`range` needs an end", s.name.span, "no end given")
+                    .with_help("`range(10)` is 0 to 9; `range(start, end, step)` as in Python"),
+            );
+            return None;
+        }
+    };
+    let step = step.unwrap_or(ArgValue::Const(Value::Int(1)));
+    for (what, v) in [("start", &start), ("end", &end), ("step", &step)] {
+        let bad = match v {
+            ArgValue::Const(Value::UInt(n)) => Some(format!("{n} is more than the largest i64")),
+            ArgValue::Word(w) => Some(format!("`{w}` is not an i64")),
+            ArgValue::Const(Value::Int(0)) if what == "step" => Some("a step of 0 never ends".to_string()),
+            _ => None,
+        };
+        if let Some(label) = bad {
+            diags.push(Diagnostic::error(
+                "E0321",
+                format!(
+                    "the {what} of `range` must be an i64{}",
+                    if what == "step" { " other than 0" } else { "" }
+                ),
+                s.name.span,
+                label,
+            ));
+            return None;
+        }
+    }
+    Some(Plan::Range(crate::ir::plan::Range { start, end, step }))
+}

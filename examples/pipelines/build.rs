@@ -19,6 +19,9 @@ fn main() {
         "../../tests/pipes/range.pipe",
         "../../tests/pipes/auto_cycle.pipe",
         "../../tests/pipes/parse_tensor.pipe",
+        "../../tests/pipes/text.pipe",
+        "../../tests/pipes/csv.pipe",
+        "../../tests/pipes/read_file.pipe",
         "pipes/tf_fixtures.pipe",
         "pipes/shard.pipe",
     ]);

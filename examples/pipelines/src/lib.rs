@@ -32,6 +32,9 @@ pub mod corpus {
     sluice::include_pipelines!("range");
     sluice::include_pipelines!("auto_cycle");
     sluice::include_pipelines!("parse_tensor");
+    sluice::include_pipelines!("text");
+    sluice::include_pipelines!("csv");
+    sluice::include_pipelines!("read_file");
 }
 
 /// The user function `augment.pipe` declares (`extern fn augment_fns::brighten`).

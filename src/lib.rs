@@ -43,14 +43,15 @@ pub mod __private {
     pub use sluice_runtime::abi::{self, FromParam, Rows, located, ops, param, parse};
     pub use sluice_runtime::column::{
         AnyColumn, Batchable, ColumnBuilder, ColumnError, Columns, Dense, IntoAnyColumn, NamedColumns,
-        PadLen, PadShape, Ragged, Tensor, check_rows,
+        PadLen, PadShape, Ragged, Tensor, Text, check_rows,
     };
     pub use sluice_runtime::example;
     pub use sluice_runtime::rng::Philox;
     pub use sluice_runtime::stage::{
-        Buffer, CacheCodec, Dataset, Element, Files, GlobalShuffle, Indexed, OpenTfRecord, Parallelism,
-        PipelineState, Record, RecordBatch, Remainder, RuntimeOptions, auto_cycle, available_cores, files,
-        fingerprint, from_vec, global_shuffle, range_step, sample_from, tfrecord_batches, tfrecords,
+        Buffer, CacheCodec, Dataset, Element, FileContents, Files, GlobalShuffle, Indexed, OpenTfRecord,
+        Parallelism, PipelineState, ReadFileOptions, ReadFiles, Record, RecordBatch, Remainder,
+        RuntimeOptions, auto_cycle, available_cores, files, fingerprint, from_vec, global_shuffle,
+        range_step, read_files, sample_from, tfrecord_batches, tfrecords,
     };
     pub use sluice_runtime::tfrecord;
     pub use sluice_runtime::tfrecord::{Compression, CorruptPolicy, ReaderOptions};

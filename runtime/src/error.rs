@@ -160,6 +160,10 @@ pub enum CorruptKind {
         /// What the protobuf decoder said.
         reason: String,
     },
+    /// A file read whole (`read_file`) could not be read: missing (deleted since it was
+    /// listed), unreadable or not a file; the operating system's message. Only a skip
+    /// event carries it: under the `fail` policy the error is [`Error::Io`].
+    Unreadable(String),
 }
 
 impl fmt::Display for CorruptKind {
@@ -188,6 +192,7 @@ impl fmt::Display for CorruptKind {
             CorruptKind::Decode { message, reason } => {
                 write!(f, "payload is not a valid {message}: {reason}")
             }
+            CorruptKind::Unreadable(reason) => write!(f, "the file could not be read: {reason}"),
         }
     }
 }

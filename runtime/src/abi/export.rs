@@ -2,14 +2,14 @@
 //! serialized record, its bytes as they are). Every element type a generated pipeline
 //! yields implements [`ToExample`]: the code generator writes the impl of each record
 //! struct field by field with the functions below ([`scalar`], [`list`], [`tensor`],
-//! [`bytes`]); batches, paths and other elements without fields refuse.
+//! [`bytes`], [`text`]); batches, paths and other elements without fields refuse.
 //!
 //! The convention (the README's): one feature per field, named as the field.
 //!
 //! - integers and `bool` (`u8` … `i64`): `int64_list` (`u64` above `i64::MAX` wraps, as
 //!   TensorFlow's own casts do); floats: `float_list` (`f64` narrowed to `f32`: an
 //!   Example holds no doubles);
-//! - a byte string (or string): `bytes_list` with one value;
+//! - a byte string, or a string (`str`, its UTF-8 bytes): `bytes_list` with one value;
 //! - a scalar: one value; a tensor: its values flattened in row-major order, plus an
 //!   `int64_list` feature `NAME.shape` with its dimensions; a variable-length list: its
 //!   values, plus `NAME.shape` `[len]`.
@@ -20,7 +20,7 @@ use std::path::PathBuf;
 use super::show::Num;
 use crate::column::Tensor;
 use crate::example::{Example, Feature};
-use crate::stage::{Record, RecordBatch};
+use crate::stage::{FileContents, Record, RecordBatch};
 
 /// An element as `sluice run --output` writes it.
 pub trait ToExample {
@@ -101,6 +101,12 @@ pub fn bytes(out: &mut Features, name: &str, value: &[u8]) {
     out.insert(name.to_string(), Feature::bytes([value.to_vec()]));
 }
 
+/// A string field (`str`): `bytes_list` with one value, its UTF-8 bytes (as TensorFlow
+/// holds a `tf.string`).
+pub fn text(out: &mut Features, name: &str, value: &str) {
+    out.insert(name.to_string(), Feature::bytes([value.as_bytes().to_vec()]));
+}
+
 /// Serializes the record of `features` to `out` (for generated impls).
 pub fn finish(features: Features, out: &mut Vec<u8>) {
     out.extend_from_slice(
@@ -133,6 +139,25 @@ impl ToExample for RecordBatch {
     }
 }
 
+/// A file read whole: features `contents` (bytes), `path` (a string) and `label`.
+impl ToExample for FileContents {
+    fn to_example(&self, out: &mut Vec<u8>) -> Result<(), &'static str> {
+        let mut f = Features::new();
+        bytes(&mut f, "contents", &self.contents);
+        text(&mut f, "path", &self.path);
+        scalar(&mut f, "label", &self.label);
+        finish(f, out);
+        Ok(())
+    }
+}
+
+/// A string alone is no record (a `str` field is written by [`text`]).
+impl ToExample for String {
+    fn to_example(&self, _: &mut Vec<u8>) -> Result<(), &'static str> {
+        Err("a string")
+    }
+}
+
 impl ToExample for PathBuf {
     fn to_example(&self, _: &mut Vec<u8>) -> Result<(), &'static str> {
         Err("a file path")
@@ -157,6 +182,8 @@ mod tests {
         list(&mut f, "ids", &[1i64, 2, 3]);
         tensor(&mut f, "x", &Tensor::new(vec![2, 2], vec![1.0f32, 2.0, 3.0, 4.0]).unwrap());
         bytes(&mut f, "b", b"hi");
+        let s = String::from("é\n"); // As a generated impl passes a `String` field.
+        text(&mut f, "s", &s);
         let mut out = Vec::new();
         finish(f, &mut out);
         let ex = Example::decode_record(&out).unwrap();
@@ -166,7 +193,8 @@ mod tests {
         assert_eq!(ex.feature("x").unwrap().as_floats(), Some(&[1.0, 2.0, 3.0, 4.0][..]));
         assert_eq!(ex.feature("x.shape").unwrap().as_int64s(), Some(&[2, 2][..]));
         assert_eq!(ex.feature("b").unwrap().as_bytes(), Some(&[b"hi".to_vec()][..]));
-        assert!(ex.feature("id.shape").is_none());
+        assert_eq!(ex.feature("s").unwrap().as_bytes(), Some(&["é\n".as_bytes().to_vec()][..]));
+        assert!(ex.feature("id.shape").is_none() && ex.feature("s.shape").is_none());
     }
 
     #[test]
@@ -175,5 +203,6 @@ mod tests {
         vec![1u8, 2].to_example(&mut out).unwrap();
         assert_eq!(out, [1, 2]);
         assert_eq!(vec![vec![1u8]].to_example(&mut out), Err(BATCH));
+        assert_eq!(String::from("x").to_example(&mut out), Err("a string"));
     }
 }

@@ -21,6 +21,20 @@ impl Rows for Vec<u8> {
     }
 }
 
+/// A string.
+impl Rows for String {
+    fn rows(&self) -> u64 {
+        1
+    }
+}
+
+/// A file read whole.
+impl Rows for crate::stage::FileContents {
+    fn rows(&self) -> u64 {
+        1
+    }
+}
+
 /// A serialized record with its origin.
 impl Rows for crate::stage::Record {
     fn rows(&self) -> u64 {

@@ -2,7 +2,7 @@
 //! field. Every element type a generated pipeline yields implements [`Show`]: the code
 //! generator writes the impl of each record and batch struct field by field, choosing
 //! the function below by how the field is held ([`scalar`], [`list`], [`tensor`],
-//! [`bytes`]; a batch's columns through their own [`Show`] impls).
+//! [`bytes`], [`text`]; a batch's columns through their own [`Show`] impls).
 //!
 //! The format:
 //!
@@ -11,10 +11,15 @@
 //!   column has the batch's dimension first;
 //! - a byte string: `{"dtype":"bytes","base64":"..."}` (standard alphabet, padded); a
 //!   batch's column of them: `"base64":["...", ...]`;
+//! - a string (`str`): a JSON string, `"..."` (UTF-8 as it is; `"`, `\\` and the
+//!   control characters below U+0020 escaped, so any JSON reader gives the same string
+//!   back); a batch's column of them: an array of strings, `["...", ...]`;
 //! - a serialized record (`tfrecords(files)` alone): `{"record":{"dtype":"bytes",
 //!   "base64":"..."},"origin":"path: record N"}` (`origin` is `null` when unknown); a
 //!   batch of them: `base64` and `origin` are lists;
-//! - a path: `{"path":"..."}`; a batch of whole elements: a JSON array of them.
+//! - a path: `{"path":"..."}`; a file read whole (`read_file`): `{"contents":{"dtype":
+//!   "bytes","base64":"..."},"path":"...","label":{"dtype":"i64",...}}`; a batch of whole
+//!   elements: a JSON array of them.
 //!
 //! Floats print as the shortest decimal that reads back as the same value of their own
 //! type (`0.1` for the `f32` nearest 0.1, not the `0.10000000149011612` of its `f64`
@@ -28,8 +33,8 @@ use std::path::PathBuf;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 
-use crate::column::{Dense, Ragged, Scalar, Tensor};
-use crate::stage::{Origin, Record, RecordBatch};
+use crate::column::{Dense, Ragged, Scalar, Tensor, Text};
+use crate::stage::{FileContents, Origin, Record, RecordBatch};
 
 /// JSON text being written, one element at a time.
 ///
@@ -225,6 +230,11 @@ pub fn bytes(out: &mut Json, value: &[u8]) {
     out.end_object();
 }
 
+/// A string field: a JSON string.
+pub fn text(out: &mut Json, value: &str) {
+    out.string(value);
+}
+
 /// A byte-string column: `"base64"` is a list, one string per row.
 fn bytes_rows<'a>(out: &mut Json, rows: impl Iterator<Item = &'a [u8]>) {
     out.begin_object();
@@ -251,6 +261,25 @@ impl<T: Num, R> Show for Dense<T, R> {
 impl Show for Ragged<u8> {
     fn show(&self, out: &mut Json) {
         bytes_rows(out, (0..self.len()).map(|i| self.row_values(i)));
+    }
+}
+
+/// A string (a `str` field): a JSON string.
+impl Show for String {
+    fn show(&self, out: &mut Json) {
+        text(out, self);
+    }
+}
+
+/// A batch's column of strings: an array of JSON strings.
+impl Show for Text {
+    fn show(&self, out: &mut Json) {
+        out.begin_array();
+        for row in self.iter() {
+            out.item();
+            out.string(row);
+        }
+        out.end_array();
     }
 }
 
@@ -303,6 +332,20 @@ impl Show for PathBuf {
         out.begin_object();
         out.key("path");
         out.string(&self.to_string_lossy());
+        out.end_object();
+    }
+}
+
+/// `{"contents":…,"path":"…","label":…}`, fields as a record's.
+impl Show for FileContents {
+    fn show(&self, out: &mut Json) {
+        out.begin_object();
+        out.key("contents");
+        bytes(out, &self.contents);
+        out.key("path");
+        text(out, &self.path);
+        out.key("label");
+        scalar(out, &self.label);
         out.end_object();
     }
 }
@@ -446,12 +489,47 @@ mod tests {
             shown(&batch),
             r#"{"record":{"dtype":"bytes","base64":["aGk=","eA=="]},"origin":["dir/a \"q\".tfrecord: record 3",null]}"#
         );
+        let file = FileContents { contents: b"hi".to_vec(), path: "d/é.jpg".into(), label: 2 };
+        assert_eq!(
+            shown(&file),
+            r#"{"contents":{"dtype":"bytes","base64":"aGk="},"path":"d/é.jpg","label":{"dtype":"i64","shape":[],"values":[2]}}"#
+        );
         let paths = vec![PathBuf::from("a\nb"), PathBuf::from("c")];
         assert_eq!(shown(&paths), r#"[{"path":"a\nb"},{"path":"c"}]"#);
         assert_eq!(shown(&Vec::<PathBuf>::new()), "[]");
         for text in [shown(&batch), shown(&paths), shown(&r)] {
             serde_json::from_str::<serde_json::Value>(&text).unwrap();
         }
+    }
+
+    #[test]
+    fn str_fields_and_columns_are_json_strings_that_read_back() {
+        let tricky = "é \n \" \\ \u{1} \u{1f} \u{7f} \u{2028} 日本 🦀";
+        let mut out = Json::new();
+        out.begin_object();
+        out.key("s");
+        text(&mut out, tricky);
+        out.key("e");
+        "".to_string().show(&mut out);
+        out.end_object();
+        assert_eq!(
+            out.as_str(),
+            "{\"s\":\"é \\n \\\" \\\\ \\u0001 \\u001f \u{7f} \u{2028} 日本 🦀\",\"e\":\"\"}"
+        );
+        let json: serde_json::Value = serde_json::from_str(out.as_str()).unwrap();
+        assert_eq!(json["s"], tricky);
+        assert_eq!(json["e"], "");
+
+        let rows = ["é", "\n", "\"", "\u{1}", ""];
+        let mut b = <String as Batchable>::builder(rows.len());
+        for r in rows {
+            b.push(r.to_string()).unwrap();
+        }
+        let column = shown(&b.finish());
+        assert_eq!(column, r#"["é","\n","\"","\u0001",""]"#);
+        let json: serde_json::Value = serde_json::from_str(&column).unwrap();
+        assert_eq!(json, serde_json::json!(rows));
+        assert_eq!(shown(&<String as Batchable>::builder(0).finish()), "[]");
     }
 
     #[test]

@@ -8,7 +8,9 @@
 //!   fields; `R` is the type of one row, so the column knows how to give rows back;
 //! - [`Ragged<T>`]: the values of every element end to end, plus `n + 1` offsets
 //!   (`offsets[0] == 0`, row `i` is `values[offsets[i]..offsets[i + 1]]`), for `Vec<T>`
-//!   fields (`Vec<u8>` is a bytes column).
+//!   fields (`Vec<u8>` is a bytes column);
+//! - [`Text`]: a [`Ragged<u8>`] whose rows are UTF-8, for `String` fields (the `str`
+//!   type).
 //!
 //! Both expose their raw, dtype-typed buffers (`as_slice`, `shape`, `into_vec`,
 //! `into_parts`) so a training loop can hand them to a tensor library without copying.
@@ -34,6 +36,7 @@ mod named;
 mod pool;
 mod ragged;
 mod tensor;
+mod text;
 mod tuple;
 
 pub use dense::{Dense, DenseBuilder, DenseRow};
@@ -41,6 +44,7 @@ pub use named::{AnyColumn, Buffer, IntoAnyColumn, IntoBuffer, NamedColumns};
 pub use pool::{BufferPool, PooledVec};
 pub use ragged::{PaddedVecBuilder, Ragged, RaggedBuilder};
 pub use tensor::{PaddedTensorBuilder, Tensor, TensorBuilder};
+pub use text::{Text, TextBuilder};
 
 /// The element type of a column's buffer, for handing it to a tensor library.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -5,7 +5,7 @@
 //! its columns, in field order, each as an [`AnyColumn`] that owns the column's buffer.
 //! Nothing is copied: the `Vec`s the batch was built in move out as they are.
 
-use super::{DType, Dense, Ragged, Scalar};
+use super::{DType, Dense, Ragged, Scalar, Text};
 
 /// A column's buffer, its element type erased.
 #[derive(Debug, Clone, PartialEq)]
@@ -149,6 +149,13 @@ impl<T: IntoBuffer> IntoAnyColumn for Ragged<T> {
     }
 }
 
+/// Strings as ragged bytes: their UTF-8 bytes and offsets.
+impl IntoAnyColumn for Text {
+    fn into_any_column(self) -> AnyColumn {
+        self.into_ragged().into_any_column()
+    }
+}
+
 /// A batch whose columns have names: every generated batch struct (one column per field
 /// of its record, named like the field).
 pub trait NamedColumns {
@@ -179,6 +186,15 @@ mod tests {
         let c = b.finish().into_any_column();
         assert_eq!(c.rows(), 2);
         assert_eq!(c, AnyColumn::Ragged { values: Buffer::U8(b"ab".to_vec()), offsets: vec![0, 2, 2] });
+
+        let mut b = <String as Batchable>::builder(2);
+        b.push("é".to_string()).unwrap();
+        b.push("x".to_string()).unwrap();
+        let c = b.finish().into_any_column();
+        assert_eq!(
+            c,
+            AnyColumn::Ragged { values: Buffer::U8("éx".as_bytes().to_vec()), offsets: vec![0, 2, 3] }
+        );
     }
 
     #[test]

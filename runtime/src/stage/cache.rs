@@ -108,7 +108,8 @@ impl CacheCodec for String {
     fn decode(bytes: &mut &[u8]) -> std::result::Result<Self, String> {
         let n = u64::decode(bytes)?;
         let b = take(bytes, usize::try_from(n).map_err(|_| "string length overflows".to_string())?)?;
-        String::from_utf8(b.to_vec()).map_err(|e| e.to_string())
+        String::from_utf8(b.to_vec())
+            .map_err(|e| format!("cache entry: a string is not UTF-8: {}", e.utf8_error()))
     }
 }
 
@@ -370,5 +371,67 @@ impl<I> Drop for CacheFileIter<I> {
         if let FileMode::Record { tmp, .. } = &self.mode {
             let _ = std::fs::remove_file(tmp);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stage::from_vec;
+
+    fn round_trip<T: CacheCodec + PartialEq + std::fmt::Debug>(x: &T) {
+        let mut out = Vec::new();
+        x.encode(&mut out);
+        let mut bytes = &out[..];
+        assert_eq!(&T::decode(&mut bytes).unwrap(), x);
+        assert!(bytes.is_empty(), "{} bytes left over", bytes.len());
+    }
+
+    #[test]
+    fn strings_round_trip_length_prefixed() {
+        for s in ["", "a", "é \n \" \u{1} 日本 🦀"] {
+            round_trip(&s.to_string());
+        }
+        round_trip(&(String::from("x"), 7i64, vec![String::from("é"), String::new()]));
+        let mut out = Vec::new();
+        "é".to_string().encode(&mut out);
+        assert_eq!(out, [2, 0, 0, 0, 0, 0, 0, 0, 0xc3, 0xa9]);
+    }
+
+    #[test]
+    fn a_string_that_is_not_utf8_or_cut_short_is_an_error() {
+        let mut entry = 2u64.to_le_bytes().to_vec();
+        entry.extend([0xc3, 0x28]);
+        let e = String::decode(&mut &entry[..]).unwrap_err();
+        assert!(e.contains("not UTF-8"), "{e}");
+        let e = String::decode(&mut &entry[..9]).unwrap_err();
+        assert!(e.contains("ends early"), "{e}");
+    }
+
+    #[test]
+    fn a_file_cache_replays_strings_and_names_a_corrupt_entry() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.cache");
+        let items = vec![String::from("é"), String::new(), String::from("a\nb")];
+        let collect = |ds: &CacheFile<_>| -> Result<Vec<String>> { ds.stream()?.collect() };
+        assert_eq!(collect(&from_vec(items.clone()).cache_file(&path)).unwrap(), items);
+        assert_eq!(collect(&from_vec(Vec::new()).cache_file(&path)).unwrap(), items, "replayed");
+
+        // A cache whose second entry is framed correctly but is not UTF-8.
+        let mut w = tfrecord::create(&path, Compression::None).unwrap();
+        w.write_record(&header(0)).unwrap();
+        let mut good = Vec::new();
+        items[0].encode(&mut good);
+        w.write_record(&good).unwrap();
+        let mut bad = 1u64.to_le_bytes().to_vec();
+        bad.push(0xff);
+        w.write_record(&bad).unwrap();
+        w.finish().unwrap();
+        let mut s = from_vec(Vec::<String>::new()).cache_file(&path).stream().unwrap();
+        assert_eq!(s.next().unwrap().unwrap(), "é");
+        let e = s.next().unwrap().unwrap_err();
+        let text = e.to_string();
+        assert!(e.is_corrupt() && text.contains("s.cache") && text.contains("record 2"), "{text}");
+        assert!(text.contains("not UTF-8"), "{text}");
     }
 }

@@ -36,6 +36,7 @@ mod global_shuffle;
 mod interleave;
 mod map;
 mod prefetch;
+mod read_file;
 mod record;
 mod record_batch;
 mod repeat;
@@ -65,6 +66,7 @@ pub use interleave::{
 };
 pub use map::{Map, MapFn};
 pub use prefetch::{Buffer, Prefetch, PrefetchIter};
+pub use read_file::{FileContents, ReadFileOptions, ReadFiles, ReadFilesIter, read_files};
 pub use record::{FileId, Origin, Record};
 pub use record_batch::{BatchFn, RecordBatch, TfRecordBatches, TfRecordBatchesIter, tfrecord_batches};
 pub use repeat::Repeat;

@@ -40,6 +40,24 @@ pub enum Error {
         /// What is wrong.
         kind: CorruptKind,
     },
+    /// A text or CSV file is malformed at a line (and a column, counted in characters
+    /// from 1, where one applies): a stray quote, a row with the wrong number of fields,
+    /// a header without a column the schema names, a damaged compressed stream.
+    #[error(
+        "{}:{line}{}: {message}",
+        path.display(),
+        column.map_or(String::new(), |c| format!(":{c}"))
+    )]
+    Text {
+        /// The file.
+        path: PathBuf,
+        /// The line, counted from 1.
+        line: u64,
+        /// The character on the line, counted from 1.
+        column: Option<u64>,
+        /// What is wrong.
+        message: String,
+    },
     /// A user-supplied argument is invalid.
     #[error("{0}")]
     Invalid(String),
@@ -104,9 +122,10 @@ impl Error {
         Error::Panic { stage: stage.to_string(), message }
     }
 
-    /// True for data corruption (as opposed to an I/O failure or a bad argument).
+    /// True for data corruption (as opposed to an I/O failure or a bad argument),
+    /// malformed text included.
     pub fn is_corrupt(&self) -> bool {
-        matches!(self, Error::Corrupt { .. })
+        matches!(self, Error::Corrupt { .. } | Error::Text { .. })
     }
 }
 

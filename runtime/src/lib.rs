@@ -8,6 +8,8 @@
 //!   random access by them;
 //! - [`example`]: `tf.train.Example` / `SequenceExample` as prost messages, and their
 //!   canonical proto3 JSON form;
+//! - [`text`]: text sources, the lines of a text file and the rows of a CSV file
+//!   (RFC 4180), as records whose origin is a line;
 //! - [`synth`]: deterministic synthetic datasets (`sluice gen`);
 //! - [`image`]: JPEG/PNG decoding, TensorFlow-exact bilinear resize, crops, flips,
 //!   normalization, and a fused decode → resize → normalize path;
@@ -41,6 +43,7 @@ pub mod rng;
 pub mod stage;
 pub mod synth;
 pub mod testing;
+pub mod text;
 pub mod tfrecord;
 #[cfg(feature = "torch")]
 pub mod torch;

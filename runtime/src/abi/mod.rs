@@ -82,6 +82,7 @@ pub mod ops;
 pub mod parse;
 pub mod show;
 mod tail;
+pub mod text;
 
 pub use tail::{DeviceTail, TailKernel};
 

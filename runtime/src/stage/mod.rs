@@ -67,7 +67,7 @@ pub use interleave::{
 pub use map::{Map, MapFn};
 pub use prefetch::{Buffer, Prefetch, PrefetchIter};
 pub use read_file::{FileContents, ReadFileOptions, ReadFiles, ReadFilesIter, read_files};
-pub use record::{FileId, Origin, Record};
+pub use record::{FileId, Origin, Record, Unit};
 pub use record_batch::{BatchFn, RecordBatch, TfRecordBatches, TfRecordBatchesIter, tfrecord_batches};
 pub use repeat::Repeat;
 pub use sample::{SampleFrom, sample_from};

@@ -3,8 +3,8 @@
 //! division by zero) can name the file and the record, on every path: the interleave of
 //! readers, the global shuffle, a `batch` of records and the fused reader.
 //!
-//! The origin is an [`Origin`]: a file number and a record index, 12 bytes and `Copy`.
-//! File numbers index a process-wide table of the paths read so far (one entry per
+//! The origin is an [`Origin`]: a file number, a [`Unit`] (a record of a TFRecord file or
+//! a line of a text file) and an index, 16 bytes and `Copy`. File numbers index a process-wide table of the paths read so far (one entry per
 //! distinct path, added when a file is opened), so carrying the origin costs no
 //! reference count per record.
 
@@ -63,23 +63,56 @@ impl FileId {
     }
 }
 
-/// Where a record came from: record `index` (counted from 0) of a file.
+/// What an [`Origin`]'s index counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Unit {
+    /// Records of a TFRecord file: named `path: record N` (N from 0, as `sluice cat`
+    /// numbers them).
+    #[default]
+    Record,
+    /// Lines of a text or CSV file: named `path:LINE` (LINE from 1, as editors and
+    /// compilers number them).
+    Line,
+}
+
+/// Where a record came from: record `index` (counted from 0) of a file, or the line
+/// `index + 1` of a text file (the first line of a CSV row).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Origin {
     /// The file.
     pub file: FileId,
-    /// The record's index in the file.
+    /// What `index` counts.
+    pub unit: Unit,
+    /// The record's index in the file, or the line's, counted from 0.
     pub index: u64,
 }
 
 impl Origin {
     /// An unknown origin.
-    pub const UNKNOWN: Origin = Origin { file: FileId::NONE, index: 0 };
+    pub const UNKNOWN: Origin = Origin { file: FileId::NONE, unit: Unit::Record, index: 0 };
 
     /// Record `index` of `file`.
     #[inline]
     pub fn new(file: FileId, index: u64) -> Origin {
-        Origin { file, index }
+        Origin { file, unit: Unit::Record, index }
+    }
+
+    /// The line of `file` whose number counted from 0 is `line0` (named `path:LINE` with
+    /// `LINE = line0 + 1`).
+    #[inline]
+    pub fn line(file: FileId, line0: u64) -> Origin {
+        Origin { file, unit: Unit::Line, index: line0 }
+    }
+
+    /// The origin `n` records (or lines) after this one, in the same file.
+    #[inline]
+    pub fn advanced(self, n: u64) -> Origin {
+        Origin { index: self.index + n, ..self }
+    }
+
+    /// The 1-based line number, for a line origin of a known file.
+    pub fn line_number(&self) -> Option<u64> {
+        (self.is_known() && self.unit == Unit::Line).then_some(self.index + 1)
     }
 
     /// Whether the file is known.
@@ -87,18 +120,20 @@ impl Origin {
         self.file != FileId::NONE
     }
 
-    /// `error` prefixed with `file: record N: ` when the origin is known.
+    /// `error` prefixed with `file: record N: ` (`file:LINE: ` for a line) when the origin
+    /// is known.
     pub fn name_in(&self, error: impl fmt::Display) -> String {
         if self.is_known() { format!("{self}: {error}") } else { error.to_string() }
     }
 }
 
-/// `path: record N`, or `a record of unknown origin`.
+/// `path: record N`, `path:LINE` for a line, or `a record of unknown origin`.
 impl fmt::Display for Origin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.file.path() {
-            Some(p) => write!(f, "{}: record {}", p.display(), self.index),
-            None => f.write_str("a record of unknown origin"),
+        match (self.file.path(), self.unit) {
+            (Some(p), Unit::Record) => write!(f, "{}: record {}", p.display(), self.index),
+            (Some(p), Unit::Line) => write!(f, "{}:{}", p.display(), self.index + 1),
+            (None, _) => f.write_str("a record of unknown origin"),
         }
     }
 }
@@ -256,5 +291,12 @@ mod tests {
         assert_eq!(Record::from(b"xyz".to_vec()), r, "equal bytes, equal records");
         assert_eq!(Origin::UNKNOWN.name_in("bad"), "bad");
         assert!(size_of::<Origin>() <= 16);
+        let t = FileId::of(Path::new("/data/a.csv"));
+        let l = Origin::line(t, 6);
+        assert_eq!(l.to_string(), "/data/a.csv:7");
+        assert_eq!(l.name_in("bad"), "/data/a.csv:7: bad");
+        assert_eq!((l.line_number(), Origin::new(t, 6).line_number()), (Some(7), None));
+        assert_eq!(l.advanced(2), Origin::line(t, 8));
+        assert_ne!(l, Origin::new(t, 6), "a line is not a record");
     }
 }

@@ -58,7 +58,9 @@ impl RecordBatch {
         let row = self.len();
         let continues = match self.sources.last() {
             Some(&(start, o)) if o.is_known() => {
-                o.file == origin.file && o.index + (row - start) as u64 == origin.index
+                o.file == origin.file
+                    && o.unit == origin.unit
+                    && o.index + (row - start) as u64 == origin.index
             }
             Some(_) => !origin.is_known(),
             None => !origin.is_known(),
@@ -72,7 +74,7 @@ impl RecordBatch {
     /// Where row `i` came from, when the reader that filled the batch knew.
     pub fn origin(&self, i: usize) -> Origin {
         match self.sources.iter().rev().find(|(start, _)| *start <= i) {
-            Some(&(start, o)) if o.is_known() => Origin::new(o.file, o.index + (i - start) as u64),
+            Some(&(start, o)) if o.is_known() => o.advanced((i - start) as u64),
             _ => Origin::UNKNOWN,
         }
     }

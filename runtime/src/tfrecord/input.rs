@@ -131,12 +131,34 @@ impl<R: BufRead> Read for Input<R> {
     }
 }
 
+/// Decides the compression of a text file (lines, CSV) whose name says nothing: the GZIP
+/// magic `1f 8b` means GZIP, anything else is read as is. Text has no record header to
+/// validate, and a ZLIB header (`78 9c`: `x` and a byte that is not ASCII) is too easily
+/// the start of a text, so ZLIB text needs its name (`.zlib`, `.zz`) or an explicit
+/// choice.
+pub fn detect_text_compression(head: &[u8]) -> Compression {
+    match head {
+        [0x1f, 0x8b, ..] => Compression::Gzip,
+        _ => Compression::None,
+    }
+}
+
 /// Opens `path` for reading with the given compression, resolving `Auto`.
 /// Returns the stream, the resolved compression and the file size in bytes (`None` when
 /// it is not a regular file: a pipe's size is unknown).
 pub(crate) fn open_input(
     path: &Path,
     compression: Compression,
+) -> io::Result<(Input<BufReader<File>>, Compression, Option<u64>)> {
+    open_input_sniffed(path, compression, detect_compression)
+}
+
+/// [`open_input`], with `sniff` deciding an `Auto` compression the file name does not
+/// imply from the file's first bytes (what it is given may be shorter than a header).
+pub(crate) fn open_input_sniffed(
+    path: &Path,
+    compression: Compression,
+    sniff: fn(&[u8]) -> Compression,
 ) -> io::Result<(Input<BufReader<File>>, Compression, Option<u64>)> {
     let file = File::open(path)?;
     // The size of a regular file; a pipe's or a device's is unknown, not zero.
@@ -148,7 +170,7 @@ pub(crate) fn open_input(
     let resolved = match compression {
         Compression::Auto => match Compression::from_path(path) {
             Some(c) => c,
-            None => detect_compression(r.fill_buf()?),
+            None => sniff(r.fill_buf()?),
         },
         c => c,
     };
@@ -230,6 +252,14 @@ mod tests {
         assert_eq!(detect_compression(b""), Compression::None);
         // A record of length 0x8b1f starts with the GZIP magic, but its header is valid.
         assert_eq!(detect_compression(&encode_header(0x8b1f)), Compression::None);
+    }
+
+    #[test]
+    fn text_is_sniffed_for_gzip_only() {
+        assert_eq!(detect_text_compression(&[0x1f, 0x8b, 8, 0]), Compression::Gzip);
+        assert_eq!(detect_text_compression(&[0x78, 0x9c, 0, 0]), Compression::None);
+        assert_eq!(detect_text_compression(b"a,b\n"), Compression::None);
+        assert_eq!(detect_text_compression(b""), Compression::None);
     }
 
     #[test]

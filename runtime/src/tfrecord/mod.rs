@@ -28,7 +28,8 @@ mod writer;
 
 pub use index::{Index, build_index, index_path, write_index};
 pub use indexed::{CoalesceOptions, IndexedFile, RecordRequest, check_record, read_records};
-pub use input::{Compression, Input, detect_compression};
+pub(crate) use input::open_input_sniffed;
+pub use input::{Compression, Input, detect_compression, detect_text_compression};
 pub use reader::{
     CorruptPolicy, FileReader, ReaderOptions, ReaderStats, RecordReader, SkipEvent, open, open_with_size,
 };

@@ -173,13 +173,15 @@ def text_lines(a):
 
 
 def csv_program(a):
+    import numpy as np
+
     os.makedirs(a.work, exist_ok=True)
     rows = [
         ["ada", "36", "1.5", "true", "plain"],
         ["grace, hopper", "85", "", "false", "a comma in the name, an empty score"],
         ['bob "the builder"', "-4", "2.25", "true", 'quotes ""inside"" and a\nline break'],
         ["zoë", "0", "1e-3", "false", ""],
-        ["", "7", "-0.5", "true", "an empty name"],
+        ["eve", "7", "-0.5", "true", ""],
     ]
     paths = []
     for k in range(2):
@@ -207,7 +209,8 @@ def csv_program(a):
         for b in ds.as_numpy_iterator()
     ]
     got = [
-        (e["name"], values(e["age"]), values(e["score"]), values(e["member"]))
+        # `sluice show` prints an f32 in the fewest digits that read back to it.
+        (e["name"], values(e["age"]), [float(np.float32(v)) for v in values(e["score"])], values(e["member"]))
         for e in show(a, "tests/pipes/csv.pipe", "table", f"files={os.path.join(a.work, '*.csv')}")
     ]
     return compare("CsvDataset(header=True).map(score * 2).batch(4)", got, want)

@@ -136,7 +136,7 @@ impl Gen<'_> {
             };
             let default = self.csv_default(f, &t)?;
             let (l, name) = (local(&f.name), f.name.as_str());
-            out.extend(quote!(let #l: #t = __sl::abi::text::csv_value::<#t>(x, #index, #name, #default)?;));
+            out.extend(quote!(let #l: #t = __sl::abi::text::csv_field::<#t>(x, #index, #name, #default)?;));
         }
         Ok(out)
     }
@@ -226,7 +226,7 @@ impl Gen<'_> {
                 }
                 ParseFormat::Line => {
                     if !parsed.is_empty() {
-                        body.extend(quote!(let (#(#locals,)*) = (__sl::abi::text::line_str(x)?,);));
+                        body.extend(quote!(let (#(#locals,)*) = (__sl::abi::text::line_text(x)?,);));
                     }
                 }
                 ParseFormat::Csv => body.extend(self.csv_row(parsed)?),

@@ -34,7 +34,9 @@ pub fn repr(ty: &TensorType) -> Result<Repr, String> {
             return match (ty.shape == Shape::scalar(), ty.dtype) {
                 (true, DType::Bytes) => Ok(Repr::Bytes),
                 (true, _) => Ok(Repr::Str),
-                (false, DType::Bytes) => Err("lists of byte strings are not supported by the code generator yet".into()),
+                (false, DType::Bytes) => {
+                    Err("lists of byte strings are not supported by the code generator yet".into())
+                }
                 (false, _) => Err("lists of strings are not supported by the code generator yet".into()),
             };
         }

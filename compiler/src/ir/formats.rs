@@ -31,11 +31,9 @@ impl RecordFormat {
         match self {
             RecordFormat::TfRecord => "tfrecord".into(),
             RecordFormat::Lines => "text_lines".into(),
-            RecordFormat::Csv(c) => format!(
-                "csv(header: {}, delimiter: {:?})",
-                c.header,
-                char::from(c.delimiter)
-            ),
+            RecordFormat::Csv(c) => {
+                format!("csv(header: {}, delimiter: {:?})", c.header, char::from(c.delimiter))
+            }
         }
     }
 }

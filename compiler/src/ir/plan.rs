@@ -9,11 +9,11 @@
 use std::fmt::{self, Write};
 
 use super::expr::Expr;
+pub use super::formats::{CsvFormat, Interleave, ParseFormat, RecordFormat};
 use super::kernel::Kernel;
 use super::op::Op;
 pub use super::range::Range;
 pub use super::read_file::ReadFile;
-pub use super::formats::{CsvFormat, Interleave, ParseFormat, RecordFormat};
 pub use super::resume::resume_blocker;
 use super::types::{TensorType, Value};
 use crate::span::Span;
@@ -627,7 +627,10 @@ impl Plan {
                 s.push_str("ReadFile:");
                 kv(
                     &mut s,
-                    &[("labels", if n.labels { "dir" } else { "none" }.into()), ("on_error", n.on_error.to_string())],
+                    &[
+                        ("labels", if n.labels { "dir" } else { "none" }.into()),
+                        ("on_error", n.on_error.to_string()),
+                    ],
                 );
             }
             Plan::Interleave(n) => {

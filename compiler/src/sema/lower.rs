@@ -98,7 +98,8 @@ pub fn lower(
             Some(ArgValue::Const(Value::Bool(b))) => b,
             _ => default,
         };
-        let is_source = matches!(sig.name, "files" | "tfrecords" | "text_lines" | "csv" | "range" | "sample_from");
+        let is_source =
+            matches!(sig.name, "files" | "tfrecords" | "text_lines" | "csv" | "range" | "sample_from");
         let Some(input) = plan.take() else {
             if !is_source {
                 diags.push(
@@ -131,7 +132,9 @@ pub fn lower(
             let format = match sig.name {
                 "tfrecords" => RecordFormat::TfRecord,
                 "text_lines" => RecordFormat::Lines,
-                "csv" => RecordFormat::Csv(csv_format(s, a("delimiter"), flag("header", true), decls, diags)?),
+                "csv" => {
+                    RecordFormat::Csv(csv_format(s, a("delimiter"), flag("header", true), decls, diags)?)
+                }
                 _ => {
                     plan = Some(files);
                     continue;

@@ -51,7 +51,11 @@ pub(super) fn csv_format(
         Some(ArgValue::Const(Value::Str(c))) => *c.as_bytes().first()?,
         _ => b',',
     };
-    ok.then(|| CsvFormat { header, delimiter, columns: decls.schema.iter().map(|f| f.name.clone()).collect() })
+    ok.then(|| CsvFormat {
+        header,
+        delimiter,
+        columns: decls.schema.iter().map(|f| f.name.clone()).collect(),
+    })
 }
 
 /// `range(end)` (one argument: the end), `range(start, end)`, `range(start, end, step)`.

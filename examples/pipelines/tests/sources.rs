@@ -20,7 +20,8 @@ fn all<D: Dataset>(ds: D) -> Result<Vec<D::Item>, String> {
 }
 
 fn gzip(path: &Path, text: &str) {
-    let mut w = flate2::write::GzEncoder::new(std::fs::File::create(path).unwrap(), flate2::Compression::default());
+    let mut w =
+        flate2::write::GzEncoder::new(std::fs::File::create(path).unwrap(), flate2::Compression::default());
     w.write_all(text.as_bytes()).unwrap();
     w.finish().unwrap();
 }
@@ -109,12 +110,16 @@ fn csv_errors_name_the_file_line_and_column() {
     assert!(err.contains("t.csv:2"), "{err}");
     let err = run("name,age,score,member\nada,36,1.5,true\n\"unterminated,1,2,true\n").unwrap_err();
     assert!(err.contains("t.csv:3"), "{err}");
-    let err = run("name,age,score,member\n,36,1.5,\n").unwrap_err();
-    assert!(err.contains("t.csv:2") && err.contains("member"), "{err}");
+    // An empty value without a schema default (`name`, `member`); `score` has one.
+    let err = run("name,age,score,member\nada,36,,\n").unwrap_err();
+    assert!(err.contains("t.csv:2: column 4 (`member`): empty"), "{err}");
+    let err = run("name,age,score,member\n,36,1.5,true\n").unwrap_err();
+    assert!(err.contains("t.csv:2: column 1 (`name`): empty"), "{err}");
 
     // Without a header: the first columns in schema order; `;` between them.
     std::fs::write(dir.path().join("p.csv"), "1;2.5;x\n2;-0.25;\n").unwrap();
-    let rows = all(positional::dataset(&positional::Params { files: glob(dir.path(), "p.csv") }).unwrap()).unwrap();
+    let rows =
+        all(positional::dataset(&positional::Params { files: glob(dir.path(), "p.csv") }).unwrap()).unwrap();
     let got: Vec<(i64, f64, Vec<u8>)> = rows.into_iter().map(|r| (r.a, r.b, r.note)).collect();
     assert_eq!(got, [(1, 2.5, b"x".to_vec()), (2, -0.25, b"none".to_vec())]);
 }

@@ -154,18 +154,20 @@ pub fn csv_value<T: FromCsv>(
     name: &str,
     default: Option<T>,
 ) -> Result<T, BoxError> {
-    let origin = record.origin();
-    let Some((c, text)) = csv_column(record, i) else {
-        let what = format!("column `{name}`: the record has no column {} (not a row of a CSV file)", i + 1);
-        return Err(origin.name_in(what).into());
+    csv_field(record, i, name, default).map_err(|e| record.origin().name_in(e).into())
+}
+
+/// [`csv_value`] on the row's bytes alone, for generated code (whose stage prefixes the
+/// record's `path:LINE: `): `column C (`name`): `abc` is not an i64`.
+pub fn csv_field<T: FromCsv>(row: &[u8], i: usize, name: &str, default: Option<T>) -> Result<T, String> {
+    let Some((c, text)) = csv_column(row, i) else {
+        return Err(format!("column `{name}`: the record has no column {} (not a row of a CSV file)", i + 1));
     };
     let column = u64::from(c) + 1;
     if text.is_empty() {
-        return default.ok_or_else(|| {
-            origin.name_in(format!("column {column} (`{name}`): empty, and it has no default")).into()
-        });
+        return default.ok_or_else(|| format!("column {column} (`{name}`): empty, and it has no default"));
     }
-    T::from_csv(text).map_err(|e| origin.name_in(format!("column {column} (`{name}`): {e}")).into())
+    T::from_csv(text).map_err(|e| format!("column {column} (`{name}`): {e}"))
 }
 
 /// A line record as text: `path:LINE:COL: not UTF-8 (byte 0xff)` where it is not UTF-8
@@ -177,6 +179,18 @@ pub fn line_str(record: &Record) -> Result<String, BoxError> {
             let at = e.valid_up_to();
             let message = format!("not UTF-8 (byte {:#04x})", record[at]);
             Err(at_column(record.origin(), character(record, at), message).into())
+        }
+    }
+}
+
+/// [`line_str`] on the line's bytes alone, for generated code (whose stage prefixes the
+/// record's `path:LINE: `): `character C: not UTF-8 (byte 0xff)`.
+pub fn line_text(line: &[u8]) -> Result<String, String> {
+    match std::str::from_utf8(line) {
+        Ok(s) => Ok(s.to_owned()),
+        Err(e) => {
+            let at = e.valid_up_to();
+            Err(format!("character {}: not UTF-8 (byte {:#04x})", character(line, at), line[at]))
         }
     }
 }

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use sluice::runtime::column::Columns;
 use sluice::runtime::stage::{Ctx, Dataset};
-use sluice_examples::corpus::{images, line_batches, lines, positional, raw, table};
+use sluice_examples::corpus::{example_text, images, line_batches, lines, positional, raw, table};
 
 fn glob(dir: &Path, pattern: &str) -> String {
     format!("{}/{pattern}", dir.display())
@@ -192,4 +192,48 @@ fn read_file_reads_each_file_whole_and_skips_what_it_cannot_read() {
     let mut got: Vec<String> = all(raw::dataset(&p).unwrap()).unwrap().into_iter().map(|r| r.path).collect();
     got.sort();
     assert_eq!(got.len(), 4, "{got:?}");
+}
+
+#[test]
+fn str_features_of_examples_are_checked_utf8_text() {
+    use prost::Message;
+    use sluice::example::feature::Kind;
+    use sluice::example::{BytesList, Example, Feature, Features};
+    let dir = tempfile::tempdir().unwrap();
+    let example = |line: &[u8], lang: Option<&str>| {
+        let mut feature = std::collections::BTreeMap::new();
+        let bytes = |v: &[u8]| Feature { kind: Some(Kind::BytesList(BytesList { value: vec![v.to_vec()] })) };
+        feature.insert("line".to_string(), bytes(line));
+        if let Some(l) = lang {
+            feature.insert("lang".to_string(), bytes(l.as_bytes()));
+        }
+        Example { features: Some(Features { feature }) }.encode_to_vec()
+    };
+    let write = |name: &str, records: &[Vec<u8>]| {
+        let mut w =
+            sluice::tfrecord::create(dir.path().join(name), sluice::tfrecord::Compression::None).unwrap();
+        for r in records {
+            w.write_record(r).unwrap();
+        }
+        w.finish().unwrap();
+    };
+    write(
+        "a.tfrecord",
+        &[example("héllo".as_bytes(), None), example(b"", Some("fr")), example(b"x", Some("de"))],
+    );
+    let p = example_text::Params { files: glob(dir.path(), "a.tfrecord") };
+    let rows: Vec<(String, String)> = all(example_text::dataset(&p).unwrap())
+        .unwrap()
+        .iter()
+        .flat_map(|b| {
+            (0..b.line.num_rows().unwrap()).map(|i| (b.line.row(i), b.lang.row(i))).collect::<Vec<_>>()
+        })
+        .collect();
+    let want = [("héllo", "en"), ("", "fr"), ("x", "de")].map(|(a, b)| (a.to_string(), b.to_string()));
+    assert_eq!(rows, want);
+    write("b.tfrecord", &[example(b"ok", None), example(b"bad \xc3(", None)]);
+    let err =
+        all(example_text::dataset(&example_text::Params { files: glob(dir.path(), "b.tfrecord") }).unwrap())
+            .unwrap_err();
+    assert!(err.contains("b.tfrecord") && err.contains("record 1") && err.contains("not UTF-8"), "{err}");
 }

@@ -169,10 +169,14 @@ fn file_level_shards(logical: &Plan, optimized: &Plan) -> Vec<Diagnostic> {
     }
     let mut out = Vec::new();
     let mut node = Some(optimized);
+    let mut parent: Option<&Plan> = None;
     while let Some(n) = node {
         node = n.input();
+        let consumer = std::mem::replace(&mut parent, Some(n));
         let Plan::Shard(pass) = n else { continue };
-        if pass.input.output() != Element::Path || single(pass) {
+        // `read_file` makes one element of each file: a shard of its paths is one of elements.
+        if pass.input.output() != Element::Path || single(pass) || matches!(consumer, Some(Plan::ReadFile(_)))
+        {
             continue;
         }
         let on_paths = written.iter().any(|s| s.start == pass.span.start && s.end == pass.span.end);
@@ -250,6 +254,8 @@ mod tests {
 
     #[test]
     fn shards_of_records_and_single_shards_do_not_warn() {
+        assert!(file_level("files(files); shard(w, i); read_file();").is_empty(), "one element per file");
+        assert!(file_level("files(files); read_file(); shard(w, i);").is_empty(), "moved onto the paths");
         assert!(file_level("tfrecords(files); shard(4, 1, remainder: drop);").is_empty());
         assert!(file_level("tfrecords(files); shard(w, i, remainder: pad);").is_empty());
         assert!(file_level("tfrecords(files); repeat(2); shard(4, 1);").is_empty());

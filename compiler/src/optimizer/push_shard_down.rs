@@ -16,6 +16,11 @@
 //! records (every worker reads every file). Sema warns about the shards this rule moves
 //! (W0210), since it cannot produce diagnostics itself.
 //!
+//! A `shard` right on a `read_file` of `files` moves onto the file list too, and there it
+//! changes nothing but the bytes read: each file is one element, so a worker's share of
+//! the paths is its share of the elements, with any remainder policy (for `drop` and
+//! `pad` only when no file is skipped, `on_error: fail`, so that positions stay 1:1).
+//!
 //! ```text
 //! before                                        after
 //! Shard: num_shards=8, index=0, remainder=keep  Interleave: …
@@ -23,7 +28,7 @@
 //!     Files: pattern=…                              Files: pattern=…
 //! ```
 
-use crate::ir::plan::Plan;
+use crate::ir::plan::{ArgValue, Plan};
 
 use super::{OptimizerRule, Transformed, rewrite_each_node};
 
@@ -51,6 +56,14 @@ fn push(plan: Plan) -> Transformed {
             interleave.input = Box::new(Plan::Shard(shard));
             Transformed::yes(Plan::Interleave(interleave))
         }
+        Plan::ReadFile(mut read)
+            if matches!(*read.input, Plan::Files(_))
+                && (keep || read.on_error == ArgValue::Word("fail".into())) =>
+        {
+            shard.input = read.input;
+            read.input = Box::new(Plan::Shard(shard));
+            Transformed::yes(Plan::ReadFile(read))
+        }
         other => {
             shard.input = Box::new(other);
             Transformed::no(Plan::Shard(shard))
@@ -62,6 +75,18 @@ fn push(plan: Plan) -> Transformed {
 mod tests {
     use super::*;
     use crate::optimizer::tests::{check, pipeline};
+
+    #[test]
+    fn applies_to_shard_on_read_file_of_files() {
+        let text =
+            check(&PushShardDown, &pipeline("files(files); read_file(); shard(4, 1, remainder: drop);"));
+        assert!(text.starts_with("changed=true\nReadFile:"), "{text}");
+        let text = check(
+            &PushShardDown,
+            &pipeline("files(files); read_file(on_error: skip); shard(4, 1, remainder: pad);"),
+        );
+        assert!(text.starts_with("changed=false\nShard:"), "{text}");
+    }
 
     #[test]
     fn applies_to_shard_on_interleave_of_files() {

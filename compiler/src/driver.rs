@@ -172,7 +172,7 @@ fn file_level_shards(logical: &Plan, optimized: &Plan) -> Vec<Diagnostic> {
     let mut parent: Option<&Plan> = None;
     while let Some(n) = node {
         node = n.input();
-        let consumer = std::mem::replace(&mut parent, Some(n));
+        let consumer = parent.replace(n);
         let Plan::Shard(pass) = n else { continue };
         // `read_file` makes one element of each file: a shard of its paths is one of elements.
         if pass.input.output() != Element::Path || single(pass) || matches!(consumer, Some(Plan::ReadFile(_)))

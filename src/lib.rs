@@ -51,7 +51,7 @@ pub mod __private {
         Buffer, CacheCodec, Dataset, Element, FileContents, Files, GlobalShuffle, Indexed, OpenTfRecord,
         Parallelism, PipelineState, ReadFileOptions, ReadFiles, Record, RecordBatch, Remainder,
         RuntimeOptions, auto_cycle, available_cores, files, fingerprint, from_vec, global_shuffle,
-        range_step, read_files, sample_from, tfrecord_batches, tfrecords,
+        range_step, read_files, sample_from, skippable, tfrecord_batches, tfrecords,
     };
     pub use sluice_runtime::text::{CsvOptions, OpenCsv, OpenLines, TextOptions, csv_file, lines_file};
     pub use sluice_runtime::tfrecord;

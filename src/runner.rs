@@ -364,7 +364,9 @@ impl Outcome {
 }
 
 /// The per-stage statistics as a JSON array, upstream first: `name`, `elements`, `bytes`,
-/// `parallelism`, `busy_s`, `wait_input_s`, `wait_output_s` per stage.
+/// `parallelism`, `busy_s`, `wait_input_s`, `wait_output_s`, and `skipped_errors` (the
+/// elements a `map(on_error: skip)` dropped) with `first_skipped_errors` (their first
+/// messages) per stage.
 pub fn stages_json(report: &StatsReport) -> Value {
     report
         .stages
@@ -374,6 +376,7 @@ pub fn stages_json(report: &StatsReport) -> Value {
                 "name": s.name, "elements": s.elements, "bytes": s.bytes, "parallelism": s.parallelism,
                 "busy_s": s.busy.as_secs_f64(), "wait_input_s": s.wait_input.as_secs_f64(),
                 "wait_output_s": s.wait_output.as_secs_f64(),
+                "skipped_errors": s.skipped_errors, "first_skipped_errors": s.first_skipped,
             })
         })
         .collect()

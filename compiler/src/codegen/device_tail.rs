@@ -31,7 +31,7 @@ impl Gen<'_> {
             TokenStream::new()
         } else {
             let f = self.map_fn(&t.input, &t.ops, &t.output)?;
-            self.apply(&f, &ArgValue::Auto, true, None)?
+            self.apply(&f, &ArgValue::Auto, true, None, false)?
         };
         let (mut kernels, mut generated) = (Vec::new(), Vec::new());
         for k in &t.kernels {

@@ -204,19 +204,35 @@ impl Gen<'_> {
                     Some(conditions) => Some(self.predicate(&f.output, conditions)?),
                     None => None,
                 };
-                self.apply(&g, par, *deterministic, pred)?
+                self.apply(&g, par, *deterministic, pred, f.skip_errors)?
             }
             Exec::ChunkedMap { size, drop_remainder, f, parallel: par, deterministic } => {
                 let g = self.map_fn(&f.input, &f.ops, &f.output)?;
                 let (size, call) = (usize_arg(size)?, &g.name);
                 let par = parallel(par)?;
-                quote! {
-                    let ds = ds.chunks(#size, #drop_remainder);
-                    let ds = {
-                        let p = __params.clone();
-                        ds.try_map(move |x: ::std::vec::Vec<__sl::Record>| #call(&p, 0, 0, __sl::RecordBatch::from(x)))
+                if f.skip_errors {
+                    // `on_error: skip` drops the map's element: the whole batch.
+                    quote! {
+                        let ds = ds.chunks(#size, #drop_remainder);
+                        let ds = {
+                            let p = __params.clone();
+                            ds.try_map_skipping(move |x: ::std::vec::Vec<__sl::Record>| -> ::std::result::Result<::std::option::Option<_>, __sl::BoxError> {
+                                ::std::result::Result::Ok(::std::option::Option::Some(
+                                    #call(&p, 0, 0, __sl::RecordBatch::from(x)).map_err(__sl::skippable)?,
+                                ))
+                            })
+                        }
+                        .num_parallel(#par).deterministic(#deterministic).named("map").somes();
                     }
-                    .num_parallel(#par).deterministic(#deterministic).named("map");
+                } else {
+                    quote! {
+                        let ds = ds.chunks(#size, #drop_remainder);
+                        let ds = {
+                            let p = __params.clone();
+                            ds.try_map(move |x: ::std::vec::Vec<__sl::Record>| #call(&p, 0, 0, __sl::RecordBatch::from(x)))
+                        }
+                        .num_parallel(#par).deterministic(#deterministic).named("map");
+                    }
                 }
             }
             Exec::MapBatch { f, size, drop_remainder, parallel: par, deterministic, batched } => {
@@ -343,13 +359,16 @@ impl Gen<'_> {
         })
     }
 
-    /// `let ds = ds.try_map(...)...;` for a map function, with an optional predicate.
+    /// `let ds = ds.try_map(...)...;` for a map function, with an optional predicate;
+    /// with `skip` (`on_error: skip`) the function's errors drop their element, counted
+    /// in the stage's statistics (`try_map_skipping`; the predicate's errors still fail).
     pub(super) fn apply(
         &mut self,
         f: &MapFn,
         par: &ArgValue,
         det: bool,
         pred: Option<Ident>,
+        skip: bool,
     ) -> R<TokenStream> {
         let par = parallel(par)?;
         let call = &f.name;
@@ -367,6 +386,25 @@ impl Gen<'_> {
         } else {
             quote!(#call(#args))
         };
+        if skip {
+            let (keep, name) = match pred {
+                None => (quote!(::std::option::Option::Some(r)), "map"),
+                Some(pred) => (
+                    quote!(if #pred(&p, &r)? { ::std::option::Option::Some(r) } else { ::std::option::Option::None }),
+                    "map_filter",
+                ),
+            };
+            return Ok(quote! {
+                let ds = {
+                    let p = __params.clone();
+                    ds #pre .try_map_skipping(move |x| -> ::std::result::Result<::std::option::Option<_>, __sl::BoxError> {
+                        let r = (#call).map_err(__sl::skippable)?;
+                        ::std::result::Result::Ok(#keep)
+                    })
+                }
+                .num_parallel(#par).deterministic(#det).named(#name).somes();
+            });
+        }
         Ok(match pred {
             None => quote! {
                 let ds = { let p = __params.clone(); ds #pre .try_map(move |x| #call) }

@@ -18,8 +18,7 @@ pub use super::resume::resume_blocker;
 use super::types::{TensorType, Value};
 use crate::span::Span;
 
-/// An argument of a node: a constant, a pipeline parameter (resolved at run time), or
-/// `auto` (AUTOTUNE).
+/// An argument of a node: a constant, a pipeline parameter (resolved at run time), or `auto` (AUTOTUNE).
 #[derive(Debug, Clone, PartialEq)]
 pub enum ArgValue {
     /// Known at compile time.
@@ -66,8 +65,7 @@ pub enum Element {
 }
 
 impl Element {
-    /// The named fields of these elements (of a batch's rows), or none for paths and
-    /// records.
+    /// The named fields of these elements (of a batch's rows), or none for paths and records.
     pub fn fields(&self) -> &[FieldType] {
         match self {
             Element::Fields(f) => f,
@@ -243,6 +241,8 @@ pub struct Map {
     pub parallel: ArgValue,
     /// Keep the order.
     pub deterministic: bool,
+    /// `on_error: skip` (tf.data's `ignore_errors`): a failing element is dropped, counted.
+    pub skip_errors: bool,
     /// What comes out.
     pub output: Element,
 }
@@ -256,8 +256,7 @@ pub struct Filter {
     pub predicate: String,
     /// The fields the predicate reads.
     pub reads: Vec<String>,
-    /// The predicate's parts, all of which must hold (one per fused filter), each a
-    /// scalar `bool`.
+    /// The predicate's parts, all of which must hold (one per fused filter), each a scalar `bool`.
     pub conditions: Vec<Expr>,
 }
 
@@ -299,6 +298,8 @@ pub struct MapFilter {
     pub parallel: ArgValue,
     /// Keep the order.
     pub deterministic: bool,
+    /// The map's `on_error: skip` (the predicate's errors still fail).
+    pub skip_errors: bool,
     /// What comes out (the map's output; the filter keeps the type).
     pub output: Element,
     /// The predicate, tested on the mapped element.
@@ -662,6 +663,7 @@ impl Plan {
                 let mut pairs = map_pairs(&n.ops);
                 pairs.push(("parallel", n.parallel.to_string()));
                 pairs.push(("deterministic", n.deterministic.to_string()));
+                pairs.extend(n.skip_errors.then(|| ("on_error", "skip".into())));
                 kv(&mut s, &pairs);
             }
             Plan::MapFilter(n) => {
@@ -670,6 +672,7 @@ impl Plan {
                 pairs.push(("predicate", n.predicate.clone()));
                 pairs.push(("parallel", n.parallel.to_string()));
                 pairs.push(("deterministic", n.deterministic.to_string()));
+                pairs.extend(n.skip_errors.then(|| ("on_error", "skip".into())));
                 kv(&mut s, &pairs);
             }
             Plan::SampleFrom(n) => {

@@ -4,7 +4,10 @@
 //! stage that copies them. It yields the batches the two stages did.
 //!
 //! `padded_batch` is left alone: its column widths depend on the longest element of
-//! the batch, known only once every element of it is mapped.
+//! the batch, known only once every element of it is mapped. So is a `map(on_error:
+//! skip)`: a row it drops would leave its batch short, where tf.data's `ignore_errors`
+//! (and the unfused stages) drop the element before batching, so every batch but the
+//! last is full.
 //!
 //! ```text
 //! before                                    after
@@ -35,15 +38,17 @@ impl OptimizerRule for FuseMapBatch {
 fn fuse(plan: Plan) -> Transformed {
     let Plan::Batch(mut batch) = plan else { return Transformed::no(plan) };
     match *batch.input {
-        Plan::Map(map) if batch.padded.is_none() => Transformed::yes(Plan::MapBatch(MapBatch {
-            input: map.input,
-            ops: map.ops,
-            parallel: map.parallel,
-            deterministic: map.deterministic,
-            map_output: map.output,
-            size: batch.size,
-            drop_remainder: batch.drop_remainder,
-        })),
+        Plan::Map(map) if batch.padded.is_none() && !map.skip_errors => {
+            Transformed::yes(Plan::MapBatch(MapBatch {
+                input: map.input,
+                ops: map.ops,
+                parallel: map.parallel,
+                deterministic: map.deterministic,
+                map_output: map.output,
+                size: batch.size,
+                drop_remainder: batch.drop_remainder,
+            }))
+        }
         other => {
             batch.input = Box::new(other);
             Transformed::no(Plan::Batch(batch))
@@ -90,6 +95,22 @@ mod tests {
             Batch: size=64, drop_remainder=false -> batch<record>
               Interleave: reader=tfrecord, cycle_length=1, block_length=1, parallel=1, deterministic=true, compression=auto, on_corrupt=fail, verify_crc=true -> record
                 Files: pattern=$files, shuffle_seed=none -> path
+        ");
+    }
+
+    #[test]
+    fn does_not_apply_to_a_skipping_map() {
+        // A row it drops would leave its batch short; apart, every batch but the last is full.
+        let text = check(
+            &FuseMapBatch,
+            &pipeline("tfrecords(files); map(on_error: skip) { parse_example(); } batch(512);"),
+        );
+        insta::assert_snapshot!(text, @r"
+        changed=false
+        Batch: size=512, drop_remainder=false -> batch<{x: f32[4], label: i64}>
+          Map: fns=[parse_example], parses=[x, label], parallel=1, deterministic=true, on_error=skip -> {x: f32[4], label: i64}
+            Interleave: reader=tfrecord, cycle_length=1, block_length=1, parallel=1, deterministic=true, compression=auto, on_corrupt=fail, verify_crc=true -> record
+              Files: pattern=$files, shuffle_seed=none -> path
         ");
     }
 }

@@ -34,6 +34,7 @@ fn fuse(plan: Plan) -> Transformed {
             ops: m.ops,
             parallel: m.parallel,
             deterministic: m.deterministic,
+            skip_errors: m.skip_errors,
             output: m.output,
             predicate: filter.predicate,
             reads: filter.reads,

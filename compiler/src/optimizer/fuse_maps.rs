@@ -1,7 +1,8 @@
-//! `fuse_maps`: two adjacent `map`s that agree on `deterministic` become one, running
-//! the first's operations then the second's in one worker pass (tf.data's
+//! `fuse_maps`: two adjacent `map`s that agree on `deterministic` and `on_error` become
+//! one, running the first's operations then the second's in one worker pass (tf.data's
 //! `map_fusion`). The fused map keeps the parallelism both had, or `auto` when they
-//! differ.
+//! differ. A `fail` map and a `skip` one stay apart: fused, the one policy would either
+//! drop elements the `fail` map must fail on or fail on those the `skip` map drops.
 //!
 //! ```text
 //! before                                          after
@@ -14,7 +15,7 @@ use crate::ir::plan::{ArgValue, Plan};
 
 use super::{OptimizerRule, Transformed, rewrite_each_node};
 
-/// Fuses adjacent maps with the same determinism.
+/// Fuses adjacent maps with the same determinism and error policy.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct FuseMaps;
 
@@ -32,7 +33,9 @@ impl OptimizerRule for FuseMaps {
 fn fuse(plan: Plan) -> Transformed {
     let Plan::Map(mut second) = plan else { return Transformed::no(plan) };
     match *second.input {
-        Plan::Map(mut first) if first.deterministic == second.deterministic => {
+        Plan::Map(mut first)
+            if first.deterministic == second.deterministic && first.skip_errors == second.skip_errors =>
+        {
             first.ops.append(&mut second.ops);
             if first.parallel != second.parallel {
                 first.parallel = ArgValue::Auto;
@@ -91,6 +94,28 @@ mod tests {
               Map: fns=[parse_example], parses=[x, label], parallel=1, deterministic=true -> {x: f32[4], label: i64}
                 Interleave: reader=tfrecord, cycle_length=1, block_length=1, parallel=1, deterministic=true, compression=auto, on_corrupt=fail, verify_crc=true -> record
                   Files: pattern=$files, shuffle_seed=none -> path
+        ");
+    }
+
+    #[test]
+    fn fuses_only_maps_of_one_error_policy() {
+        // Fused, one policy would drop what the `fail` map must fail on, or fail on what
+        // the `skip` map drops; two `skip` maps fuse.
+        let text = check(
+            &FuseMaps,
+            &pipeline(
+                "tfrecords(files);
+                 map { parse_example(); }
+                 map(on_error: skip) { x = x * 2.0; }
+                 map(on_error: skip) { x = x + 1.0; }",
+            ),
+        );
+        insta::assert_snapshot!(text, @r"
+        changed=true
+        Map: fns=[expr, expr], parallel=1, deterministic=true, on_error=skip -> {x: f32[4], label: i64}
+          Map: fns=[parse_example], parses=[x, label], parallel=1, deterministic=true -> {x: f32[4], label: i64}
+            Interleave: reader=tfrecord, cycle_length=1, block_length=1, parallel=1, deterministic=true, compression=auto, on_corrupt=fail, verify_crc=true -> record
+              Files: pattern=$files, shuffle_seed=none -> path
         ");
     }
 }

@@ -72,7 +72,8 @@ fn producer(mut plan: &mut Plan) -> &mut Plan {
 fn take_suffix(node: &mut Plan) -> Option<Vec<MapOp>> {
     match node {
         // A map over batches.
-        Plan::Map(m) if matches!(m.input.output(), Element::Batch(_)) => {
+        // Nothing leaves a `map(on_error: skip)`: its failures drop elements on the CPU.
+        Plan::Map(m) if matches!(m.input.output(), Element::Batch(_)) && !m.skip_errors => {
             let input = m.input.output();
             let moved = split_suffix(&input, &mut m.ops)?;
             m.output = apply_ops(&input, &m.ops);
@@ -84,6 +85,9 @@ fn take_suffix(node: &mut Plan) -> Option<Vec<MapOp>> {
         }
         Plan::Batch(b) if b.padded.is_none() => {
             let Plan::Map(m) = &mut *b.input else { return None };
+            if m.skip_errors {
+                return None;
+            }
             let input = m.input.output();
             let moved = split_suffix(&input, &mut m.ops)?;
             m.output = apply_ops(&input, &m.ops);

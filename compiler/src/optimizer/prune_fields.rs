@@ -1,6 +1,8 @@
 //! `prune_fields`: `parse_example` decodes only the features the rest of the pipeline
 //! uses: those in the final element, those a `filter` or an operation reads, and not
-//! those a `select` drops or an assignment overwrites before any read.
+//! those a `select` drops or an assignment overwrites before any read. The parse of a
+//! `map(on_error: skip)` is left whole: a feature it fails on drops the element, used
+//! or not.
 //!
 //! ```text
 //! before                                              after
@@ -45,7 +47,7 @@ fn field_names(e: &Element) -> BTreeSet<String> {
 /// Prunes below `node`, given the fields needed from its output.
 fn prune(node: &mut Plan, mut needed: BTreeSet<String>) -> bool {
     let mut changed = false;
-    let mut ops_of = |ops: &mut Vec<MapOp>, needed: &mut BTreeSet<String>| {
+    let mut ops_of = |ops: &mut Vec<MapOp>, needed: &mut BTreeSet<String>, keep_parse: bool| {
         for op in ops.iter_mut().rev() {
             match op {
                 MapOp::Assign { target, reads, .. } => {
@@ -54,7 +56,7 @@ fn prune(node: &mut Plan, mut needed: BTreeSet<String>) -> bool {
                 }
                 MapOp::Parse { fields, .. } => {
                     let before = fields.len();
-                    fields.retain(|f| needed.contains(&f.name));
+                    fields.retain(|f| keep_parse || needed.contains(&f.name));
                     changed |= fields.len() != before;
                     // Below the parse, elements are records: no fields.
                     needed.clear();
@@ -72,12 +74,12 @@ fn prune(node: &mut Plan, mut needed: BTreeSet<String>) -> bool {
         Plan::Filter(f) => needed.extend(f.reads.iter().cloned()),
         // Rust code may read any field, and a Rust map returns the whole record.
         Plan::Rust(r) => needed = field_names(&r.input.output()),
-        Plan::Map(m) => ops_of(&mut m.ops, &mut needed),
+        Plan::Map(m) => ops_of(&mut m.ops, &mut needed, m.skip_errors),
         Plan::MapFilter(m) => {
             needed.extend(m.reads.iter().cloned());
-            ops_of(&mut m.ops, &mut needed)
+            ops_of(&mut m.ops, &mut needed, m.skip_errors)
         }
-        Plan::MapBatch(m) => ops_of(&mut m.ops, &mut needed),
+        Plan::MapBatch(m) => ops_of(&mut m.ops, &mut needed, false),
         _ => {}
     }
     match node.input_mut() {

@@ -4,7 +4,8 @@
 //! reorder; taking before it yields one of the outcomes it already allowed.)
 //!
 //! Repeated, the `take` sinks through a chain of maps. It does not move past
-//! `filter`, `shuffle`, `batch` or any stage that does not keep one element for one.
+//! `filter`, `shuffle`, `batch`, a `map(on_error: skip)` (which drops the elements it
+//! fails on) or any stage that does not keep one element for one.
 //!
 //! ```text
 //! before                                after
@@ -35,7 +36,7 @@ impl OptimizerRule for PushTakeDown {
 fn push(plan: Plan) -> Transformed {
     let Plan::Take(mut take) = plan else { return Transformed::no(plan) };
     match *take.input {
-        Plan::Map(mut map) => {
+        Plan::Map(mut map) if !map.skip_errors => {
             take.input = map.input;
             map.input = Box::new(Plan::Take(take));
             Transformed::yes(Plan::Map(map))
@@ -95,6 +96,22 @@ mod tests {
             Map: fns=[parse_example], parses=[x, label], parallel=1, deterministic=true -> {x: f32[4], label: i64}
               Interleave: reader=tfrecord, cycle_length=1, block_length=1, parallel=1, deterministic=true, compression=auto, on_corrupt=fail, verify_crc=true -> record
                 Files: pattern=$files, shuffle_seed=none -> path
+        ");
+    }
+
+    #[test]
+    fn does_not_apply_to_a_skipping_map() {
+        // It drops the elements it fails on: the first 10 mapped are not the mapped first 10.
+        let text = check(
+            &PushTakeDown,
+            &pipeline("tfrecords(files); map(on_error: skip) { parse_example(); } take(10);"),
+        );
+        insta::assert_snapshot!(text, @r"
+        changed=false
+        Take: count=10 -> {x: f32[4], label: i64}
+          Map: fns=[parse_example], parses=[x, label], parallel=1, deterministic=true, on_error=skip -> {x: f32[4], label: i64}
+            Interleave: reader=tfrecord, cycle_length=1, block_length=1, parallel=1, deterministic=true, compression=auto, on_corrupt=fail, verify_crc=true -> record
+              Files: pattern=$files, shuffle_seed=none -> path
         ");
     }
 }

@@ -12,7 +12,9 @@
 //!
 //! Only a suffix moves (nothing left before the batch depends on a moved operation), only
 //! deterministic elementwise operations (random ones draw per element), and only past a
-//! plain `batch`: past `padded_batch` they would also transform the padding.
+//! plain `batch`: past `padded_batch` they would also transform the padding. Nothing moves
+//! out of a `map(on_error: skip)`: after the batch, an operation failing on one element
+//! would drop the whole batch.
 
 use crate::ir::plan::{ArgValue, Map, Plan, apply_ops};
 use crate::ir::types::Value;
@@ -36,7 +38,9 @@ impl OptimizerRule for VectorizePastBatch {
 fn vectorize(plan: Plan) -> Transformed {
     let Plan::Batch(mut batch) = plan else { return Transformed::no(plan) };
     let movable = match (&batch.padded, &*batch.input) {
-        (None, Plan::Map(m)) => m.ops.iter().rev().take_while(|op| op.is_elementwise()).count(),
+        (None, Plan::Map(m)) if !m.skip_errors => {
+            m.ops.iter().rev().take_while(|op| op.is_elementwise()).count()
+        }
         _ => 0,
     };
     if movable == 0 {
@@ -52,13 +56,20 @@ fn vectorize(plan: Plan) -> Transformed {
     let output = crate::ir::plan::Element::Batch(Box::new(final_output));
     // Once per batch: a single worker is usually enough; keep `auto` if it was.
     let parallel = if parallel == ArgValue::Auto { ArgValue::Auto } else { ArgValue::Const(Value::Int(1)) };
-    Transformed::yes(Plan::Map(Map { input: Box::new(batched), ops: moved, parallel, deterministic, output }))
+    Transformed::yes(Plan::Map(Map {
+        input: Box::new(batched),
+        ops: moved,
+        parallel,
+        deterministic,
+        skip_errors: false,
+        output,
+    }))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::optimizer::tests::check;
+    use crate::optimizer::tests::{check, pipeline};
 
     const HEAD: &str = "pipeline p(files: glob = \"d/*\") {
         schema { image: bytes, label: i64 }
@@ -104,5 +115,21 @@ mod tests {
             let text = check(&VectorizePastBatch, &format!("{HEAD} map {{ parse_example(); {body} }}"));
             assert!(text.starts_with("changed=false"), "{text}");
         }
+    }
+
+    #[test]
+    fn does_not_apply_to_a_skipping_map() {
+        // After the batch, an operation failing on one element would drop the whole batch.
+        let text = check(
+            &VectorizePastBatch,
+            &pipeline("tfrecords(files); map(on_error: skip) { parse_example(); x = x * 2.0; } batch(8);"),
+        );
+        insta::assert_snapshot!(text, @r"
+        changed=false
+        Batch: size=8, drop_remainder=false -> batch<{x: f32[4], label: i64}>
+          Map: fns=[parse_example, expr], parses=[x, label], parallel=1, deterministic=true, on_error=skip -> {x: f32[4], label: i64}
+            Interleave: reader=tfrecord, cycle_length=1, block_length=1, parallel=1, deterministic=true, compression=auto, on_corrupt=fail, verify_crc=true -> record
+              Files: pattern=$files, shuffle_seed=none -> path
+        ");
     }
 }

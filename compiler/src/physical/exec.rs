@@ -62,6 +62,10 @@ pub struct MapFn {
     pub ops: Vec<MapOp>,
     /// What it makes (for a map + batch: one row of the batch).
     pub output: Element,
+    /// `on_error: skip`: an element it fails on is dropped and counted (for a map over
+    /// batches, the whole batch: the map's element). Never on a map + batch's row
+    /// function or a map in the reader threads (the physical plan keeps them apart).
+    pub skip_errors: bool,
 }
 
 impl MapFn {
@@ -331,7 +335,9 @@ impl Exec {
                     .collect();
                 format!("in_readers=[{}]", parts.join(", "))
             }
+            Exec::ChunkedMap { f, .. } if f.skip_errors => format!("fns=[{}], on_error=skip", fns(f)),
             Exec::ChunkedMap { f, .. } => format!("fns=[{}]", fns(f)),
+            Exec::Map { f, .. } if f.skip_errors => "on_error=skip".into(),
             Exec::MapBatch { batched: true, .. } => "input=batches of the reader".into(),
             _ => String::new(),
         }

@@ -16,6 +16,11 @@
 //!   there) merge back into it: per row they fuse with the decoding before them
 //!   (`decode_jpeg → resize → scale → normalize` in one pass).
 //!
+//! A `map(on_error: skip)` runs as a stage of its own (`MapExec`, `MapFilterExec`, or
+//! the map of a `ChunkedMapExec`, which drops the whole batch it fails on: the map's
+//! element), never in the reader threads of a `ReadBatchesExec` nor merged into a map +
+//! batch, whose functions fail their whole batch.
+//!
 //! A `device cuda` pipeline's `DeviceTail` becomes the plan's tail.
 
 use super::exec::{
@@ -166,6 +171,7 @@ fn read_batches(
         while let Some(Step { node: node @ Plan::Map(m), .. }) = chain.get(i + used)
             && matches!(m.input.output(), Element::Batch(_))
             && !m.ops.iter().any(MapOp::is_random)
+            && !m.skip_errors
         {
             grow(cx, node);
             maps.push(ReaderMap::Map(map_fn(m)));
@@ -227,7 +233,12 @@ fn one(step: &Step<'_>, cx: &mut Cx<'_>) -> ExecNode {
             filter: None,
         },
         Plan::MapFilter(m) => Exec::Map {
-            f: MapFn { input: input(), ops: m.ops.clone(), output: m.output.clone() },
+            f: MapFn {
+                input: input(),
+                ops: m.ops.clone(),
+                output: m.output.clone(),
+                skip_errors: m.skip_errors,
+            },
             parallel: m.parallel.clone(),
             deterministic: m.deterministic,
             filter: Some(m.conditions.clone()),
@@ -304,6 +315,7 @@ fn steps(plan: &Plan) -> Vec<Step<'_>> {
             && matches!(prev.node, Plan::MapBatch(_))
             && m.ops.iter().all(MapOp::is_elementwise)
             && matches!(m.output, Element::Batch(_))
+            && !m.skip_errors
         {
             prev.merged.push(n);
             continue;
@@ -314,13 +326,23 @@ fn steps(plan: &Plan) -> Vec<Step<'_>> {
 }
 
 fn map_fn(m: &Map) -> MapFn {
-    MapFn { input: m.input.output(), ops: m.ops.clone(), output: m.output.clone() }
+    MapFn {
+        input: m.input.output(),
+        ops: m.ops.clone(),
+        output: m.output.clone(),
+        skip_errors: m.skip_errors,
+    }
 }
 
 /// The map of a map + batch step, with the maps merged into it: one row's function.
 fn map_batch_fn(step: &Step<'_>) -> MapFn {
     let Plan::MapBatch(m) = step.node else { unreachable!("a map + batch step") };
-    let mut f = MapFn { input: m.input.output(), ops: m.ops.clone(), output: m.map_output.clone() };
+    let mut f = MapFn {
+        input: m.input.output(),
+        ops: m.ops.clone(),
+        output: m.map_output.clone(),
+        skip_errors: false,
+    };
     for merged in &step.merged {
         if let Plan::Map(m) = merged {
             f.ops.extend(m.ops.iter().cloned());

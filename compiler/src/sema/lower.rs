@@ -183,6 +183,7 @@ pub fn lower(
                         ops: vec![op],
                         parallel: ArgValue::Const(Value::Int(1)),
                         deterministic: true,
+                        skip_errors: false,
                         output,
                     })
                 }
@@ -262,6 +263,7 @@ pub fn lower(
                     ops,
                     parallel: a("parallel").unwrap_or(ArgValue::Const(Value::Int(1))),
                     deterministic: flag("deterministic", true),
+                    skip_errors: matches!(a("on_error"), Some(ArgValue::Word(w)) if w == "skip"),
                     output: element,
                 })
             }

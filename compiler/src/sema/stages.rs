@@ -49,6 +49,8 @@ pub enum ArgKind {
     Char,
     /// `dir` (the label is the index of the file's folder) or `none`.
     Labels,
+    /// `fail` or `skip`: what a `map` does with an element its operations fail on.
+    OnError,
     /// A boolean or numeric expression over the element's fields (checked later).
     Expr,
 }
@@ -69,6 +71,7 @@ impl ArgKind {
             ArgKind::Remainder => "`keep`, `drop` or `pad`",
             ArgKind::Char => "one ASCII character other than a quote or a line break, such as \",\"",
             ArgKind::Labels => "`dir` or `none`",
+            ArgKind::OnError => "`fail` or `skip`",
             ArgKind::Expr => "an expression",
         }
     }
@@ -81,6 +84,7 @@ impl ArgKind {
             ArgKind::CorruptPolicy => &["fail", "skip", "skip_file"],
             ArgKind::Remainder => &["keep", "drop", "pad"],
             ArgKind::Labels => &["dir", "none"],
+            ArgKind::OnError => &["fail", "skip"],
             _ => &[],
         }
     }
@@ -208,7 +212,8 @@ pub const STAGES: &[StageSig] = &[
     },
     StageSig {
         name: "map",
-        args: &[opt("parallel", CountOrAuto), opt("deterministic", Bool)],
+        // `on_error: skip`: tf.data's `ignore_errors` after the map.
+        args: &[opt("parallel", CountOrAuto), opt("deterministic", Bool), opt("on_error", OnError)],
         block: BlockKind::Statements,
     },
     StageSig { name: "filter", args: &[req("predicate", Expr)], block: BlockKind::None },

@@ -35,6 +35,7 @@ pub mod corpus {
     sluice::include_pipelines!("text");
     sluice::include_pipelines!("csv");
     sluice::include_pipelines!("read_file");
+    sluice::include_pipelines!("on_error");
 }
 
 /// The user function `augment.pipe` declares (`extern fn augment_fns::brighten`).

@@ -58,6 +58,15 @@ pub trait MapFn<T>: Send + Sync + 'static {
     type Output: Element;
     /// Transforms one element.
     fn call(&self, x: T) -> std::result::Result<Self::Output, BoxError>;
+
+    /// Transforms one element for the stage whose counters are `stats`: what the stage
+    /// calls. The default is [`call`](MapFn::call); a function that counts in the
+    /// stage's statistics ([`SkipErrors`](super::SkipErrors)) overrides it.
+    #[inline]
+    fn call_in(&self, x: T, stats: &StageStats) -> std::result::Result<Self::Output, BoxError> {
+        let _ = stats;
+        self.call(x)
+    }
 }
 
 impl<T, U, F> MapFn<T> for Infallible<F>
@@ -191,7 +200,7 @@ impl<I: DataIter, F: MapFn<I::Item>> fmt::Debug for MapIter<I, F> {
 pub(crate) fn apply<T, F: MapFn<T>>(f: &F, x: T, stats: &StageStats) -> Result<F::Output> {
     let y = stats.time_busy(|| {
         call_user(stats.name(), || {
-            f.call(x).map_err(|source| Error::Stage { stage: stats.name().to_string(), source })
+            f.call_in(x, stats).map_err(|source| Error::Stage { stage: stats.name().to_string(), source })
         })
     })?;
     stats.produced(y.byte_size());

@@ -42,6 +42,7 @@ mod record_batch;
 mod repeat;
 mod sample;
 mod shuffle;
+mod skip_errors;
 mod slice;
 mod source;
 mod state;
@@ -72,6 +73,7 @@ pub use record_batch::{BatchFn, RecordBatch, TfRecordBatches, TfRecordBatchesIte
 pub use repeat::Repeat;
 pub use sample::{SampleFrom, sample_from};
 pub use shuffle::Shuffle;
+pub use skip_errors::{SkipErrors, Skippable, skippable};
 pub use slice::{Remainder, Shard, Skip, Take};
 pub use source::{
     Files, FromVec, Range, Steps, TfRecordFile, files, from_vec, range, range_step, tfrecord_file,
@@ -357,6 +359,19 @@ pub trait Dataset: Send + Sync + 'static {
         U: Element,
     {
         Map::new(self, Fallible(f), "map")
+    }
+
+    /// `map(on_error: skip)`: applies `f`, which returns `Ok(None)` to drop an element and
+    /// an error made by [`skippable`] for one it failed on, which is dropped and counted
+    /// in this stage's statistics; follow it with [`somes`](Dataset::somes). See
+    /// [`SkipErrors`].
+    fn try_map_skipping<U, F>(self, f: F) -> Map<Self, SkipErrors<F>>
+    where
+        Self: Sized,
+        F: Fn(Self::Item) -> std::result::Result<Option<U>, BoxError> + Send + Sync + 'static,
+        U: Element,
+    {
+        Map::new(self, SkipErrors(f), "map")
     }
 
     /// Keeps the elements for which `p` is true.

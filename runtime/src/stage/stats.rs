@@ -4,9 +4,11 @@
 //! Counters are relaxed atomics updated by the stage's own threads. Stages that do real
 //! work per element (map, interleave, batch, shuffle, prefetch) time it; trivial stages
 //! (filter, take, skip, shard) only count, so statistics cost little where elements are
-//! cheap.
+//! cheap. A `map(on_error: skip)` also counts the elements it dropped because its
+//! function failed, keeping the first few messages ([`StageStats::skipped_error`]).
 
 use std::fmt;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
@@ -23,7 +25,12 @@ pub struct StageStats {
     queue_samples: AtomicU64,
     queue_capacity: AtomicU64,
     parallelism: AtomicU64,
+    skipped_errors: AtomicU64,
+    first_skipped: Mutex<Vec<String>>,
 }
+
+/// How many messages of skipped errors a stage keeps (the first ones).
+pub const KEPT_SKIPPED_ERRORS: usize = 3;
 
 impl StageStats {
     /// Fresh counters for the stage called `name`.
@@ -39,6 +46,8 @@ impl StageStats {
             queue_samples: AtomicU64::new(0),
             queue_capacity: AtomicU64::new(0),
             parallelism: AtomicU64::new(1),
+            skipped_errors: AtomicU64::new(0),
+            first_skipped: Mutex::new(Vec::new()),
         }
     }
 
@@ -86,6 +95,17 @@ impl StageStats {
         self.parallelism.store(n as u64, Relaxed);
     }
 
+    /// Counts one element dropped because the stage's function failed on it
+    /// (`on_error: skip`), keeping the message of the first [`KEPT_SKIPPED_ERRORS`].
+    pub fn skipped_error(&self, message: &dyn fmt::Display) {
+        if self.skipped_errors.fetch_add(1, Relaxed) < KEPT_SKIPPED_ERRORS as u64 {
+            let mut first = self.first_skipped.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if first.len() < KEPT_SKIPPED_ERRORS {
+                first.push(message.to_string());
+            }
+        }
+    }
+
     /// Times `f` as busy time.
     #[inline]
     pub fn time_busy<R>(&self, f: impl FnOnce() -> R) -> R {
@@ -117,6 +137,12 @@ impl StageStats {
             mean_queue_fill: (samples > 0).then(|| self.queue_fill_sum.load(Relaxed) as f64 / samples as f64),
             queue_capacity: self.queue_capacity.load(Relaxed) as usize,
             parallelism: self.parallelism.load(Relaxed).max(1) as usize,
+            skipped_errors: self.skipped_errors.load(Relaxed),
+            first_skipped: self
+                .first_skipped
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .clone(),
         }
     }
 }
@@ -142,9 +168,33 @@ pub struct StageReport {
     pub queue_capacity: usize,
     /// Worker threads.
     pub parallelism: usize,
+    /// Elements dropped because the stage's function failed on them (`on_error: skip`).
+    pub skipped_errors: u64,
+    /// The messages of the first skipped errors (at most [`KEPT_SKIPPED_ERRORS`]; with
+    /// several workers, the first to be counted).
+    pub first_skipped: Vec<String>,
 }
 
 impl StageReport {
+    /// The line that says what `on_error: skip` dropped: the stage, the count and the
+    /// first messages.
+    pub fn skipped_line(&self) -> String {
+        let n = self.skipped_errors;
+        let mut line = format!(
+            "{}: skipped {n} element{} whose map failed (on_error: skip)",
+            self.name,
+            if n == 1 { "" } else { "s" }
+        );
+        for (i, m) in self.first_skipped.iter().enumerate() {
+            line.push_str(if i == 0 { "; first: " } else { "; " });
+            line.push_str(m);
+        }
+        if n > self.first_skipped.len() as u64 {
+            line.push_str(&format!("; … and {} more", n - self.first_skipped.len() as u64));
+        }
+        line
+    }
+
     /// Fraction of the stage's capacity (`wall × parallelism`) spent busy.
     pub fn utilization(&self, wall: Duration) -> f64 {
         let cap = wall.as_secs_f64() * self.parallelism as f64;
@@ -201,6 +251,9 @@ impl fmt::Display for StatsReport {
         }
         let wall = self.wall.as_secs_f64();
         let stall = if wall > 0.0 { 100.0 * self.consumer_wait.as_secs_f64() / wall } else { 0.0 };
+        for s in self.stages.iter().filter(|s| s.skipped_errors > 0) {
+            writeln!(f, "{}", s.skipped_line())?;
+        }
         write!(f, "consumer waited {:.2} s of {wall:.2} s ({stall:.0}%)", self.consumer_wait.as_secs_f64())?;
         if let Some(b) = self.bottleneck() {
             write!(f, "; bottleneck: {} ({:.0}% busy)", b.name, 100.0 * b.utilization(self.wall))?;
@@ -231,5 +284,26 @@ mod tests {
         let text = report.to_string();
         assert!(text.contains("bottleneck: read (40% busy)"), "{text}");
         assert!(text.contains("consumer waited 0.25 s of 1.00 s (25%)"), "{text}");
+        assert!(!text.contains("skipped"), "{text}");
+    }
+
+    #[test]
+    fn skipped_errors_are_counted_with_the_first_messages() {
+        let m = StageStats::new("map");
+        for i in 0..5 {
+            m.skipped_error(&format!("bad {i}"));
+        }
+        let r = m.snapshot();
+        assert_eq!(
+            (r.skipped_errors, r.first_skipped.clone()),
+            (5, vec!["bad 0".into(), "bad 1".into(), "bad 2".into()])
+        );
+        assert_eq!(
+            r.skipped_line(),
+            "map: skipped 5 elements whose map failed (on_error: skip); first: bad 0; bad 1; bad 2; … and 2 more"
+        );
+        let report =
+            StatsReport { wall: Duration::from_secs(1), consumer_wait: Duration::ZERO, stages: vec![r] };
+        assert!(report.to_string().contains("map: skipped 5 elements"), "{report}");
     }
 }

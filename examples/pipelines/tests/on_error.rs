@@ -50,7 +50,7 @@ fn record(i: i64) -> Vec<u8> {
 /// Two shards of 20 records: 0..20 and 20..40.
 fn write(dir: &Path) -> String {
     for (k, range) in [(0, 0..20), (1, 20..40)] {
-        let mut w = create(&dir.join(format!("data-{k}.tfrecord")), Compression::None).unwrap();
+        let mut w = create(dir.join(format!("data-{k}.tfrecord")), Compression::None).unwrap();
         for i in range {
             w.write_record(&record(i)).unwrap();
         }

@@ -636,3 +636,54 @@ fn parse_tensor_errors_name_the_record() {
         assert!(stderr(&o).contains(&want), "{what}: wanted `{want}` in\n{}", stderr(&o));
     }
 }
+
+const SKIPPING_MAP: &str = r#"
+pipeline ratios(files: glob) {
+    schema {
+        x: f32[2],
+        label: i64,
+    }
+    tfrecords(files);
+    map(on_error: skip) {
+        parse_example();
+        label = 12 / label;
+    }
+}
+"#;
+
+/// What `map(on_error: skip)` drops is never silent: `--json` counts it per stage with
+/// the first messages (naming file and record), and the text says which stage dropped
+/// how many.
+#[test]
+fn run_reports_what_a_skipping_map_dropped() {
+    use sluice::example::{Example, Feature};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.tfrecord");
+    let mut w = sluice::tfrecord::create(&path, sluice::tfrecord::Compression::None).unwrap();
+    for label in [1i64, 0, 3, 4, 0, 6] {
+        let e = Example::from_features([
+            ("x".to_string(), Feature::floats(vec![0.5, 1.5])),
+            ("label".to_string(), Feature::int64s(vec![label])),
+        ]);
+        w.write_record(&e.encode_record()).unwrap();
+    }
+    w.finish().unwrap();
+    let file = dir.path().join("ratios.pipe");
+    std::fs::write(&file, SKIPPING_MAP).unwrap();
+    let (file, files) = (file.to_str().unwrap(), format!("files={}", path.display()));
+    let o = sluice_in(dir.path(), &["run", file, "--set", &files, "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(v["records"].as_u64(), Some(4), "{v}");
+    let stages = v["stages"].as_array().unwrap();
+    let skipping: Vec<&serde_json::Value> =
+        stages.iter().filter(|s| s["skipped_errors"].as_u64().unwrap_or(0) > 0).collect();
+    assert_eq!(skipping.len(), 1, "{v}");
+    assert_eq!(skipping[0]["skipped_errors"].as_u64(), Some(2), "{v}");
+    let first = skipping[0]["first_skipped_errors"][0].as_str().unwrap();
+    assert!(first.contains("r.tfrecord: record 1"), "{first}");
+    let o = sluice_in(dir.path(), &["run", file, "--set", &files, "--no-progress"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = format!("{}{}", stdout(&o), stderr(&o));
+    assert!(text.contains("skipped 2 elements whose map failed"), "{text}");
+}

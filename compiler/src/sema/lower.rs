@@ -16,7 +16,8 @@
 //! pipeline of more than `MAX_STAGES` stages; E0320/E0321 a `range` without an end or
 //! with a bound that is not an i64 (or a step of 0); E0322 `csv` without a schema or with
 //! a schema field that is not one value per row; E0323 `read_file` not reading file
-//! paths. (W0210, a `shard` whose workers read whole files, is
+//! paths; E0330–E0333 the stages of [`combine`](super::combine) (`zip`, `concatenate`,
+//! `enumerate`). (W0210, a `shard` whose workers read whole files, is
 //! a check on the optimized plan: see the [`driver`](crate::driver).)
 //!
 //! Per-field operations and `filter` predicates are typed here ([`ops`](super::ops)):

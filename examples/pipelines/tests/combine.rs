@@ -6,7 +6,7 @@
 use sluice::runtime::stage::{Ctx, Dataset};
 use sluice_examples::combine::{
     evens, joined, joined_three, numbered, numbered_batches, while_small, zipped, zipped_batches,
-    zipped_while,
+    zipped_unseeded, zipped_while,
 };
 
 /// Every element of a pass of `ds` from position `skip`.
@@ -53,6 +53,15 @@ fn zip_resumes_mid_pass_from_a_saved_state() {
     assert_eq!(whole, [vec![3, 6, 9, 12], vec![15, 18, 21, 24], vec![27, 30]]);
     let rest: Vec<Vec<i64>> = pass(&zipped_batches::dataset(&p).unwrap(), 2).iter().map(sums).collect();
     assert_eq!(rest, [vec![27, 30]]);
+}
+
+#[test]
+fn a_zip_of_an_input_that_cannot_resume_cannot_either() {
+    assert_eq!(zipped::RESUME_BLOCKER, None);
+    let why = zipped_unseeded::RESUME_BLOCKER.unwrap();
+    assert!(why.contains("`shuffle` without a seed"), "{why}");
+    let err = zipped_unseeded::state(&zipped_unseeded::Params::default(), 0, 3).unwrap_err();
+    assert!(err.to_string().contains("cannot be resumed exactly"), "{err}");
 }
 
 #[test]

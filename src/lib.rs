@@ -53,6 +53,8 @@ pub mod __private {
         RuntimeOptions, auto_cycle, available_cores, files, fingerprint, from_vec, global_shuffle,
         range_step, read_files, sample_from, skippable, tfrecord_batches, tfrecords,
     };
+    // The combining stages (`zip`, `concatenate`, `take_while`).
+    pub use sluice_runtime::stage::{concatenate, take_while, zip};
     pub use sluice_runtime::text::{CsvOptions, OpenCsv, OpenLines, TextOptions, csv_file, lines_file};
     pub use sluice_runtime::tfrecord;
     pub use sluice_runtime::tfrecord::{Compression, CorruptPolicy, ReaderOptions};

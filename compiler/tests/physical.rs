@@ -74,6 +74,10 @@ fn expected(exec: &Exec) -> Vec<&'static str> {
         Exec::Shard { .. } => vec![".shard"],
         Exec::Cache { .. } => vec![".cache"],
         Exec::Prefetch(_) => vec![".prefetch("],
+        Exec::Enumerate { .. } => vec![".enumerate()"],
+        Exec::TakeWhile { .. } => vec!["__sl::take_while("],
+        Exec::Zip(_) => vec!["__sl::zip("],
+        Exec::Concatenate(_) => vec!["__sl::concatenate("],
     }
 }
 

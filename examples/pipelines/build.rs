@@ -23,6 +23,7 @@ fn main() {
         "../../tests/pipes/csv.pipe",
         "../../tests/pipes/read_file.pipe",
         "../../tests/pipes/on_error.pipe",
+        "../../tests/pipes/combine.pipe",
         "pipes/tf_fixtures.pipe",
         "pipes/shard.pipe",
     ]);

@@ -30,6 +30,12 @@ Programs:
                    -> / 255, labels by sorted folder name (image_dataset_from_directory)
                    .batch(8) vs tests/pipes/read_file.pipe `images` (pixels within the
                    IDCT tolerance: TF decodes with libjpeg's fast integer IDCT)
+  zip              tf.data.Dataset.zip((range(10).map(x * 2), range(3, 20))) and with
+                   range(40): tuples vs tests/pipes/combine.pipe `zipped`'s fields
+  concatenate      range(3).concatenate(range(10, 14)), and then range(3) again
+                   vs `joined` and `joined_three`
+  enumerate        range(5, 10).enumerate(start=100) (and start=-2) vs `numbered`
+  take_while       range(20).take_while(x < 7) (and x < 0, x < 50) vs `while_small`
 Exits 1 with the first difference.
 """
 import argparse
@@ -74,7 +80,7 @@ def main():
     ap.add_argument("--sluice", required=True)
     ap.add_argument("--root", required=True)
     ap.add_argument("--work", required=True)
-    ap.add_argument("--program", required=True, choices=["range", "range_batch", "parse_tensor", "interleave_auto", "text_lines", "csv", "jpeg_folder", "ignore_errors"],)
+    ap.add_argument("--program", required=True, choices=["range", "range_batch", "parse_tensor", "interleave_auto", "text_lines", "csv", "jpeg_folder", "ignore_errors", "zip", "concatenate", "enumerate", "take_while"],)
     a = ap.parse_args()
 
     if a.program == "range":
@@ -120,6 +126,8 @@ def main():
         ok = jpeg_folder(a)
     elif a.program == "ignore_errors":
         ok = ignore_errors(a)
+    elif a.program in ("zip", "concatenate", "enumerate", "take_while"):
+        ok = combine_program(a)
     else:
         os.makedirs(a.work, exist_ok=True)
         for k, n in [(0, 5), (1, 9), (2, 3), (3, 4), (4, 6)]:
@@ -316,6 +324,37 @@ def ignore_errors(a):
             f"ignore_errors (parallel {par}): {len(want)} batches, labels equal, "
             f"pixels max |diff| {worst:.2f}, mean {mean:.3f} (of 255)"
         )
+
+
+def combine_program(a):
+    """The combining stages on `range` sources: tf.data's tuples against the fields of
+    tests/pipes/combine.pipe's pipelines."""
+    pipe = "tests/pipes/combine.pipe"
+    R = tf.data.Dataset.range
+    scalar = lambda e, f: values(e[f])[0]  # noqa: E731
+    ok = True
+    if a.program == "zip":
+        for n in (10, 40):
+            want = [(int(x), int(y)) for x, y in tf.data.Dataset.zip((R(n).map(lambda x: x * 2), R(3, 20))).as_numpy_iterator()]
+            got = [(scalar(e, "twice"), scalar(e, "value")) for e in show(a, pipe, "zipped", f"evens.n={n}")]
+            ok &= compare(f"zip((range({n}).map(x * 2), range(3, 20)))", got, want)
+    elif a.program == "concatenate":
+        want = [int(x) for x in R(3).concatenate(R(10, 14)).as_numpy_iterator()]
+        got = [scalar(e, "value") for e in show(a, pipe, "joined")]
+        ok &= compare("range(3).concatenate(range(10, 14))", got, want)
+        want = [int(x) for x in R(3).concatenate(R(10, 14)).concatenate(R(3)).as_numpy_iterator()]
+        got = [scalar(e, "value") for e in show(a, pipe, "joined_three")]
+        ok &= compare("range(3).concatenate(range(10, 14)).concatenate(range(3))", got, want)
+    elif a.program == "enumerate":
+        for start in (100, -2):
+            want = [(int(i), int(x)) for i, x in R(5, 10).enumerate(start=start).as_numpy_iterator()]
+            got = [(scalar(e, "index"), scalar(e, "value")) for e in show(a, pipe, "numbered", f"start={start}")]
+            ok &= compare(f"range(5, 10).enumerate(start={start})", got, want)
+    else:
+        for limit in (7, 0, 50):
+            want = [int(x) for x in R(20).take_while(lambda x: x < limit).as_numpy_iterator()]
+            got = [scalar(e, "value") for e in show(a, pipe, "while_small", f"limit={limit}")]
+            ok &= compare(f"range(20).take_while(x < {limit})", got, want)
     return ok
 
 

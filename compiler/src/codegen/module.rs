@@ -152,7 +152,7 @@ pub fn generate(c: &Unit<'_>, all: &[Unit<'_>]) -> R<(TokenStream, Vec<crate::ir
 pub(super) fn resume_items(plan: &Plan) -> R<TokenStream> {
     let blocker = match crate::ir::plan::resume_blocker(plan) {
         Some(why) => quote!(::std::option::Option::Some(#why)),
-        None => quote!(::std::option::Option::None),
+        None => combined_blockers(plan),
     };
     let text = plan.explain();
     let mut globs = Vec::new();
@@ -209,5 +209,27 @@ pub(super) fn resume_items(plan: &Plan) -> R<TokenStream> {
         pub fn check_state(params: &Params, state: &__sl::PipelineState) -> __sl::Result<()> {
             state.check(NAME, fingerprint(params)?)
         }
+    })
+}
+
+/// The `RESUME_BLOCKER` of a plan with no blocker of its own: the first of the pipelines
+/// it zips or concatenates, whose passes run beneath it (`None` when none has one).
+fn combined_blockers(plan: &Plan) -> TokenStream {
+    let mut inputs = Vec::new();
+    let mut node = Some(plan);
+    while let Some(n) = node {
+        match n {
+            Plan::Zip(z) => inputs.extend(z.inputs.iter()),
+            Plan::Concatenate(c) => inputs.extend(c.inputs.iter()),
+            _ => {}
+        }
+        node = n.input();
+    }
+    inputs.iter().rev().fold(quote!(::std::option::Option::None), |rest, name| {
+        let id = field_ident(name);
+        quote!(match super::#id::RESUME_BLOCKER {
+            ::std::option::Option::Some(why) => ::std::option::Option::Some(why),
+            ::std::option::Option::None => #rest,
+        })
     })
 }

@@ -148,16 +148,21 @@ impl Gen<'_> {
         })
     }
 
+    /// The pipelines this one takes (`sample_from`, `zip`, `concatenate`), each once.
     pub(super) fn sample_inputs(&self) -> Vec<String> {
         let mut out = Vec::new();
         if let Some(plan) = self.all.iter().find(|c| c.decls.name == self.decls.name).map(|c| c.plan) {
             let mut node = Some(plan);
             while let Some(n) = node {
-                if let Plan::SampleFrom(s) = n {
-                    for i in &s.inputs {
-                        if !out.contains(i) {
-                            out.push(i.clone());
-                        }
+                let inputs = match n {
+                    Plan::SampleFrom(s) => &s.inputs[..],
+                    Plan::Zip(z) => &z.inputs[..],
+                    Plan::Concatenate(c) => &c.inputs[..],
+                    _ => &[],
+                };
+                for i in inputs {
+                    if !out.contains(i) {
+                        out.push(i.clone());
                     }
                 }
                 node = n.input();

@@ -317,6 +317,13 @@ impl Gen<'_> {
                 // other files made is rebuilt.
                 quote!(let ds = ds.cache_file(#path).fingerprint(fingerprint(params)?);)
             }
+            Exec::Enumerate { from, to, start } => self.enumerate(from, to, start)?,
+            Exec::TakeWhile { input, conditions } => {
+                let pred = self.predicate(input, conditions)?;
+                quote!(let ds = { let p = __params.clone(); __sl::take_while(ds, move |x| #pred(&p, x)) };)
+            }
+            Exec::Zip(z) => self.zip(z)?,
+            Exec::Concatenate(c) => self.concatenate(c)?,
             Exec::Prefetch(None) => quote!(let ds = ds.prefetch(__sl::Buffer::Auto);),
             Exec::Prefetch(Some(v)) => {
                 let c = usize_arg(v)?;

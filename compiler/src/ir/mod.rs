@@ -3,11 +3,14 @@
 //!
 //! The types of values that flow through a pipeline ([`types`]), a pipeline's checked
 //! declarations ([`decls`]), the typed expressions of `map` and `filter` ([`expr`]) with
-//! their bound operations ([`op`]), the logical plan ([`plan`]), whether a plan's
+//! their bound operations ([`op`]), the logical plan ([`plan`]; the combining stages in
+//! [`combine`]), whether a plan's
 //! position can be resumed ([`resume`]) and the per-column kernels of a device tail
 //! ([`kernel`]).
 
+pub mod combine;
 pub mod decls;
+pub mod element;
 pub mod expr;
 pub mod formats;
 pub mod kernel;

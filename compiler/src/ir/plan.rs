@@ -8,6 +8,8 @@
 
 use std::fmt::{self, Write};
 
+pub use super::combine::{Concatenate, Enumerate, TakeWhile, Zip};
+pub use super::element::{Element, FieldType};
 use super::expr::Expr;
 pub use super::formats::{CsvFormat, Interleave, ParseFormat, RecordFormat};
 use super::kernel::Kernel;
@@ -38,62 +40,6 @@ impl fmt::Display for ArgValue {
             ArgValue::Param(p) => write!(f, "${p}"),
             ArgValue::Auto => f.write_str("auto"),
             ArgValue::Word(w) => f.write_str(w),
-        }
-    }
-}
-
-/// A named field of an element, with its type when known.
-#[derive(Debug, Clone, PartialEq)]
-pub struct FieldType {
-    /// The field's name.
-    pub name: String,
-    /// Its type; `None` until the per-field operations are typed.
-    pub ty: Option<TensorType>,
-}
-
-/// The type of the elements a node produces.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Element {
-    /// File paths.
-    Path,
-    /// Serialized records (bytes).
-    Record,
-    /// Records with named fields (after `parse_example`).
-    Fields(Vec<FieldType>),
-    /// Batches of the inner element, columnar.
-    Batch(Box<Element>),
-}
-
-impl Element {
-    /// The named fields of these elements (of a batch's rows), or none for paths and records.
-    pub fn fields(&self) -> &[FieldType] {
-        match self {
-            Element::Fields(f) => f,
-            Element::Batch(inner) => inner.fields(),
-            Element::Path | Element::Record => &[],
-        }
-    }
-}
-
-impl fmt::Display for Element {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Element::Path => f.write_str("path"),
-            Element::Record => f.write_str("record"),
-            Element::Fields(fields) => {
-                f.write_char('{')?;
-                for (i, fl) in fields.iter().enumerate() {
-                    if i > 0 {
-                        f.write_str(", ")?;
-                    }
-                    match &fl.ty {
-                        Some(t) => write!(f, "{}: {t}", fl.name)?,
-                        None => write!(f, "{}: ?", fl.name)?,
-                    }
-                }
-                f.write_char('}')
-            }
-            Element::Batch(inner) => write!(f, "batch<{inner}>"),
         }
     }
 }
@@ -495,6 +441,14 @@ pub enum Plan {
     MapBatch(MapBatch),
     /// The GPU tail of a `device cuda` pipeline.
     DeviceTail(DeviceTail),
+    /// `enumerate(start)`.
+    Enumerate(Enumerate),
+    /// `take_while(predicate)`.
+    TakeWhile(TakeWhile),
+    /// `zip(pipelines...)`: a source merging the fields of other pipelines' elements.
+    Zip(Zip),
+    /// `concatenate(pipelines...)`: a source yielding other pipelines one after another.
+    Concatenate(Concatenate),
 }
 
 /// Levels of indentation `explain` shows; deeper stages line up at the last one.
@@ -510,6 +464,7 @@ impl Plan {
     pub fn input(&self) -> Option<&Plan> {
         match self {
             Plan::Files(_) | Plan::Range(_) | Plan::SampleFrom(_) => None,
+            Plan::Zip(_) | Plan::Concatenate(_) => None,
             Plan::Interleave(n) => Some(&n.input),
             Plan::ReadFile(n) => Some(&n.input),
             Plan::Map(n) => Some(&n.input),
@@ -522,6 +477,8 @@ impl Plan {
             Plan::ShuffleRepeat(n) => Some(&n.input),
             Plan::MapBatch(n) => Some(&n.input),
             Plan::DeviceTail(n) => Some(&n.input),
+            Plan::Enumerate(n) => Some(&n.input),
+            Plan::TakeWhile(n) => Some(&n.input),
             Plan::Unbatch(i) => Some(i),
             Plan::Repeat(p)
             | Plan::Take(p)
@@ -536,6 +493,7 @@ impl Plan {
     pub fn input_mut(&mut self) -> Option<&mut Plan> {
         match self {
             Plan::Files(_) | Plan::Range(_) | Plan::SampleFrom(_) => None,
+            Plan::Zip(_) | Plan::Concatenate(_) => None,
             Plan::Interleave(n) => Some(&mut n.input),
             Plan::ReadFile(n) => Some(&mut n.input),
             Plan::Map(n) => Some(&mut n.input),
@@ -548,6 +506,8 @@ impl Plan {
             Plan::ShuffleRepeat(n) => Some(&mut n.input),
             Plan::MapBatch(n) => Some(&mut n.input),
             Plan::DeviceTail(n) => Some(&mut n.input),
+            Plan::Enumerate(n) => Some(&mut n.input),
+            Plan::TakeWhile(n) => Some(&mut n.input),
             Plan::Unbatch(i) => Some(i),
             Plan::Repeat(p)
             | Plan::Take(p)
@@ -570,6 +530,8 @@ impl Plan {
                 Plan::Files(_) => break Element::Path,
                 Plan::Range(_) => break Range::element(),
                 Plan::SampleFrom(n) => break n.output.clone(),
+                Plan::Zip(n) => break n.output.clone(),
+                Plan::Concatenate(n) => break n.output.clone(),
                 Plan::Interleave(_) => break Element::Record,
                 Plan::ReadFile(n) => break ReadFile::element(n.labels),
                 Plan::Map(m) => break m.output.clone(),
@@ -589,6 +551,7 @@ impl Plan {
             element = match n {
                 Plan::Select(s) => select_fields(&element, &s.fields),
                 Plan::Batch(_) => Element::Batch(Box::new(element)),
+                Plan::Enumerate(_) => Enumerate::output(element),
                 Plan::Unbatch(_) => match element {
                     Element::Batch(inner) => *inner,
                     other => other,
@@ -687,6 +650,11 @@ impl Plan {
                         ("stop_on_empty", n.stop_on_empty.to_string()),
                     ],
                 );
+            }
+            Plan::Enumerate(_) | Plan::TakeWhile(_) | Plan::Zip(_) | Plan::Concatenate(_) => {
+                let (name, pairs) = super::combine::explain(self);
+                s.push_str(name);
+                kv(&mut s, &pairs);
             }
             Plan::Select(n) => {
                 s.push_str("Select:");

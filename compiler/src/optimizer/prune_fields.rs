@@ -72,6 +72,7 @@ fn prune(node: &mut Plan, mut needed: BTreeSet<String>) -> bool {
             needed = s.fields.iter().cloned().collect();
         }
         Plan::Filter(f) => needed.extend(f.reads.iter().cloned()),
+        Plan::TakeWhile(t) => needed.extend(t.reads.iter().cloned()),
         // Rust code may read any field, and a Rust map returns the whole record.
         Plan::Rust(r) => needed = field_names(&r.input.output()),
         Plan::Map(m) => ops_of(&mut m.ops, &mut needed, m.skip_errors),

@@ -5,7 +5,7 @@
 
 use crate::ir::expr::Expr;
 use crate::ir::kernel::Kernel;
-use crate::ir::plan::{ArgValue, Element, FieldType, MapOp, RustKind, SampleFrom};
+use crate::ir::plan::{ArgValue, Concatenate, Element, FieldType, MapOp, RustKind, SampleFrom, Zip};
 
 /// How a TFRecord reader opens and checks its files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -261,6 +261,27 @@ pub enum Exec {
     },
     /// A producer thread and a bounded queue (`None`: depth chosen at run time).
     Prefetch(Option<ArgValue>),
+    /// Adds `index: i64`, the position in the pass plus `start` (`enumerate`).
+    Enumerate {
+        /// The fields in.
+        from: Vec<FieldType>,
+        /// The fields out (`index` last).
+        to: Vec<FieldType>,
+        /// The first index.
+        start: ArgValue,
+    },
+    /// The elements while the predicate holds; the pass ends at the first that fails.
+    TakeWhile {
+        /// The elements.
+        input: Element,
+        /// The predicate's parts, all of which must hold.
+        conditions: Vec<Expr>,
+    },
+    /// Merges the fields of other pipelines' elements, position by position (their own
+    /// plans run beneath it).
+    Zip(Zip),
+    /// Yields other pipelines one after another (their own plans run beneath it).
+    Concatenate(Concatenate),
 }
 
 /// A map run in the reader threads of a [`Exec::ReadBatches`].
@@ -316,6 +337,10 @@ impl Exec {
             Exec::Shard { .. } => "ShardExec",
             Exec::Cache { .. } => "CacheExec",
             Exec::Prefetch(_) => "PrefetchExec",
+            Exec::Enumerate { .. } => "EnumerateExec",
+            Exec::TakeWhile { .. } => "TakeWhileExec",
+            Exec::Zip(_) => "ZipExec",
+            Exec::Concatenate(_) => "ConcatenateExec",
         }
     }
 

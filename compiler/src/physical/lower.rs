@@ -295,6 +295,14 @@ fn one(step: &Step<'_>, cx: &mut Cx<'_>) -> ExecNode {
             None | Some((_, ArgValue::Auto)) => None,
             Some((_, v)) => Some(v.clone()),
         }),
+        Plan::Enumerate(e) => Exec::Enumerate {
+            from: input().fields().to_vec(),
+            to: n.output().fields().to_vec(),
+            start: e.start.clone(),
+        },
+        Plan::TakeWhile(t) => Exec::TakeWhile { input: input(), conditions: t.conditions.clone() },
+        Plan::Zip(z) => Exec::Zip(z.clone()),
+        Plan::Concatenate(c) => Exec::Concatenate(c.clone()),
         Plan::DeviceTail(_) => unreachable!("a device tail is the plan's top, taken apart before"),
     };
     ExecNode { exec, figures }

@@ -118,6 +118,11 @@ impl Cx<'_> {
                 self.assumptions.push("the memory of the mixed pipelines on top (see their own plans)");
                 Figures { threads: "1".into(), held: 0, bytes: 0 }
             }
+            Plan::Zip(_) | Plan::Concatenate(_) => {
+                self.assumptions.push("the memory of the combined pipelines on top (see their own plans)");
+                Figures { threads: "1".into(), held: 0, bytes: 0 }
+            }
+            Plan::Enumerate(_) | Plan::TakeWhile(_) => Figures { threads: "1".into(), held: 0, bytes: 0 },
             Plan::Interleave(i) => {
                 let (threads, workers) = self.threads(&i.parallel);
                 let cycle = self.cycle(&i.cycle_length);

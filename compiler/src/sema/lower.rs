@@ -16,7 +16,8 @@
 //! pipeline of more than `MAX_STAGES` stages; E0320/E0321 a `range` without an end or
 //! with a bound that is not an i64 (or a step of 0); E0322 `csv` without a schema or with
 //! a schema field that is not one value per row; E0323 `read_file` not reading file
-//! paths. (W0210, a `shard` whose workers read whole files, is
+//! paths; E0330–E0333 the stages of [`combine`](super::combine) (`zip`, `concatenate`,
+//! `enumerate`). (W0210, a `shard` whose workers read whole files, is
 //! a check on the optimized plan: see the [`driver`](crate::driver).)
 //!
 //! Per-field operations and `filter` predicates are typed here ([`ops`](super::ops)):
@@ -36,12 +37,15 @@ use super::stages::{StageSig, stage};
 /// a pipeline that had errors).
 pub type Pipelines = std::collections::HashMap<String, Option<Element>>;
 
-/// The pipelines a pipeline mixes with `sample_from` (its dependencies).
+/// The pipelines a pipeline takes with `sample_from`, `zip` or `concatenate` (its
+/// dependencies).
 pub fn sample_inputs(p: &ast::Pipeline) -> Vec<String> {
     p.items
         .iter()
         .filter_map(|i| match i {
-            ast::Item::Stage(s) if s.name.name == "sample_from" => Some(s),
+            ast::Item::Stage(s) if matches!(s.name.name.as_str(), "sample_from" | "zip" | "concatenate") => {
+                Some(s)
+            }
             _ => None,
         })
         .flat_map(|s| s.args.iter().filter(|a| a.name.is_none()).map(|a| a.value.to_string()))
@@ -98,8 +102,10 @@ pub fn lower(
             Some(ArgValue::Const(Value::Bool(b))) => b,
             _ => default,
         };
-        let is_source =
-            matches!(sig.name, "files" | "tfrecords" | "text_lines" | "csv" | "range" | "sample_from");
+        let is_source = matches!(
+            sig.name,
+            "files" | "tfrecords" | "text_lines" | "csv" | "range" | "sample_from" | "zip" | "concatenate"
+        );
         let Some(input) = plan.take() else {
             if !is_source {
                 diags.push(
@@ -115,6 +121,14 @@ pub fn lower(
             }
             if sig.name == "sample_from" {
                 plan = Some(sample_from(s, p, decls, pipelines, diags)?);
+                continue;
+            }
+            if sig.name == "zip" {
+                plan = Some(super::combine::zip(s, p, pipelines, diags)?);
+                continue;
+            }
+            if sig.name == "concatenate" {
+                plan = Some(super::combine::concatenate(s, p, pipelines, diags)?);
                 continue;
             }
             if sig.name == "range" {
@@ -269,35 +283,7 @@ pub fn lower(
             }
             "filter" => {
                 let pred = args[0]?;
-                let element = input.output();
-                if matches!(element, Element::Batch(_)) {
-                    diags.push(
-                        Diagnostic::error(
-                            "E0407",
-                            "`filter` keeps or drops elements, not batches",
-                            s.name.span,
-                            format!("its input is {element}"),
-                        )
-                        .with_help("filter before `batch`"),
-                    );
-                    return None;
-                }
-                let fields = element.fields();
-                let condition = super::ops::Typer { fields, decls, diags }.value(pred)?;
-                let ty = condition.tensor().expect("a value is a tensor");
-                if ty.dtype != crate::ir::types::DType::Bool || ty.shape != crate::ir::types::Shape::scalar()
-                {
-                    diags.push(
-                        Diagnostic::error(
-                            "E0407",
-                            "a `filter` predicate is one `bool` per element",
-                            pred.span,
-                            format!("this is `{ty}`"),
-                        )
-                        .with_help("compare scalar fields, e.g. `filter(label >= 0)`"),
-                    );
-                    return None;
-                }
+                let condition = super::ops::predicate("filter", s, pred, &input.output(), decls, diags)?;
                 Plan::Filter(Filter {
                     input,
                     predicate: pred.to_string(),
@@ -305,6 +291,8 @@ pub fn lower(
                     conditions: vec![condition],
                 })
             }
+            "take_while" => super::combine::take_while(s, args[0]?, input, decls, diags)?,
+            "enumerate" => super::combine::enumerate(s, input, a("start"), diags)?,
             "read_file" => {
                 if input.output() != Element::Path {
                     diags.push(
@@ -464,44 +452,15 @@ fn sample_from(
 ) -> Option<Plan> {
     let mut inputs = Vec::new();
     let mut output: Option<(Element, Span)> = None;
-    for a in s.args.iter().filter(|a| a.name.is_none()) {
-        let name = a.value.to_string();
-        if name == p.name.name {
-            diags.push(Diagnostic::error(
-                "E0309",
-                format!("pipeline `{name}` mixes itself"),
-                a.span,
-                "a cycle",
-            ));
-            return None;
-        }
-        let element = match pipelines.get(&name) {
-            Some(Some(e)) => e.clone(),
-            // It had errors of its own, reported there.
-            Some(None) => return None,
-            None => {
-                let known: Vec<&str> = pipelines.keys().map(String::as_str).collect();
-                let d = Diagnostic::error(
-                    "E0310",
-                    format!("no pipeline `{name}` in this file"),
-                    a.span,
-                    "unknown pipeline",
-                );
-                diags.push(match super::decls::closest(&name, &known) {
-                    Some(c) => d.with_help(format!("did you mean `{c}`?")),
-                    None => d.with_help("`sample_from` mixes other pipelines of the same file"),
-                });
-                return None;
-            }
-        };
+    for (name, element, span) in super::combine::input_pipelines(s, p, pipelines, "mixes", diags)? {
         match &output {
-            None => output = Some((element, a.span)),
+            None => output = Some((element, span)),
             Some((first, first_span)) if *first != element => {
                 diags.push(
                     Diagnostic::error(
                         "E0311",
                         "`sample_from` mixes pipelines of one element type",
-                        a.span,
+                        span,
                         format!("this one makes {element}"),
                     )
                     .with_label(*first_span, format!("this one makes {first}")),

@@ -10,6 +10,7 @@
 
 pub mod args;
 mod calls;
+mod combine;
 pub mod decls;
 pub mod lower;
 pub mod ops;
@@ -98,17 +99,18 @@ pub fn check_file(file: &ast::File) -> (Vec<Checked>, Vec<Diagnostic>) {
             break;
         }
     }
-    // What is left mixes itself through other pipelines.
+    // What is left takes itself through other pipelines.
     for (i, p) in file.pipelines.iter().enumerate() {
         if plans[i].is_none() {
+            let (verb, stage) = source_of_pipelines(p);
             diags.push(
                 Diagnostic::error(
                     "E0309",
-                    format!("pipeline `{}` mixes itself through `sample_from`", p.name),
+                    format!("pipeline `{}` {verb} itself through `{stage}`", p.name),
                     p.name.span,
                     "in a cycle",
                 )
-                .with_note(format!("it mixes {}", deps[i].join(", "))),
+                .with_note(format!("it {verb} {}", deps[i].join(", "))),
             );
         }
     }
@@ -119,4 +121,18 @@ pub fn check_file(file: &ast::File) -> (Vec<Checked>, Vec<Diagnostic>) {
         .map(|((d, plan), rust_code)| Checked { decls: d, plan: plan.flatten(), rust_code })
         .collect();
     (out, diags)
+}
+
+/// The source of pipelines `p` starts with (`sample_from`, `zip` or `concatenate`) and
+/// what it does with them.
+fn source_of_pipelines(p: &ast::Pipeline) -> (&'static str, &'static str) {
+    let first = p.items.iter().find_map(|i| match i {
+        ast::Item::Stage(s) => Some(s.name.name.as_str()),
+        _ => None,
+    });
+    match first {
+        Some("zip") => ("zips", "zip"),
+        Some("concatenate") => ("concatenates", "concatenate"),
+        _ => ("mixes", "sample_from"),
+    }
 }

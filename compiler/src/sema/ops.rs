@@ -394,3 +394,41 @@ impl Typer<'_> {
         }
     }
 }
+
+/// The predicate of `filter` or `take_while` (`stage`) on elements of type `element`:
+/// one scalar `bool` per element with fields, not batches (E0407).
+pub(super) fn predicate(
+    stage: &str,
+    s: &ast::Stage,
+    pred: &ast::Expr,
+    element: &crate::ir::plan::Element,
+    decls: &Declarations,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<Expr> {
+    if matches!(element, crate::ir::plan::Element::Batch(_)) {
+        let message = match stage {
+            "filter" => "`filter` keeps or drops elements, not batches".to_string(),
+            _ => format!("`{stage}` tests elements, not batches"),
+        };
+        diags.push(
+            Diagnostic::error("E0407", message, s.name.span, format!("its input is {element}"))
+                .with_help(format!("{stage} before `batch`")),
+        );
+        return None;
+    }
+    let condition = Typer { fields: element.fields(), decls, diags }.value(pred)?;
+    let ty = condition.tensor().expect("a value is a tensor");
+    if ty.dtype != DType::Bool || ty.shape != Shape::scalar() {
+        diags.push(
+            Diagnostic::error(
+                "E0407",
+                format!("a `{stage}` predicate is one `bool` per element"),
+                pred.span,
+                format!("this is `{ty}`"),
+            )
+            .with_help(format!("compare scalar fields, e.g. `{stage}(label >= 0)`")),
+        );
+        return None;
+    }
+    Some(condition)
+}

@@ -225,6 +225,13 @@ pub const STAGES: &[StageSig] = &[
         args: &[req("weights", Expr), opt("seed", UInt), opt("stop_on_empty", Bool)],
         block: BlockKind::None,
     },
+    // Variadic: the pipelines whose elements are merged field by field (`zip`) or
+    // yielded one after another (`concatenate`), checked by the lowering.
+    StageSig { name: "zip", args: &[], block: BlockKind::None },
+    StageSig { name: "concatenate", args: &[], block: BlockKind::None },
+    // `index: i64` from `start` (tf.data's `Dataset.enumerate`).
+    StageSig { name: "enumerate", args: &[opt("start", Int)], block: BlockKind::None },
+    StageSig { name: "take_while", args: &[req("predicate", Expr)], block: BlockKind::None },
     StageSig {
         name: "shuffle",
         args: &[req("buffer", CountOrGlobal), opt("seed", UInt), opt("reshuffle_each_epoch", Bool)],
@@ -315,24 +322,44 @@ fn check_stage(s: &ast::Stage, decls: &Declarations, diags: &mut Vec<Diagnostic>
     // `sample_from`: positional arguments name the pipelines mixed (resolved by the
     // lowering); its named options bind like any stage's.
     let options: Vec<ast::Arg>;
-    let args: &[ast::Arg] = if sig.name == "sample_from" {
+    let args: &[ast::Arg] = if matches!(sig.name, "sample_from" | "zip" | "concatenate") {
+        let (verb, example) = match sig.name {
+            "zip" => ("zip", "zip(a, b);"),
+            "concatenate" => ("concatenate", "concatenate(a, b);"),
+            _ => ("mix", "sample_from(a, b, weights: [0.5, 0.5]);"),
+        };
         let names: Vec<&ast::Arg> = s.args.iter().filter(|a| a.name.is_none()).collect();
         if names.is_empty() {
             diags.push(
                 Diagnostic::error(
                     "E0203",
-                    "`sample_from` needs the pipelines to mix",
+                    format!("`{}` needs the pipelines to {verb}", sig.name),
                     s.name.span,
                     "no pipelines",
                 )
-                .with_help("write `sample_from(a, b, weights: [0.5, 0.5]);`"),
+                .with_help(format!("write `{example}`")),
+            );
+        }
+        if names.len() == 1 && sig.name != "sample_from" {
+            diags.push(
+                Diagnostic::error(
+                    "E0203",
+                    format!("`{}` needs at least two pipelines", sig.name),
+                    s.name.span,
+                    "one pipeline",
+                )
+                .with_help(format!("write `{example}`")),
             );
         }
         for a in names {
             if !matches!(&a.value.kind, ExprKind::Path(p) if p.segments.len() == 1) {
                 diags.push(Diagnostic::error(
                     "E0205",
-                    "`sample_from` mixes pipelines, by name",
+                    format!(
+                        "`{}` {verb}{} pipelines, by name",
+                        sig.name,
+                        if verb == "mix" { "es" } else { "s" }
+                    ),
                     a.span,
                     "not a pipeline name",
                 ));

@@ -38,6 +38,12 @@ pub mod corpus {
     sluice::include_pipelines!("on_error");
 }
 
+/// `tests/pipes/combine.pipe`: `zip`, `concatenate`, `enumerate`, `take_while`
+/// (`tests/combine.rs`).
+pub mod combine {
+    sluice::include_pipelines!("combine");
+}
+
 /// The user function `augment.pipe` declares (`extern fn augment_fns::brighten`).
 pub mod augment_fns {
     use sluice::runtime::column::Tensor;

@@ -81,4 +81,23 @@ mod tests {
             ds.stream().unwrap().map(|x| x.unwrap()).map(|x| (x.index, x.value)).collect();
         assert_eq!(got, vec![(0, 5), (1, 6), (2, 7)]);
     }
+
+    #[test]
+    fn a_resumed_pass_goes_on_numbering_from_its_position() {
+        // The `.pipe` stage `enumerate()` is this and a map adding `start` to `index`.
+        let ds = range(5..12).map(|x| x * 10).num_parallel(2).enumerate();
+        let ctx = Ctx::new(&Default::default()).with_epoch(3);
+        let whole: Vec<(u64, u64, u64)> =
+            ds.stream_in(&ctx).unwrap().map(|x| x.unwrap()).map(|x| (x.epoch, x.index, x.value)).collect();
+        assert_eq!(whole, (0..7).map(|i| (3, i, (i + 5) * 10)).collect::<Vec<_>>());
+        for k in 0..=8 {
+            let rest: Vec<(u64, u64, u64)> = ds
+                .stream_from(&ctx, k)
+                .unwrap()
+                .map(|x| x.unwrap())
+                .map(|x| (x.epoch, x.index, x.value))
+                .collect();
+            assert_eq!(rest, whole.iter().skip(k as usize).copied().collect::<Vec<_>>(), "resumed at {k}");
+        }
+    }
 }

@@ -29,6 +29,7 @@ mod batch;
 mod boxed;
 mod cache;
 mod chunks;
+mod concatenate;
 mod element;
 mod enumerate;
 mod filter;
@@ -47,6 +48,8 @@ mod slice;
 mod source;
 mod state;
 pub mod stats;
+mod take_while;
+mod zip;
 
 use std::sync::Arc;
 use std::sync::Mutex;
@@ -57,6 +60,7 @@ pub use batch::{Batch, BatchIter, MakeBuilder, Padded, PaddedBatch, Plain, Unbat
 pub use boxed::{Boxed, DynDataset, Somes, SomesIter};
 pub use cache::{CacheCodec, CacheFile, CacheMemory};
 pub use chunks::{Chunks, ChunksIter};
+pub use concatenate::{Concatenate, ConcatenateIter, concatenate};
 pub use element::Element;
 pub use enumerate::{Enumerate, EnumerateIter, Indexed};
 pub use filter::{Fallible, Filter, FilterFn, Infallible};
@@ -80,6 +84,8 @@ pub use source::{
 };
 pub use state::{PipelineState, fingerprint};
 pub use stats::{StageReport, StageStats, StatsReport};
+pub use take_while::{TakeWhile, TakeWhileIter, take_while};
+pub use zip::{Zip, ZipIter, zip};
 
 use crate::column::{Batchable, Columns};
 use crate::error::{BoxError, Error, Result};

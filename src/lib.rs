@@ -53,6 +53,7 @@ pub mod __private {
         RuntimeOptions, auto_cycle, available_cores, files, fingerprint, from_vec, global_shuffle,
         range_step, read_files, sample_from, tfrecord_batches, tfrecords,
     };
+    pub use sluice_runtime::stage::{Overflow, PackOptions, PackedRow, pack};
     pub use sluice_runtime::text::{CsvOptions, OpenCsv, OpenLines, TextOptions, csv_file, lines_file};
     pub use sluice_runtime::tfrecord;
     pub use sluice_runtime::tfrecord::{Compression, CorruptPolicy, ReaderOptions};

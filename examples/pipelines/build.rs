@@ -22,6 +22,7 @@ fn main() {
         "../../tests/pipes/text.pipe",
         "../../tests/pipes/csv.pipe",
         "../../tests/pipes/read_file.pipe",
+        "../../tests/pipes/pack.pipe",
         "pipes/tf_fixtures.pipe",
         "pipes/shard.pipe",
     ]);

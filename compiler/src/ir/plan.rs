@@ -66,8 +66,7 @@ pub enum Element {
 }
 
 impl Element {
-    /// The named fields of these elements (of a batch's rows), or none for paths and
-    /// records.
+    /// The named fields of these elements (of a batch's rows), or none for paths and records.
     pub fn fields(&self) -> &[FieldType] {
         match self {
             Element::Fields(f) => f,
@@ -104,8 +103,7 @@ impl fmt::Display for Element {
 #[derive(Debug, Clone, PartialEq)]
 pub enum MapOp {
     /// Decode the record into fields: a `tf.train.Example` into the schema's fields
-    /// (`parse_example`), a line of text into `line: str`, a CSV row into the schema's
-    /// columns.
+    /// (`parse_example`), a line of text into `line: str`, a CSV row into the schema's columns.
     Parse {
         /// How the record is read.
         format: ParseFormat,
@@ -256,8 +254,7 @@ pub struct Filter {
     pub predicate: String,
     /// The fields the predicate reads.
     pub reads: Vec<String>,
-    /// The predicate's parts, all of which must hold (one per fused filter), each a
-    /// scalar `bool`.
+    /// The predicate's parts, all of which must hold (one per fused filter), each a scalar `bool`.
     pub conditions: Vec<Expr>,
 }
 
@@ -494,6 +491,8 @@ pub enum Plan {
     MapBatch(MapBatch),
     /// The GPU tail of a `device cuda` pipeline.
     DeviceTail(DeviceTail),
+    /// `pack(length, fields)`: token sequences packed into fixed-length rows.
+    Pack(super::pack::Pack),
 }
 
 /// Levels of indentation `explain` shows; deeper stages line up at the last one.
@@ -521,6 +520,7 @@ impl Plan {
             Plan::ShuffleRepeat(n) => Some(&n.input),
             Plan::MapBatch(n) => Some(&n.input),
             Plan::DeviceTail(n) => Some(&n.input),
+            Plan::Pack(n) => Some(&n.input),
             Plan::Unbatch(i) => Some(i),
             Plan::Repeat(p)
             | Plan::Take(p)
@@ -547,6 +547,7 @@ impl Plan {
             Plan::ShuffleRepeat(n) => Some(&mut n.input),
             Plan::MapBatch(n) => Some(&mut n.input),
             Plan::DeviceTail(n) => Some(&mut n.input),
+            Plan::Pack(n) => Some(&mut n.input),
             Plan::Unbatch(i) => Some(i),
             Plan::Repeat(p)
             | Plan::Take(p)
@@ -575,6 +576,7 @@ impl Plan {
                 Plan::MapFilter(n) => break n.output.clone(),
                 Plan::MapBatch(m) => break Element::Batch(Box::new(m.map_output.clone())),
                 Plan::DeviceTail(t) => break t.output.clone(),
+                Plan::Pack(p) => break p.spec.element(),
                 other => match other.input() {
                     Some(input) => {
                         above.push(other);
@@ -721,6 +723,7 @@ impl Plan {
                 kv(&mut s, &pairs);
             }
             Plan::Unbatch(_) => s.push_str("Unbatch:"),
+            Plan::Pack(n) => s.push_str(&n.spec.line()),
             Plan::ShuffleRepeat(n) => {
                 s.push_str("ShuffleRepeat:");
                 kv(

@@ -78,6 +78,8 @@ fn prune(node: &mut Plan, mut needed: BTreeSet<String>) -> bool {
             ops_of(&mut m.ops, &mut needed)
         }
         Plan::MapBatch(m) => ops_of(&mut m.ops, &mut needed),
+        // A pack reads its packed fields and drops the others.
+        Plan::Pack(p) => needed = p.spec.fields.iter().cloned().collect(),
         _ => {}
     }
     match node.input_mut() {

@@ -16,7 +16,7 @@
 //! pipeline of more than `MAX_STAGES` stages; E0320/E0321 a `range` without an end or
 //! with a bound that is not an i64 (or a step of 0); E0322 `csv` without a schema or with
 //! a schema field that is not one value per row; E0323 `read_file` not reading file
-//! paths. (W0210, a `shard` whose workers read whole files, is
+//! paths; E0350–E0353 and W0354: `pack` ([`pack`](super::pack)). (W0210, a `shard` whose workers read whole files, is
 //! a check on the optimized plan: see the [`driver`](crate::driver).)
 //!
 //! Per-field operations and `filter` predicates are typed here ([`ops`](super::ops)):
@@ -321,6 +321,10 @@ pub fn lower(
                     labels: matches!(a("labels"), Some(ArgValue::Word(w)) if w == "dir"),
                     on_error: a("on_error").unwrap_or(ArgValue::Word("fail".into())),
                 })
+            }
+            "pack" => {
+                let arg = |name: &str| sig.args.iter().position(|x| x.name == name).and_then(|i| args[i]);
+                super::pack::lower(s, arg, input, diags)?
             }
             "select" => {
                 let element = input.output();

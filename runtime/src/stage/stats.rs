@@ -23,6 +23,8 @@ pub struct StageStats {
     queue_samples: AtomicU64,
     queue_capacity: AtomicU64,
     parallelism: AtomicU64,
+    tokens: AtomicU64,
+    token_slots: AtomicU64,
 }
 
 impl StageStats {
@@ -39,6 +41,8 @@ impl StageStats {
             queue_samples: AtomicU64::new(0),
             queue_capacity: AtomicU64::new(0),
             parallelism: AtomicU64::new(1),
+            tokens: AtomicU64::new(0),
+            token_slots: AtomicU64::new(0),
         }
     }
 
@@ -86,6 +90,14 @@ impl StageStats {
         self.parallelism.store(n as u64, Relaxed);
     }
 
+    /// Counts `tokens` real tokens in `slots` places of fixed-length rows (`pack`: its
+    /// packing efficiency is tokens / slots).
+    #[inline]
+    pub fn add_tokens(&self, tokens: usize, slots: usize) {
+        self.tokens.fetch_add(tokens as u64, Relaxed);
+        self.token_slots.fetch_add(slots as u64, Relaxed);
+    }
+
     /// Times `f` as busy time.
     #[inline]
     pub fn time_busy<R>(&self, f: impl FnOnce() -> R) -> R {
@@ -117,6 +129,8 @@ impl StageStats {
             mean_queue_fill: (samples > 0).then(|| self.queue_fill_sum.load(Relaxed) as f64 / samples as f64),
             queue_capacity: self.queue_capacity.load(Relaxed) as usize,
             parallelism: self.parallelism.load(Relaxed).max(1) as usize,
+            tokens: self.tokens.load(Relaxed),
+            token_slots: self.token_slots.load(Relaxed),
         }
     }
 }
@@ -142,6 +156,10 @@ pub struct StageReport {
     pub queue_capacity: usize,
     /// Worker threads.
     pub parallelism: usize,
+    /// Real (not padding) tokens in the rows produced (`pack`; 0 for other stages).
+    pub tokens: u64,
+    /// Places for tokens in the rows produced, padding included (`pack`).
+    pub token_slots: u64,
 }
 
 impl StageReport {
@@ -149,6 +167,12 @@ impl StageReport {
     pub fn utilization(&self, wall: Duration) -> f64 {
         let cap = wall.as_secs_f64() * self.parallelism as f64;
         if cap > 0.0 { self.busy.as_secs_f64() / cap } else { 0.0 }
+    }
+
+    /// Tokens over token places (padding included) in the rows produced: `pack`'s
+    /// packing efficiency; `None` for a stage that makes no token rows.
+    pub fn packing_efficiency(&self) -> Option<f64> {
+        (self.token_slots > 0).then(|| self.tokens as f64 / self.token_slots as f64)
     }
 }
 
@@ -198,6 +222,18 @@ impl fmt::Display for StatsReport {
                 s.wait_input.as_secs_f64(),
                 s.wait_output.as_secs_f64(),
             )?;
+        }
+        for s in &self.stages {
+            if let Some(e) = s.packing_efficiency() {
+                writeln!(
+                    f,
+                    "{}: packing efficiency {:.1}% ({} tokens in {} places)",
+                    s.name,
+                    100.0 * e,
+                    s.tokens,
+                    s.token_slots
+                )?;
+            }
         }
         let wall = self.wall.as_secs_f64();
         let stall = if wall > 0.0 { 100.0 * self.consumer_wait.as_secs_f64() / wall } else { 0.0 };

@@ -366,18 +366,25 @@ impl Outcome {
 /// The per-stage statistics as a JSON array, upstream first: `name`, `elements`, `bytes`,
 /// `parallelism`, `busy_s`, `wait_input_s`, `wait_output_s`, and `skipped_errors` (the
 /// elements a `map(on_error: skip)` dropped) with `first_skipped_errors` (their first
-/// messages) per stage.
+/// messages) per stage; `tokens`, `token_slots` and `packing_efficiency` for a `pack` stage.
 pub fn stages_json(report: &StatsReport) -> Value {
     report
         .stages
         .iter()
         .map(|s| {
-            json!({
+            let mut stage = json!({
                 "name": s.name, "elements": s.elements, "bytes": s.bytes, "parallelism": s.parallelism,
                 "busy_s": s.busy.as_secs_f64(), "wait_input_s": s.wait_input.as_secs_f64(),
                 "wait_output_s": s.wait_output.as_secs_f64(),
                 "skipped_errors": s.skipped_errors, "first_skipped_errors": s.first_skipped,
-            })
+            });
+            // A stage making fixed-length token rows (`pack`): its packing efficiency.
+            if let Some(e) = s.packing_efficiency() {
+                stage["tokens"] = json!(s.tokens);
+                stage["token_slots"] = json!(s.token_slots);
+                stage["packing_efficiency"] = json!(e);
+            }
+            stage
         })
         .collect()
 }

@@ -10,9 +10,14 @@ use sluice_compiler::physical::{self, Exec, PhysicalPlan};
 fn sources() -> Vec<(String, String)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let mut out = Vec::new();
-    for dir in
-        ["tests/pipes", "examples/bench", "examples/digits", "examples/dist", "examples/pipelines/pipes"]
-    {
+    for dir in [
+        "tests/pipes",
+        "examples/bench",
+        "examples/digits",
+        "examples/dist",
+        "examples/pipelines/pipes",
+        "examples/text",
+    ] {
         for entry in std::fs::read_dir(root.join(dir)).unwrap() {
             let path = entry.unwrap().path();
             if path.extension().is_some_and(|e| e == "pipe") {
@@ -62,6 +67,7 @@ fn expected(exec: &Exec) -> Vec<&'static str> {
         Exec::Filter { .. } => vec![".try_filter("],
         Exec::Rust { .. } => vec!["__sluice_"],
         Exec::Select { .. } => vec![".map(|x: Record"],
+        Exec::Pack { .. } => vec!["__sl::pack("],
         Exec::Shuffle { .. } => vec![".shuffle("],
         Exec::ShuffleRepeat { .. } => vec![".reshuffle_each_epoch(true).repeat("],
         Exec::Batch { padded: Some(_), .. } => vec![".padded_batch("],

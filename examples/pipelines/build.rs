@@ -24,6 +24,7 @@ fn main() {
         "../../tests/pipes/read_file.pipe",
         "../../tests/pipes/on_error.pipe",
         "../../tests/pipes/combine.pipe",
+        "../../tests/pipes/pack.pipe",
         "pipes/tf_fixtures.pipe",
         "pipes/shard.pipe",
     ]);

@@ -25,6 +25,11 @@ Programs:
                    TFRecordDataset.map(parse + decode_jpeg + resize(8, 8)).ignore_errors()
                    .batch(4) vs tests/pipes/on_error.pipe `jpegs` (map(on_error: skip)),
                    on 1 and 3 threads (labels exact, pixels within the IDCT tolerance)
+  tokenize_pack    the lines of examples/text/corpus (2000, and a few of other
+                   scripts) encoded by Python's `tokenizers` with examples/text/tokenizer.json
+                   (encode(line, add_special_tokens=False) + EOS) vs tests/pipes/pack.pipe
+                   `token_ids`; and those ids (BOS + ids + EOS) packed by a Python first-fit
+                   loop (rows of 16, 8 open) .batch(4) vs `packed`
   jpeg_folder      JPEGs of varied sizes TensorFlow encodes in class folders:
                    list_files(shuffle=False) -> read_file -> decode_jpeg -> resize(32, 32)
                    -> / 255, labels by sorted folder name (image_dataset_from_directory)
@@ -80,7 +85,7 @@ def main():
     ap.add_argument("--sluice", required=True)
     ap.add_argument("--root", required=True)
     ap.add_argument("--work", required=True)
-    ap.add_argument("--program", required=True, choices=["range", "range_batch", "parse_tensor", "interleave_auto", "text_lines", "csv", "jpeg_folder", "ignore_errors", "zip", "concatenate", "enumerate", "take_while"],)
+    ap.add_argument("--program", required=True, choices=["range", "range_batch", "parse_tensor", "interleave_auto", "text_lines", "csv", "jpeg_folder", "ignore_errors", "zip", "concatenate", "enumerate", "take_while", "tokenize_pack"],)
     a = ap.parse_args()
 
     if a.program == "range":
@@ -128,6 +133,8 @@ def main():
         ok = ignore_errors(a)
     elif a.program in ("zip", "concatenate", "enumerate", "take_while"):
         ok = combine_program(a)
+    elif a.program == "tokenize_pack":
+        ok = tokenize_pack(a)
     else:
         os.makedirs(a.work, exist_ok=True)
         for k, n in [(0, 5), (1, 9), (2, 3), (3, 4), (4, 6)]:
@@ -152,6 +159,66 @@ def main():
         ]
         ok = compare("interleave(cycle_length=AUTOTUNE)", got, want)
     sys.exit(0 if ok else 1)
+
+
+def first_fit(seqs, length, window):
+    """The packing of the runtime's `pack` (runtime/src/stage/pack.rs), written again:
+    first fit over `window` open rows, rows out in the order they were opened."""
+    open_rows, out = [], []
+
+    def close(row):
+        ids, seg, pos = row
+        pad = length - len(ids)
+        out.append((ids + [0] * pad, seg + [0] * pad, pos + [0] * pad))
+
+    for seq in seqs:
+        for start in range(0, len(seq), length):
+            chunk = seq[start:start + length]
+            row = next((r for r in open_rows if length - len(r[0]) >= len(chunk)), None)
+            if row is None:
+                if len(open_rows) == window:
+                    close(open_rows.pop(0))
+                row = ([], [], [])
+                open_rows.append(row)
+            doc = (max(row[1]) if row[1] else 0) + 1
+            row[0].extend(chunk)
+            row[1].extend([doc] * len(chunk))
+            row[2].extend(range(len(chunk)))
+            while open_rows and len(open_rows[0][0]) == length:
+                close(open_rows.pop(0))
+    for row in open_rows:
+        close(row)
+    return out
+
+
+def tokenize_pack(a):
+    from tokenizers import Tokenizer
+
+    os.makedirs(a.work, exist_ok=True)
+    tok_path = os.path.join(a.root, "examples/text/tokenizer.json")
+    tok = Tokenizer.from_file(tok_path)
+    with open(os.path.join(a.root, "examples/text/corpus/jargon.txt"), encoding="utf-8") as f:
+        lines = f.read().split("\n")[:2000]
+    lines += ["zoë 🚀 naïve café", "Ελληνικά and 日本語", "", "   spaces   ", "tab\there"]
+    path = os.path.join(a.work, "lines.txt")
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        f.write("\n".join(lines))
+    bos, eos = tok.token_to_id("<s>"), tok.token_to_id("</s>")
+    ids = [e.ids for e in tok.encode_batch(lines, add_special_tokens=False)]
+    want = [i + [eos] for i in ids]
+    sets = [f"files={path}", f"tokenizer={tok_path}"]
+    got = [values(e["ids"]) for e in show(a, "tests/pipes/pack.pipe", "token_ids", *sets)]
+    ok = compare(f"tokenizers encode + EOS ({len(lines)} lines)", got, want)
+    rows = first_fit([[bos] + i + [eos] for i in ids], 16, 8)
+    want = []
+    for b in range(0, len(rows), 4):
+        batch = rows[b:b + 4]
+        want.append(tuple(sum((r[k] for r in batch), []) for k in range(3)))
+    got = [
+        (values(e["ids"]), values(e["segment_ids"]), values(e["positions"]))
+        for e in show(a, "tests/pipes/pack.pipe", "packed", *sets)
+    ]
+    return compare("first-fit packing (16, window 8) + batch(4)", got, want) and ok
 
 
 def text_lines(a):

@@ -569,6 +569,18 @@ impl<'a> Scope<'a> {
                 let depth = self.count(depth)?;
                 Ok(quote!(__sl::ops::one_hot(#v, #depth)?))
             }
+            Op::Tokenize { text, tokenizer, add_bos, add_eos } => {
+                let b = self.bytes(text)?;
+                let path = match &tokenizer.kind {
+                    ExprKind::Str(s) => quote!(#s),
+                    ExprKind::Param { name, .. } => {
+                        let id = super::types::field_ident(name);
+                        quote!(p.#id.as_str())
+                    }
+                    _ => return Err(format!("the tokenizer `{tokenizer}` is not a file")),
+                };
+                Ok(quote!(__sl::abi::tokenize::tokenize(#b, #path, #add_bos, #add_eos)?))
+            }
             Op::Extern { path, args } => self.user_fn(path, args),
         }
     }

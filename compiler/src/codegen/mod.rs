@@ -43,9 +43,11 @@ mod device_tail;
 mod expr;
 mod maps;
 mod module;
+mod pack;
 mod params;
 mod parser;
 mod stages;
+mod tokenize;
 mod types;
 
 use proc_macro2::TokenStream;

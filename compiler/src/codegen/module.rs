@@ -35,6 +35,7 @@ pub fn generate(c: &Unit<'_>, all: &[Unit<'_>]) -> R<(TokenStream, Vec<crate::ir
     for node in &c.physical.stages {
         stmts.extend(g.exec(&node.exec)?);
     }
+    let preload = super::tokenize::preload(plan)?;
     let name = &c.decls.name;
     let tail = c.physical.tail.as_ref().map(|(t, _)| t);
     let (device, kernels) = match tail {
@@ -67,6 +68,7 @@ pub fn generate(c: &Unit<'_>, all: &[Unit<'_>]) -> R<(TokenStream, Vec<crate::ir
             pub fn dataset(params: &Params) -> __sl::Result<impl __sl::Dataset<Item = Item> + use<>> {
                 params.check().map_err(__sl::Error::Invalid)?;
                 let __params = ::std::sync::Arc::new(params.clone());
+                #preload
                 #stmts
                 ::std::result::Result::Ok(ds)
             }
@@ -80,6 +82,7 @@ pub fn generate(c: &Unit<'_>, all: &[Unit<'_>]) -> R<(TokenStream, Vec<crate::ir
             pub fn host_dataset(params: &Params) -> __sl::Result<impl __sl::Dataset<Item = HostItem> + use<>> {
                 params.check().map_err(__sl::Error::Invalid)?;
                 let __params = ::std::sync::Arc::new(params.clone());
+                #preload
                 #stmts
                 ::std::result::Result::Ok(ds)
             }

@@ -245,6 +245,7 @@ impl Gen<'_> {
             Exec::Rust { input, kind, code, code_index } => {
                 self.rust_stage(*kind, code, *code_index, input)?
             }
+            Exec::Pack { from, spec } => self.pack(from, spec)?,
             Exec::Select { from, to } => {
                 let a = self.record(from)?;
                 let b = self.record(to)?;

@@ -15,6 +15,7 @@ pub mod expr;
 pub mod formats;
 pub mod kernel;
 pub mod op;
+pub mod pack;
 pub mod plan;
 pub mod range;
 pub mod read_file;

@@ -159,6 +159,18 @@ pub enum Op {
         /// The number of classes.
         depth: Expr,
     },
+    /// `tokenize(text, tokenizer, add_bos, add_eos)`: the ids (`i32[]`) a Hugging Face
+    /// `tokenizer.json` gives a `str` (or UTF-8 `bytes`) value.
+    Tokenize {
+        /// The text.
+        text: Expr,
+        /// The tokenizer file: a string literal or a `path`/`string` parameter.
+        tokenizer: Expr,
+        /// Put the tokenizer's BOS token in front.
+        add_bos: bool,
+        /// Put the tokenizer's EOS token at the end.
+        add_eos: bool,
+    },
     /// A declared `extern fn`, its arguments positional.
     Extern {
         /// The Rust path of the function (from the crate root).
@@ -187,6 +199,7 @@ impl Op {
             Op::Normalize { .. } => "normalize",
             Op::Transpose { .. } => "transpose",
             Op::OneHot { .. } => "one_hot",
+            Op::Tokenize { .. } => "tokenize",
             Op::Extern { path, .. } => path,
         }
     }
@@ -204,6 +217,7 @@ impl Op {
             Op::Scale { x, factor } => vec![x, factor],
             Op::Normalize { x, mean, std } => vec![x, mean, std],
             Op::OneHot { label, depth } => vec![label, depth],
+            Op::Tokenize { text, tokenizer, .. } => vec![text, tokenizer],
             Op::Extern { args, .. } => args.iter().collect(),
         }
     }
@@ -240,6 +254,13 @@ impl Op {
     pub fn explain_options(&self) -> Option<String> {
         match self {
             Op::DecodeImage { max_pixels: Some(n), .. } => Some(format!("max_pixels={n}")),
+            Op::Tokenize { add_bos, add_eos, .. } if *add_bos || *add_eos => {
+                let on: Vec<&str> = [("add_bos", *add_bos), ("add_eos", *add_eos)]
+                    .into_iter()
+                    .filter_map(|(n, on)| on.then_some(n))
+                    .collect();
+                Some(on.join(", "))
+            }
             _ => None,
         }
     }
@@ -282,6 +303,13 @@ impl fmt::Display for Op {
         }
         if let Op::DecodeImage { max_pixels: Some(n), .. } = self {
             write!(f, ", max_pixels: {n}")?;
+        }
+        if let Op::Tokenize { add_bos, add_eos, .. } = self {
+            for (name, on) in [("add_bos", add_bos), ("add_eos", add_eos)] {
+                if *on {
+                    write!(f, ", {name}: true")?;
+                }
+            }
         }
         f.write_str(")")
     }

@@ -48,8 +48,7 @@ impl fmt::Display for ArgValue {
 #[derive(Debug, Clone, PartialEq)]
 pub enum MapOp {
     /// Decode the record into fields: a `tf.train.Example` into the schema's fields
-    /// (`parse_example`), a line of text into `line: str`, a CSV row into the schema's
-    /// columns.
+    /// (`parse_example`), a line of text into `line: str`, a CSV row into the schema's columns.
     Parse {
         /// How the record is read.
         format: ParseFormat,
@@ -449,6 +448,8 @@ pub enum Plan {
     Zip(Zip),
     /// `concatenate(pipelines...)`: a source yielding other pipelines one after another.
     Concatenate(Concatenate),
+    /// `pack(length, fields)`: token sequences packed into fixed-length rows.
+    Pack(super::pack::Pack),
 }
 
 /// Levels of indentation `explain` shows; deeper stages line up at the last one.
@@ -479,6 +480,7 @@ impl Plan {
             Plan::DeviceTail(n) => Some(&n.input),
             Plan::Enumerate(n) => Some(&n.input),
             Plan::TakeWhile(n) => Some(&n.input),
+            Plan::Pack(n) => Some(&n.input),
             Plan::Unbatch(i) => Some(i),
             Plan::Repeat(p)
             | Plan::Take(p)
@@ -508,6 +510,7 @@ impl Plan {
             Plan::DeviceTail(n) => Some(&mut n.input),
             Plan::Enumerate(n) => Some(&mut n.input),
             Plan::TakeWhile(n) => Some(&mut n.input),
+            Plan::Pack(n) => Some(&mut n.input),
             Plan::Unbatch(i) => Some(i),
             Plan::Repeat(p)
             | Plan::Take(p)
@@ -538,6 +541,7 @@ impl Plan {
                 Plan::MapFilter(n) => break n.output.clone(),
                 Plan::MapBatch(m) => break Element::Batch(Box::new(m.map_output.clone())),
                 Plan::DeviceTail(t) => break t.output.clone(),
+                Plan::Pack(p) => break p.spec.element(),
                 other => match other.input() {
                     Some(input) => {
                         above.push(other);
@@ -692,6 +696,7 @@ impl Plan {
                 kv(&mut s, &pairs);
             }
             Plan::Unbatch(_) => s.push_str("Unbatch:"),
+            Plan::Pack(n) => s.push_str(&n.spec.line()),
             Plan::ShuffleRepeat(n) => {
                 s.push_str("ShuffleRepeat:");
                 kv(

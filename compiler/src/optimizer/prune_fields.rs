@@ -81,6 +81,8 @@ fn prune(node: &mut Plan, mut needed: BTreeSet<String>) -> bool {
             ops_of(&mut m.ops, &mut needed, m.skip_errors)
         }
         Plan::MapBatch(m) => ops_of(&mut m.ops, &mut needed, false),
+        // A pack reads its packed fields and drops the others.
+        Plan::Pack(p) => needed = p.spec.fields.iter().cloned().collect(),
         _ => {}
     }
     match node.input_mut() {

@@ -206,6 +206,13 @@ pub enum Exec {
         /// The fields out, in order.
         to: Vec<FieldType>,
     },
+    /// `pack`: token sequences into fixed-length rows (the runtime's `pack`).
+    Pack {
+        /// The fields in.
+        from: Vec<FieldType>,
+        /// Length, fields, window, overflow.
+        spec: crate::ir::pack::PackSpec,
+    },
     /// A shuffle buffer.
     Shuffle {
         /// Buffer size in elements.
@@ -326,6 +333,7 @@ impl Exec {
             Exec::Rust { kind: RustKind::Map, .. } => "RustMapExec",
             Exec::Rust { kind: RustKind::Filter, .. } => "RustFilterExec",
             Exec::Select { .. } => "SelectExec",
+            Exec::Pack { .. } => "PackExec",
             Exec::Shuffle { .. } => "ShuffleExec",
             Exec::ShuffleRepeat { .. } => "ShuffleRepeatExec",
             Exec::Batch { padded: Some(_), .. } => "PaddedBatchExec",

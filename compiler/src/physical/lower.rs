@@ -260,6 +260,7 @@ fn one(step: &Step<'_>, cx: &mut Cx<'_>) -> ExecNode {
         Plan::Rust(r) => {
             Exec::Rust { input: input(), kind: r.kind, code: r.code.clone(), code_index: r.code_index }
         }
+        Plan::Pack(p) => Exec::Pack { from: input().fields().to_vec(), spec: p.spec.clone() },
         Plan::Select(_) => Exec::Select { from: input().fields().to_vec(), to: n.output().fields().to_vec() },
         Plan::Shuffle(s) => Exec::Shuffle {
             buffer: s.buffer.clone(),

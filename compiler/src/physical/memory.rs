@@ -157,6 +157,11 @@ impl Cx<'_> {
             Plan::Filter(_) => Figures { threads: "1".into(), held: 0, bytes: 0 },
             Plan::Rust(_) => Figures { threads: "1".into(), held: 0, bytes: 0 },
             Plan::Select(_) => Figures { threads: "1".into(), held: 0, bytes: 0 },
+            // The open rows of the first-fit window.
+            Plan::Pack(p) => {
+                let window = p.spec.window;
+                Figures { threads: "1".into(), held: window, bytes: window.saturating_mul(elem(self)) }
+            }
             Plan::Shuffle(s) if s.is_global() => {
                 // Reader threads hold two windows of about 8 MiB of records each; the
                 // reader below it does not run.

@@ -225,6 +225,7 @@ impl Typer<'_> {
                 let ty = TensorType { dtype: DType::F32, shape: Shape::Dims(vec![fixed(n, "depth")]) };
                 (Op::OneHot { label, depth }, ty)
             }
+            "tokenize" => self.tokenize(&a)?,
             other => unreachable!("`{other}` is in SIGNATURES"),
         })
     }

@@ -17,7 +17,7 @@
 //! with a bound that is not an i64 (or a step of 0); E0322 `csv` without a schema or with
 //! a schema field that is not one value per row; E0323 `read_file` not reading file
 //! paths; E0330–E0333 the stages of [`combine`](super::combine) (`zip`, `concatenate`,
-//! `enumerate`). (W0210, a `shard` whose workers read whole files, is
+//! `enumerate`); E0350–E0353 and W0354: `pack` ([`pack`](super::pack)). (W0210, a `shard` whose workers read whole files, is
 //! a check on the optimized plan: see the [`driver`](crate::driver).)
 //!
 //! Per-field operations and `filter` predicates are typed here ([`ops`](super::ops)):
@@ -311,6 +311,10 @@ pub fn lower(
                     labels: matches!(a("labels"), Some(ArgValue::Word(w)) if w == "dir"),
                     on_error: a("on_error").unwrap_or(ArgValue::Word("fail".into())),
                 })
+            }
+            "pack" => {
+                let arg = |name: &str| sig.args.iter().position(|x| x.name == name).and_then(|i| args[i]);
+                super::pack::lower(s, arg, input, diags)?
             }
             "select" => {
                 let element = input.output();

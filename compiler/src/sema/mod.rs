@@ -14,8 +14,10 @@ mod combine;
 pub mod decls;
 pub mod lower;
 pub mod ops;
+mod pack;
 mod sources;
 pub mod stages;
+mod tokenize;
 
 pub use decls::{Declarations, Device, ExternDecl, FieldDecl, ParamDecl, check_declarations};
 

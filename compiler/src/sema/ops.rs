@@ -6,7 +6,8 @@
 //! Codes: E0400 unknown operation, E0401 unknown field, E0402 wrong number of arguments,
 //! E0403 wrong dtype (such as `normalize` on bytes), E0404 wrong shape or rank, E0405 bad
 //! constant argument, E0406 user function called with the wrong arguments, E0409 a
-//! `max_pixels` of `decode_jpeg`/`decode_png` that is not a constant from 1 to 67108864.
+//! `max_pixels` of `decode_jpeg`/`decode_png` that is not a constant from 1 to 67108864;
+//! E0410–E0412 `tokenize`'s text, tokenizer file and flags ([`tokenize`](super::tokenize)).
 
 use crate::ast::{self, ExprKind as A};
 use crate::diagnostic::Diagnostic;
@@ -35,6 +36,7 @@ pub const SIGNATURES: &[(&str, &[&str], usize)] = &[
     ("normalize", &["x", "mean", "std"], 3),
     ("transpose", &["x", "layout"], 2),
     ("one_hot", &["label", "depth"], 2),
+    ("tokenize", &["text", "tokenizer", "add_bos", "add_eos"], 2),
 ];
 
 /// The names of the built-in operations.

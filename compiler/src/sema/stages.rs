@@ -248,6 +248,13 @@ pub const STAGES: &[StageSig] = &[
         block: BlockKind::None,
     },
     StageSig { name: "unbatch", args: &[], block: BlockKind::None },
+    // Token sequences (`i32[]` fields, in lockstep) packed into rows of `length`, first
+    // fit over `window` open rows (T5's and Grain's packing; `sema/pack.rs`).
+    StageSig {
+        name: "pack",
+        args: &[req("length", Count), req("fields", Expr), opt("window", Count), opt("overflow", Expr)],
+        block: BlockKind::None,
+    },
     StageSig { name: "repeat", args: &[opt("count", Count)], block: BlockKind::None },
     StageSig { name: "take", args: &[req("count", UInt)], block: BlockKind::None },
     StageSig { name: "skip", args: &[req("count", UInt)], block: BlockKind::None },

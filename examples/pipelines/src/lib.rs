@@ -20,6 +20,11 @@ pub mod sharding {
     sluice::include_pipelines!("shard");
 }
 
+/// `tokenize` and `pack` (`tests/pipes/pack.pipe`, `tests/tokens.rs`).
+pub mod tokens {
+    sluice::include_pipelines!("pack");
+}
+
 /// The pipelines of `tests/pipes/`.
 pub mod corpus {
     sluice::include_pipelines!("tabular");

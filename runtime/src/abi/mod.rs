@@ -83,6 +83,7 @@ pub mod parse;
 pub mod show;
 mod tail;
 pub mod text;
+pub mod tokenize;
 
 pub use tail::{DeviceTail, TailKernel};
 

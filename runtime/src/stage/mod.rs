@@ -36,6 +36,7 @@ mod filter;
 mod global_shuffle;
 mod interleave;
 mod map;
+mod pack;
 mod prefetch;
 mod read_file;
 mod record;
@@ -70,6 +71,7 @@ pub use interleave::{
     auto_cycle, tfrecords,
 };
 pub use map::{Map, MapFn};
+pub use pack::{Overflow, Pack, PackIter, PackOptions, PackedRow, Packer, pack};
 pub use prefetch::{Buffer, Prefetch, PrefetchIter};
 pub use read_file::{FileContents, ReadFileOptions, ReadFiles, ReadFilesIter, read_files};
 pub use record::{FileId, Origin, Record, Unit};

@@ -27,6 +27,8 @@ pub struct StageStats {
     parallelism: AtomicU64,
     skipped_errors: AtomicU64,
     first_skipped: Mutex<Vec<String>>,
+    tokens: AtomicU64,
+    token_slots: AtomicU64,
 }
 
 /// How many messages of skipped errors a stage keeps (the first ones).
@@ -48,6 +50,8 @@ impl StageStats {
             parallelism: AtomicU64::new(1),
             skipped_errors: AtomicU64::new(0),
             first_skipped: Mutex::new(Vec::new()),
+            tokens: AtomicU64::new(0),
+            token_slots: AtomicU64::new(0),
         }
     }
 
@@ -106,6 +110,14 @@ impl StageStats {
         }
     }
 
+    /// Counts `tokens` real tokens in `slots` places of fixed-length rows (`pack`: its
+    /// packing efficiency is tokens / slots).
+    #[inline]
+    pub fn add_tokens(&self, tokens: usize, slots: usize) {
+        self.tokens.fetch_add(tokens as u64, Relaxed);
+        self.token_slots.fetch_add(slots as u64, Relaxed);
+    }
+
     /// Times `f` as busy time.
     #[inline]
     pub fn time_busy<R>(&self, f: impl FnOnce() -> R) -> R {
@@ -143,6 +155,8 @@ impl StageStats {
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .clone(),
+            tokens: self.tokens.load(Relaxed),
+            token_slots: self.token_slots.load(Relaxed),
         }
     }
 }
@@ -173,6 +187,10 @@ pub struct StageReport {
     /// The messages of the first skipped errors (at most [`KEPT_SKIPPED_ERRORS`]; with
     /// several workers, the first to be counted).
     pub first_skipped: Vec<String>,
+    /// Real (not padding) tokens in the rows produced (`pack`; 0 for other stages).
+    pub tokens: u64,
+    /// Places for tokens in the rows produced, padding included (`pack`).
+    pub token_slots: u64,
 }
 
 impl StageReport {
@@ -199,6 +217,12 @@ impl StageReport {
     pub fn utilization(&self, wall: Duration) -> f64 {
         let cap = wall.as_secs_f64() * self.parallelism as f64;
         if cap > 0.0 { self.busy.as_secs_f64() / cap } else { 0.0 }
+    }
+
+    /// Tokens over token places (padding included) in the rows produced: `pack`'s
+    /// packing efficiency; `None` for a stage that makes no token rows.
+    pub fn packing_efficiency(&self) -> Option<f64> {
+        (self.token_slots > 0).then(|| self.tokens as f64 / self.token_slots as f64)
     }
 }
 
@@ -248,6 +272,18 @@ impl fmt::Display for StatsReport {
                 s.wait_input.as_secs_f64(),
                 s.wait_output.as_secs_f64(),
             )?;
+        }
+        for s in &self.stages {
+            if let Some(e) = s.packing_efficiency() {
+                writeln!(
+                    f,
+                    "{}: packing efficiency {:.1}% ({} tokens in {} places)",
+                    s.name,
+                    100.0 * e,
+                    s.tokens,
+                    s.token_slots
+                )?;
+            }
         }
         let wall = self.wall.as_secs_f64();
         let stall = if wall > 0.0 { 100.0 * self.consumer_wait.as_secs_f64() / wall } else { 0.0 };

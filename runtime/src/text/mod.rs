@@ -13,11 +13,14 @@
 //! file as is ([`detect_text_compression`](crate::tfrecord::detect_text_compression)).
 //! [`OpenLines`] and [`OpenCsv`] open each path of a file list for an interleave.
 //!
+//! [`tokenize`]: Hugging Face tokenizers (`tokenizer.json`) for the `tokenize` operation.
+//!
 //! [`Record`]: crate::stage::Record
 //! [`Origin`]: crate::stage::Origin
 
 mod csv;
 mod lines;
+pub mod tokenize;
 
 use std::fs::File;
 use std::io::{self, BufReader};

@@ -134,42 +134,19 @@ impl Gen<'_> {
                 Repr::Bytes => quote!(::std::vec::Vec<u8>),
                 r => return Err(format!("CSV column `{}` held as {r:?}", f.name)),
             };
-            let default = self.csv_default(f, &t)?;
+            // The schema default, as `parse_example` takes it (`&[u8]`, `&str` or a number),
+            // made the column's type.
+            let has_default = self.decls.schema.iter().any(|d| d.name == f.name && d.default.is_some());
+            let default = if has_default {
+                let d = self.default_of(f, false)?;
+                quote!(#d.map(::core::convert::Into::into))
+            } else {
+                quote!(::std::option::Option::None)
+            };
             let (l, name) = (local(&f.name), f.name.as_str());
             out.extend(quote!(let #l: #t = __sl::abi::text::csv_field::<#t>(x, #index, #name, #default)?;));
         }
         Ok(out)
-    }
-
-    /// A CSV column's schema default as `Option<T>`.
-    fn csv_default(&self, f: &FieldType, t: &TokenStream) -> R<TokenStream> {
-        use crate::ir::types::Value;
-        let decl = self.decls.schema.iter().find(|d| d.name == f.name);
-        let Some(v) = decl.and_then(|d| d.default.as_ref()) else {
-            return Ok(quote!(::std::option::Option::None));
-        };
-        let v = match v {
-            Value::List(items) if items.len() == 1 => &items[0],
-            v => v,
-        };
-        let value = match v {
-            Value::Int(n) => {
-                let l = proc_macro2::Literal::i64_unsuffixed(*n);
-                quote!(#l as #t)
-            }
-            Value::UInt(n) => {
-                let l = proc_macro2::Literal::u64_unsuffixed(*n);
-                quote!(#l as #t)
-            }
-            Value::Float(x) => {
-                let l = proc_macro2::Literal::f64_unsuffixed(*x);
-                quote!(#l as #t)
-            }
-            Value::Bool(b) => quote!(#b),
-            Value::Str(s) => quote!(::core::convert::From::from(#s)),
-            other => return Err(format!("default `{other}` of CSV column `{}`", f.name)),
-        };
-        Ok(quote!(::std::option::Option::Some(#value)))
     }
 
     /// The statements that turn input `x` into record `out_fields` (ending in `Ok(..)`).

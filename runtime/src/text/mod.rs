@@ -3,10 +3,12 @@
 //! [`Origin`] is a line (`path:LINE` in errors), read through a buffer, never whole.
 //!
 //! - [`lines_file`]: one record per line, its terminator (`\n`, and a `\r` before it)
-//!   removed; raw bytes, no UTF-8 check (`abi::text::line_str` checks it).
+//!   removed; raw bytes, no UTF-8 check (generated code checks it with
+//!   `abi::text::line_text`, the stage adding `path:LINE`; `line_str` on a whole record).
 //! - [`csv_file`]: one record per data row, holding the schema's columns in schema
 //!   order, each as `u32 LE csv column (from 0) | u32 LE length | the unquoted bytes`;
-//!   `abi::text::csv_columns` and `abi::text::csv_value` read it back.
+//!   `abi::text::csv_columns` and `abi::text::csv_field` (generated code; `csv_value` on a
+//!   whole record) read it back.
 //!
 //! Both decompress GZIP and ZLIB files with the TFRecord reader's layer; `Auto` decides
 //! by the file name (`.gz`, `.zlib`), else by the GZIP magic `1f 8b`, else reads the

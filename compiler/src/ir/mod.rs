@@ -3,7 +3,7 @@
 //!
 //! The types of values that flow through a pipeline ([`types`]), a pipeline's checked
 //! declarations ([`decls`]), the typed expressions of `map` and `filter` ([`expr`]) with
-//! their bound operations ([`op`]), the logical plan ([`plan`]; the combining stages in
+//! their bound operations ([`op`]), the operations of a map ([`map_op`]), the logical plan ([`plan`]; the combining stages in
 //! [`combine`]), whether a plan's
 //! position can be resumed ([`resume`]) and the per-column kernels of a device tail
 //! ([`kernel`]).
@@ -14,6 +14,7 @@ pub mod element;
 pub mod expr;
 pub mod formats;
 pub mod kernel;
+pub mod map_op;
 pub mod op;
 pub mod pack;
 pub mod plan;

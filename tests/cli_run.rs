@@ -687,3 +687,58 @@ fn run_reports_what_a_skipping_map_dropped() {
     let text = format!("{}{}", stdout(&o), stderr(&o));
     assert!(text.contains("skipped 2 elements whose map failed"), "{text}");
 }
+
+/// The example of `examples/text/` as the README runs it, from the repository's root:
+/// `sluice run` packs every token of the corpus (the tokenizer's ids of each line; no
+/// BOS or EOS, as `tokenize` adds none by default) into rows of 256, 8 a batch, and reports the packing efficiency; `sluice
+/// show` gives rows whose first document is the first line's ids, with `segment_ids`
+/// and `positions` that restart with each document.
+#[test]
+fn the_text_example_runs_and_packs_every_token() {
+    use sluice::runtime::text::tokenize::Tokenizer;
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_sluice"));
+        c.args(args)
+            .current_dir(root())
+            .env("SLUICE_CACHE_DIR", dir.path())
+            .env("SLUICE_TARGET_DIR", Path::new(env!("CARGO_TARGET_TMPDIR")).join("sluice-run-target"))
+            .env("SLUICE_RUN_PROFILE", "dev");
+        let o = c.output().expect("sluice runs");
+        assert!(o.status.success(), "{}", stderr(&o));
+        stdout(&o)
+    };
+    let t = Tokenizer::from_file(root().join("examples/text/tokenizer.json")).unwrap();
+    let corpus = std::fs::read_to_string(root().join("examples/text/corpus/jargon.txt")).unwrap();
+    let ids: Vec<Vec<i32>> = corpus.lines().map(|l| t.encode(l, false, false).unwrap()).collect();
+    let tokens: u64 = ids.iter().map(|s| s.len() as u64).sum();
+
+    let v: serde_json::Value =
+        serde_json::from_str(run(&["run", "examples/text/text.pipe", "--json"]).trim()).unwrap();
+    let pack = v["stages"].as_array().unwrap().iter().find(|s| s["name"] == "pack").expect("a pack stage");
+    let rows = v["records"].as_u64().unwrap();
+    assert_eq!(pack["tokens"].as_u64(), Some(tokens), "{pack}");
+    assert_eq!(pack["token_slots"].as_u64(), Some(rows * 256), "{pack}");
+    assert_eq!(v["batches"].as_u64(), Some(rows.div_ceil(8)), "{v}");
+    let efficiency = pack["packing_efficiency"].as_f64().unwrap();
+    assert!((efficiency - tokens as f64 / (rows * 256) as f64).abs() < 1e-9, "{pack}");
+
+    let first: serde_json::Value =
+        serde_json::from_str(run(&["show", "examples/text/text.pipe", "-n", "1"]).trim()).unwrap();
+    let column = |name: &str| -> Vec<i64> {
+        assert_eq!(first[name]["shape"], serde_json::json!([8, 256]), "{name}: {}", first[name]["shape"]);
+        first[name]["values"].as_array().unwrap().iter().map(|x| x.as_i64().unwrap()).collect()
+    };
+    let (row_ids, segments, positions) = (column("ids"), column("segment_ids"), column("positions"));
+    let n = ids[0].len();
+    assert_eq!(row_ids[..n].iter().map(|&x| x as i32).collect::<Vec<_>>(), ids[0]);
+    assert!(segments[..n].iter().all(|&s| s == 1) && segments[n] != 1, "{:?}", &segments[..n + 1]);
+    for k in 0..segments.len() {
+        let want = match segments[k] {
+            0 => 0,
+            s if k % 256 > 0 && segments[k - 1] == s => positions[k - 1] + 1,
+            _ => 0,
+        };
+        assert_eq!(positions[k], want, "position {k}");
+    }
+}

@@ -367,3 +367,27 @@ fn the_epoch_report_counts_skipped_records() {
         assert!(r.to_string().ends_with(", skipped 1 corrupt record"), "{r}");
     }
 }
+
+/// A `map(on_error: skip)` in the pipeline: the epoch report counts the elements it
+/// dropped in that pass (not the passes before) and says so.
+#[test]
+fn the_epoch_report_counts_elements_a_skipping_map_dropped() {
+    use sluice_runtime::stage::{Dataset, range, skippable};
+    // Batches 0..5; the map fails on batches 1 and 3, which are dropped and counted.
+    let ds = range(0..5)
+        .try_map_skipping(|i: u64| {
+            if i % 2 == 1 {
+                Err(skippable(format!("batch {i} is bad")))
+            } else {
+                Ok(Some(batch(i as usize * 4, 4)))
+            }
+        })
+        .somes();
+    let ctx = Ctx::new(&RuntimeOptions::default());
+    let mut t = trainer(1, nn::Adam::default());
+    for epoch in 0..2 {
+        let r = t.train_epoch(&ds, &ctx, epoch, &task).unwrap();
+        assert_eq!((r.steps, r.skipped_elements, r.skipped_records), (3, 2, 0), "epoch {epoch}: {r}");
+        assert!(r.to_string().ends_with(", skipped 2 elements whose map failed"), "{r}");
+    }
+}

@@ -246,6 +246,11 @@ impl StatsReport {
             .filter(|s| s.busy > Duration::ZERO)
             .max_by(|a, b| a.utilization(self.wall).total_cmp(&b.utilization(self.wall)))
     }
+
+    /// The elements every `map(on_error: skip)` of the pipeline dropped so far.
+    pub fn skipped_errors(&self) -> u64 {
+        self.stages.iter().map(|s| s.skipped_errors).sum()
+    }
 }
 
 impl fmt::Display for StatsReport {

@@ -92,6 +92,9 @@ pub struct EpochReport {
     pub skipped_records: u64,
     /// Files whose rest they skipped (`skip_file`, a damaged compressed stream).
     pub skipped_files: u64,
+    /// Elements a `map(on_error: skip)` dropped in the pass (tf.data's `ignore_errors`):
+    /// the sum over the pipeline's stages, whose statistics keep the first messages.
+    pub skipped_elements: u64,
 }
 
 impl EpochReport {
@@ -104,6 +107,7 @@ impl EpochReport {
         self.compute += other.compute;
         self.skipped_records += other.skipped_records;
         self.skipped_files += other.skipped_files;
+        self.skipped_elements += other.skipped_elements;
     }
 
     /// Rows per second of wall time.
@@ -142,6 +146,10 @@ impl std::fmt::Display for EpochReport {
                     if self.skipped_files == 1 { "" } else { "s" }
                 )?;
             }
+        }
+        if self.skipped_elements > 0 {
+            let s = if self.skipped_elements == 1 { "" } else { "s" };
+            write!(f, ", skipped {} element{s} whose map failed", self.skipped_elements)?;
         }
         Ok(())
     }

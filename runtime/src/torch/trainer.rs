@@ -494,6 +494,7 @@ impl<M: Send> Trainer<M> {
         let start = Instant::now();
         let train = after.is_some();
         let skipped_before = ctx.reader_stats();
+        let dropped_before = ctx.report().skipped_errors();
         let batches = dataset.feed(&ctx.with_epoch(epoch), &self.devices(), skip)?;
         let bar = self.bar(train, epoch);
         let mut report = EpochReport { epoch, ..EpochReport::default() };
@@ -567,6 +568,7 @@ impl<M: Send> Trainer<M> {
         let io = ctx.reader_stats();
         report.skipped_records = io.skipped_records - skipped_before.skipped_records;
         report.skipped_files = io.skipped_files - skipped_before.skipped_files;
+        report.skipped_elements = ctx.report().skipped_errors().saturating_sub(dropped_before);
         report.wall = start.elapsed();
         Ok(report)
     }

@@ -54,6 +54,7 @@ pub mod __private {
         range_step, read_files, sample_from, skippable, tfrecord_batches, tfrecords,
     };
     // The combining stages (`zip`, `concatenate`, `take_while`).
+    pub use sluice_runtime::stage::{BucketOptions, bucket_by_length};
     pub use sluice_runtime::stage::{Overflow, PackOptions, PackedRow, pack};
     pub use sluice_runtime::stage::{concatenate, take_while, zip};
     pub use sluice_runtime::text::{CsvOptions, OpenCsv, OpenLines, TextOptions, csv_file, lines_file};

@@ -204,6 +204,27 @@ fn padded_vectors_are_padded_to_the_longest_of_each_batch() {
 }
 
 #[test]
+fn padded_vectors_are_padded_to_a_multiple_of_the_longest() {
+    // `padded_batch(3, pad_to_multiple: 4)`: longest 3 -> 4, longest 5 -> 8, an empty
+    // batch row shape stays 0, an exact multiple stays.
+    let data = vec![vec![1i32], vec![2, 3, 4], vec![], vec![5, 6, 7, 8, 9], vec![1, 2, 3, 4]];
+    let batches =
+        collect(&from_vec(data).padded_batch(3, false, PadLen::longest(-1).multiple_of(4))).unwrap();
+    assert_eq!(batches[0].shape(), [3, 4]);
+    assert_eq!(batches[0].as_slice(), [1, -1, -1, -1, 2, 3, 4, -1, -1, -1, -1, -1]);
+    assert_eq!(batches[1].shape(), [2, 8]);
+    assert_eq!(batches[1].as_slice(), [5, 6, 7, 8, 9, -1, -1, -1, 1, 2, 3, 4, -1, -1, -1, -1]);
+    let exact =
+        collect(&from_vec(vec![vec![1u8; 8]]).padded_batch(2, false, PadLen::longest(0).multiple_of(4)))
+            .unwrap();
+    assert_eq!(exact[0].shape(), [1, 8]);
+    let empty =
+        collect(&from_vec(vec![Vec::<u8>::new()]).padded_batch(2, false, PadLen::longest(0).multiple_of(4)))
+            .unwrap();
+    assert_eq!(empty[0].shape(), [1, 0]);
+}
+
+#[test]
 fn padded_vectors_of_length_zero_make_an_empty_row_shape() {
     let batches =
         collect(&from_vec(vec![Vec::<u8>::new(); 2]).padded_batch(4, false, PadLen::longest(0))).unwrap();

@@ -41,6 +41,14 @@ Programs:
                    vs `joined` and `joined_three`
   enumerate        range(5, 10).enumerate(start=100) (and start=-2) vs `numbered`
   take_while       range(20).take_while(x < 7) (and x < 0, x < 50) vs `while_small`
+  bucket_by_length TFRecords TensorFlow writes of variable-length int64 tokens (lengths
+                   0 to 40): parse (VarLenFeature, to dense)
+                   .bucket_by_sequence_length(len, [8, 16, 32], [8, 8, 4, 2]) vs
+                   tests/pipes/bucket.pipe `bucketed`; lengths below 32 with
+                   pad_to_bucket_boundary=True, drop_remainder=True, batch sizes [4, 4, 2, 1]
+                   vs `bucketed_to_boundary`; padded_batch(4) with each batch's tokens
+                   padded on to a multiple of 8 in numpy (tf.data has no pad_to_multiple)
+                   vs `padded_to_multiple`
 Exits 1 with the first difference.
 """
 import argparse
@@ -85,7 +93,7 @@ def main():
     ap.add_argument("--sluice", required=True)
     ap.add_argument("--root", required=True)
     ap.add_argument("--work", required=True)
-    ap.add_argument("--program", required=True, choices=["range", "range_batch", "parse_tensor", "interleave_auto", "text_lines", "csv", "jpeg_folder", "ignore_errors", "zip", "concatenate", "enumerate", "take_while", "tokenize_pack"],)
+    ap.add_argument("--program", required=True, choices=["range", "range_batch", "parse_tensor", "interleave_auto", "text_lines", "csv", "jpeg_folder", "ignore_errors", "zip", "concatenate", "enumerate", "take_while", "tokenize_pack", "bucket_by_length"],)
     a = ap.parse_args()
 
     if a.program == "range":
@@ -135,6 +143,8 @@ def main():
         ok = combine_program(a)
     elif a.program == "tokenize_pack":
         ok = tokenize_pack(a)
+    elif a.program == "bucket_by_length":
+        ok = bucket_by_length(a)
     else:
         os.makedirs(a.work, exist_ok=True)
         for k, n in [(0, 5), (1, 9), (2, 3), (3, 4), (4, 6)]:
@@ -219,6 +229,65 @@ def tokenize_pack(a):
         for e in show(a, "tests/pipes/pack.pipe", "packed", *sets)
     ]
     return compare("first-fit packing (16, window 8) + batch(4)", got, want) and ok
+
+
+def bucket_by_length(a):
+    import numpy as np
+
+    os.makedirs(a.work, exist_ok=True)
+
+    def write(name, lengths):
+        path = os.path.join(a.work, name)
+        with tf.io.TFRecordWriter(path) as w:
+            for i, n in enumerate(lengths):
+                feature = {
+                    "tokens": tf.train.Feature(int64_list=tf.train.Int64List(value=[1000 * i + t + 1 for t in range(n)])),
+                    "label": tf.train.Feature(int64_list=tf.train.Int64List(value=[n - 1])),
+                }
+                w.write(tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString())
+        return path
+
+    spec = {"tokens": tf.io.VarLenFeature(tf.int64), "label": tf.io.FixedLenFeature([], tf.int64)}
+
+    def parsed(path):
+        def parse(s):
+            e = tf.io.parse_single_example(s, spec)
+            return {"tokens": tf.sparse.to_dense(e["tokens"]), "label": e["label"]}
+
+        return tf.data.TFRecordDataset(path).map(parse)
+
+    def batches(ds):
+        return [
+            (list(b["tokens"].shape), [int(v) for v in b["tokens"].reshape(-1)], [int(v) for v in b["label"]])
+            for b in ds.as_numpy_iterator()
+        ]
+
+    def ours(pipeline, path):
+        return [
+            (e["tokens"]["shape"], values(e["tokens"]), values(e["label"]))
+            for e in show(a, "tests/pipes/bucket.pipe", pipeline, f"files={path}")
+        ]
+
+    # Lengths 0 to 40: every bucket, the last one (32 up) too.
+    long = write("long.tfrecord", [(i * 13 + i * i // 7) % 41 for i in range(500)])
+    ds = parsed(long).bucket_by_sequence_length(lambda e: tf.shape(e["tokens"])[0], [8, 16, 32], [8, 8, 4, 2])
+    ok = compare("bucket_by_sequence_length([8, 16, 32], [8, 8, 4, 2])", ours("bucketed", long), batches(ds))
+    # Lengths 0 to 31 (pad_to_bucket_boundary refuses the last bucket), the length a field.
+    short = write("short.tfrecord", [(i * 7 + i * i // 5) % 32 for i in range(301)])
+    ds = parsed(short).bucket_by_sequence_length(
+        lambda e: e["label"] + 1, [8, 16, 32], [4, 4, 2, 1], pad_to_bucket_boundary=True, drop_remainder=True
+    )
+    want = [(s, t, l) for s, t, l in batches(ds)]
+    got = [(s, t, l) for s, t, l in ours("bucketed_to_boundary", short)]
+    ok = compare("pad_to_bucket_boundary=True, drop_remainder=True", got, want) and ok
+    want = []
+    for b in parsed(long).padded_batch(4).as_numpy_iterator():
+        t = b["tokens"]
+        width = -(-t.shape[1] // 8) * 8
+        t = np.pad(t, [(0, 0), (0, width - t.shape[1])])
+        want.append((list(t.shape), [int(v) for v in t.reshape(-1)], [int(v) for v in b["label"]]))
+    got = ours("padded_to_multiple", long)
+    return compare("padded_batch(4) padded to a multiple of 8", got, want) and ok
 
 
 def text_lines(a):

@@ -9,7 +9,7 @@ use super::Unit;
 use super::types::{Repr, field_ident, record_items, repr};
 use crate::ir::decls::Declarations;
 use crate::ir::plan::{ArgValue, Element, FieldType};
-use crate::ir::types::Value;
+use crate::ir::types::{Dim, Shape, Value};
 
 /// A generator's result: the error is what it cannot handle (`E0600`).
 pub(super) type R<T> = Result<T, String>;
@@ -203,7 +203,12 @@ impl Gen<'_> {
     }
 
     /// The padding of `padded_batch` for record `fields`.
-    pub(super) fn padding(&mut self, fields: &[FieldType], pad_to: Option<&ArgValue>) -> R<TokenStream> {
+    pub(super) fn padding(
+        &mut self,
+        fields: &[FieldType],
+        pad_to: Option<&ArgValue>,
+        pad_to_multiple: Option<&ArgValue>,
+    ) -> R<TokenStream> {
         let k = self.record_index(fields);
         let padding = format_ident!("Padding{}", k);
         let mut inits = Vec::new();
@@ -211,16 +216,51 @@ impl Gen<'_> {
             let ty = f.ty.as_ref().ok_or("untyped field")?;
             let id = field_ident(&f.name);
             match repr(ty)? {
-                Repr::List => inits.push(match pad_to {
-                    Some(v) => {
+                Repr::List => inits.push(match (pad_to, pad_to_multiple) {
+                    (Some(v), _) => {
                         let n = usize_arg(v)?;
                         quote!(#id: __sl::PadLen::to(#n, ::core::default::Default::default()))
                     }
-                    None => quote!(#id: __sl::PadLen::longest(::core::default::Default::default())),
+                    (None, Some(m)) => {
+                        let m = usize_arg(m)?;
+                        quote!(#id: __sl::PadLen::longest(::core::default::Default::default()).multiple_of(#m))
+                    }
+                    (None, None) => quote!(#id: __sl::PadLen::longest(::core::default::Default::default())),
                 }),
                 Repr::Tensor => {
                     inits.push(quote!(#id: __sl::PadShape::longest(::core::default::Default::default())))
                 }
+                _ => {}
+            }
+        }
+        Ok(quote!(#padding { #(#inits,)* }))
+    }
+
+    /// The padding of `bucket_by_length`'s bucket with `boundary` (`None`: the last
+    /// bucket, or without `pad_to_bucket_boundary`): every variable dimension to
+    /// `boundary - 1`, as tf.data's `pad_to_bucket_boundary`, or to the longest.
+    pub(super) fn bucket_padding(&mut self, fields: &[FieldType], boundary: Option<u64>) -> R<TokenStream> {
+        let k = self.record_index(fields);
+        let padding = format_ident!("Padding{}", k);
+        let fill =
+            boundary.map(|b| usize::try_from(b - 1).map_err(|_| "a bucket boundary beyond this machine"));
+        let fill = fill.transpose()?;
+        let mut inits = Vec::new();
+        for f in fields {
+            let ty = f.ty.as_ref().ok_or("untyped field")?;
+            let id = field_ident(&f.name);
+            let zero = quote!(::core::default::Default::default());
+            match (repr(ty)?, fill, &ty.shape) {
+                (Repr::List, Some(n), _) => inits.push(quote!(#id: __sl::PadLen::to(#n, #zero))),
+                (Repr::List, None, _) => inits.push(quote!(#id: __sl::PadLen::longest(#zero))),
+                (Repr::Tensor, Some(n), Shape::Dims(dims)) => {
+                    let dims = dims.iter().map(|d| match d {
+                        Dim::Fixed(_) => quote!(::core::option::Option::None),
+                        Dim::Named(_) => quote!(::core::option::Option::Some(#n)),
+                    });
+                    inits.push(quote!(#id: __sl::PadShape::to(::std::vec![#(#dims),*], #zero)))
+                }
+                (Repr::Tensor, ..) => inits.push(quote!(#id: __sl::PadShape::longest(#zero))),
                 _ => {}
             }
         }

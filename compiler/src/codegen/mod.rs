@@ -36,6 +36,7 @@
 //! and batch struct's impls are written field by field. Generated code names
 //! `::sluice::__private` only, plus the paths of the user's `extern fn`s.
 
+mod bucket;
 mod combine;
 mod context;
 pub mod cuda;

@@ -246,6 +246,7 @@ impl Gen<'_> {
                 self.rust_stage(*kind, code, *code_index, input)?
             }
             Exec::Pack { from, spec } => self.pack(from, spec)?,
+            Exec::BucketByLength { from, spec } => self.bucket(from, spec)?,
             Exec::Select { from, to } => {
                 let a = self.record(from)?;
                 let b = self.record(to)?;
@@ -263,7 +264,7 @@ impl Gen<'_> {
                 let count = repeat_count(count)?;
                 quote!(let ds = ds.shuffle(#buffer, #seed).reshuffle_each_epoch(true).repeat(#count);)
             }
-            Exec::Batch { input, size, drop_remainder: drop, padded } => {
+            Exec::Batch { input, size, drop_remainder: drop, padded, pad_to_multiple } => {
                 let size = usize_arg(size)?;
                 match (input, padded) {
                     (Element::Fields(f), None) => {
@@ -272,7 +273,7 @@ impl Gen<'_> {
                     }
                     (Element::Fields(f), Some(pad_to)) => {
                         self.batch(f)?;
-                        let padding = self.padding(f, pad_to.as_ref())?;
+                        let padding = self.padding(f, pad_to.as_ref(), pad_to_multiple.as_ref())?;
                         quote!(let ds = ds.padded_batch(#size, #drop, #padding);)
                     }
                     (Element::Record, _) => {

@@ -8,6 +8,7 @@
 //! position can be resumed ([`resume`]) and the per-column kernels of a device tail
 //! ([`kernel`]).
 
+pub mod bucket;
 pub mod combine;
 pub mod decls;
 pub mod element;

@@ -192,6 +192,8 @@ pub struct Batch {
     pub drop_remainder: bool,
     /// For `padded_batch`: pad variable-length fields (to this length, or to the longest).
     pub padded: Option<Option<ArgValue>>,
+    /// For `padded_batch(pad_to_multiple: k)`: the longest rounded up to a multiple of `k`.
+    pub pad_to_multiple: Option<ArgValue>,
 }
 
 /// A node that passes its input's elements through, selecting or buffering them.
@@ -329,6 +331,8 @@ pub enum Plan {
     Concatenate(Concatenate),
     /// `pack(length, fields)`: token sequences packed into fixed-length rows.
     Pack(super::pack::Pack),
+    /// `bucket_by_length(length, boundaries, batch_sizes)`: batches by length bucket.
+    BucketByLength(super::bucket::BucketByLength),
 }
 
 /// Levels of indentation `explain` shows; deeper stages line up at the last one.
@@ -360,6 +364,7 @@ impl Plan {
             Plan::Enumerate(n) => Some(&n.input),
             Plan::TakeWhile(n) => Some(&n.input),
             Plan::Pack(n) => Some(&n.input),
+            Plan::BucketByLength(n) => Some(&n.input),
             Plan::Unbatch(i) => Some(i),
             Plan::Repeat(p)
             | Plan::Take(p)
@@ -390,6 +395,7 @@ impl Plan {
             Plan::Enumerate(n) => Some(&mut n.input),
             Plan::TakeWhile(n) => Some(&mut n.input),
             Plan::Pack(n) => Some(&mut n.input),
+            Plan::BucketByLength(n) => Some(&mut n.input),
             Plan::Unbatch(i) => Some(i),
             Plan::Repeat(p)
             | Plan::Take(p)
@@ -434,6 +440,7 @@ impl Plan {
             element = match n {
                 Plan::Select(s) => select_fields(&element, &s.fields),
                 Plan::Batch(_) => Element::Batch(Box::new(element)),
+                Plan::BucketByLength(_) => super::bucket::BucketSpec::element(element),
                 Plan::Enumerate(_) => Enumerate::output(element),
                 Plan::Unbatch(_) => match element {
                     Element::Batch(inner) => *inner,
@@ -572,10 +579,14 @@ impl Plan {
                 if let Some(pad) = &n.padded {
                     pairs.push(("pad_to", pad.as_ref().map_or("longest".to_string(), ToString::to_string)));
                 }
+                if let Some(k) = &n.pad_to_multiple {
+                    pairs.push(("pad_to_multiple", k.to_string()));
+                }
                 kv(&mut s, &pairs);
             }
             Plan::Unbatch(_) => s.push_str("Unbatch:"),
             Plan::Pack(n) => s.push_str(&n.spec.line()),
+            Plan::BucketByLength(n) => s.push_str(&n.spec.line()),
             Plan::ShuffleRepeat(n) => {
                 s.push_str("ShuffleRepeat:");
                 kv(

@@ -108,6 +108,7 @@ fn take_suffix(node: &mut Plan) -> Option<Vec<MapOp>> {
                     size: m.size.clone(),
                     drop_remainder: m.drop_remainder,
                     padded: None,
+                    pad_to_multiple: None,
                 });
             }
             Some(moved)

@@ -83,6 +83,8 @@ fn prune(node: &mut Plan, mut needed: BTreeSet<String>) -> bool {
         Plan::MapBatch(m) => ops_of(&mut m.ops, &mut needed, false),
         // A pack reads its packed fields and drops the others.
         Plan::Pack(p) => needed = p.spec.fields.iter().cloned().collect(),
+        // A bucketing reads its length field and passes every field on.
+        Plan::BucketByLength(b) => _ = needed.insert(b.spec.length.clone()),
         _ => {}
     }
     match node.input_mut() {

@@ -213,6 +213,14 @@ pub enum Exec {
         /// Length, fields, window, overflow.
         spec: crate::ir::pack::PackSpec,
     },
+    /// `bucket_by_length`: padded batches by length bucket (the runtime's
+    /// `bucket_by_length`).
+    BucketByLength {
+        /// The fields in (each batch's rows).
+        from: Vec<FieldType>,
+        /// Length, boundaries, batch sizes, padding, remainder.
+        spec: crate::ir::bucket::BucketSpec,
+    },
     /// A shuffle buffer.
     Shuffle {
         /// Buffer size in elements.
@@ -241,6 +249,8 @@ pub enum Exec {
         drop_remainder: bool,
         /// For `padded_batch`: pad to this length (`None`: to the longest).
         padded: Option<Option<ArgValue>>,
+        /// For `padded_batch(pad_to_multiple: k)`: the longest rounded up to a multiple of `k`.
+        pad_to_multiple: Option<ArgValue>,
     },
     /// Batches back to their rows.
     Unbatch,
@@ -334,6 +344,7 @@ impl Exec {
             Exec::Rust { kind: RustKind::Filter, .. } => "RustFilterExec",
             Exec::Select { .. } => "SelectExec",
             Exec::Pack { .. } => "PackExec",
+            Exec::BucketByLength { .. } => "BucketByLengthExec",
             Exec::Shuffle { .. } => "ShuffleExec",
             Exec::ShuffleRepeat { .. } => "ShuffleRepeatExec",
             Exec::Batch { padded: Some(_), .. } => "PaddedBatchExec",

@@ -261,6 +261,9 @@ fn one(step: &Step<'_>, cx: &mut Cx<'_>) -> ExecNode {
             Exec::Rust { input: input(), kind: r.kind, code: r.code.clone(), code_index: r.code_index }
         }
         Plan::Pack(p) => Exec::Pack { from: input().fields().to_vec(), spec: p.spec.clone() },
+        Plan::BucketByLength(b) => {
+            Exec::BucketByLength { from: input().fields().to_vec(), spec: b.spec.clone() }
+        }
         Plan::Select(_) => Exec::Select { from: input().fields().to_vec(), to: n.output().fields().to_vec() },
         Plan::Shuffle(s) => Exec::Shuffle {
             buffer: s.buffer.clone(),
@@ -277,6 +280,7 @@ fn one(step: &Step<'_>, cx: &mut Cx<'_>) -> ExecNode {
             size: b.size.clone(),
             drop_remainder: b.drop_remainder,
             padded: b.padded.clone(),
+            pad_to_multiple: b.pad_to_multiple.clone(),
         },
         Plan::Unbatch(_) => Exec::Unbatch,
         Plan::Repeat(p) => Exec::Repeat(count(p.args.iter().find(|(k, _)| *k == "count").map(|(_, v)| v))),

@@ -106,6 +106,10 @@ impl Cx<'_> {
                 self.rows = self.rows.saturating_mul(size.max(1));
             }
             Plan::Unbatch(_) => self.rows = 1,
+            Plan::BucketByLength(b) => {
+                let largest = b.spec.batch_sizes.iter().copied().max().unwrap_or(1);
+                self.rows = self.rows.saturating_mul(largest.max(1));
+            }
             _ => {}
         }
         let rows = self.rows;
@@ -184,6 +188,18 @@ impl Cx<'_> {
                 Figures { threads: "1".into(), held: size, bytes }
             }
             Plan::Unbatch(_) => Figures { threads: "1".into(), held: 0, bytes: 0 },
+            // The buckets hold at most `Σ (batch_sizes[i] - 1)` elements between batches,
+            // plus the largest batch's elements and the batch built from them (as
+            // `batch`'s staging and columns): rows of the input's size each.
+            Plan::BucketByLength(b) => {
+                let largest = b.spec.batch_sizes.iter().copied().max().unwrap_or(1).max(1);
+                let waiting =
+                    b.spec.batch_sizes.iter().map(|s| s.saturating_sub(1)).fold(0u64, u64::saturating_add);
+                let row = elem(self) / largest;
+                let held = waiting.saturating_add(largest);
+                let bytes = row.saturating_mul(waiting.saturating_add(largest.saturating_mul(2)));
+                Figures { threads: "1".into(), held, bytes }
+            }
             // The device feed's thread converts and moves up to two batches ahead of the
             // training loop (the CPU twin, where there is no GPU, one at a time).
             Plan::DeviceTail(_) => Figures {

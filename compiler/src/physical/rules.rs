@@ -88,10 +88,13 @@ impl PhysicalPlan {
                         at_least_one(c, "repeat", "count");
                     }
                 }
-                Exec::Batch { size, padded, .. } => {
+                Exec::Batch { size, padded, pad_to_multiple, .. } => {
                     at_least_one(size, if padded.is_some() { "padded_batch" } else { "batch" }, "size");
                     if let Some(Some(pad_to)) = padded {
                         at_least_one(pad_to, "padded_batch", "pad_to");
+                    }
+                    if let Some(k) = pad_to_multiple {
+                        at_least_one(k, "padded_batch", "pad_to_multiple");
                     }
                 }
                 Exec::Repeat(Some(c)) => at_least_one(c, "repeat", "count"),

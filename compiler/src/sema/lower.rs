@@ -368,12 +368,28 @@ pub fn lower(
                 reshuffle_each_epoch: flag("reshuffle_each_epoch", true),
             }),
             "batch" if !batchable(&input.output(), s.name.span, diags) => return None,
+            "padded_batch"
+                if !super::bucket::check_pad_to_multiple(
+                    s,
+                    |name: &str| sig.args.iter().position(|x| x.name == name).and_then(|i| args[i]),
+                    &input.output(),
+                    diags,
+                ) =>
+            {
+                return None;
+            }
             "batch" | "padded_batch" => Plan::Batch(Batch {
                 input,
                 size: a("size").unwrap_or(ArgValue::Const(Value::Int(1))),
                 drop_remainder: flag("drop_remainder", false),
                 padded: (sig.name == "padded_batch").then(|| a("pad_to")),
+                pad_to_multiple: a("pad_to_multiple"),
             }),
+            "bucket_by_length" => {
+                let arg = |name: &str| sig.args.iter().position(|x| x.name == name).and_then(|i| args[i]);
+                let flags = (flag("pad_to_bucket_boundary", false), flag("drop_remainder", false));
+                super::bucket::lower(s, arg, flags, input, diags)?
+            }
             "unbatch" => {
                 if !matches!(input.output(), Element::Batch(_)) {
                     diags.push(Diagnostic::error(

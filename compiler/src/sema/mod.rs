@@ -9,6 +9,7 @@
 //! the logical plan ([`lower`]).
 
 pub mod args;
+mod bucket;
 mod calls;
 mod combine;
 pub mod decls;

@@ -244,10 +244,28 @@ pub const STAGES: &[StageSig] = &[
     },
     StageSig {
         name: "padded_batch",
-        args: &[req("size", Count), opt("drop_remainder", Bool), opt("pad_to", Count)],
+        args: &[
+            req("size", Count),
+            opt("drop_remainder", Bool),
+            opt("pad_to", Count),
+            opt("pad_to_multiple", Count),
+        ],
         block: BlockKind::None,
     },
     StageSig { name: "unbatch", args: &[], block: BlockKind::None },
+    // tf.data's `bucket_by_sequence_length`: padded batches of each length bucket
+    // (`sema/bucket.rs`, `stage::bucket`).
+    StageSig {
+        name: "bucket_by_length",
+        args: &[
+            req("length", Expr),
+            req("boundaries", Expr),
+            req("batch_sizes", Expr),
+            opt("pad_to_bucket_boundary", Bool),
+            opt("drop_remainder", Bool),
+        ],
+        block: BlockKind::None,
+    },
     // Token sequences (`i32[]` fields, in lockstep) packed into rows of `length`, first
     // fit over `window` open rows (T5's and Grain's packing; `sema/pack.rs`).
     StageSig {

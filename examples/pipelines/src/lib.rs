@@ -25,6 +25,12 @@ pub mod tokens {
     sluice::include_pipelines!("pack");
 }
 
+/// `bucket_by_length` and `padded_batch(pad_to_multiple)` (`tests/pipes/bucket.pipe`,
+/// `tests/bucket.rs`).
+pub mod bucket {
+    sluice::include_pipelines!("bucket");
+}
+
 /// The pipelines of `tests/pipes/`.
 pub mod corpus {
     sluice::include_pipelines!("tabular");

@@ -152,25 +152,35 @@ pub trait Batchable: Element {
     fn padded_builder(capacity: usize, padding: &Self::Padding) -> Self::PaddedBuilder;
 }
 
-/// How `padded_batch` pads a `Vec<T>` field: to the longest element of the batch, or to
-/// a declared length, with `value`.
+/// How `padded_batch` pads a `Vec<T>` field: to the longest element of the batch
+/// (rounded up to a multiple of `multiple`), or to a declared length, with `value`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PadLen<T> {
     /// The padded length; `None` pads to the longest element of each batch.
     pub len: Option<usize>,
     /// The value appended.
     pub value: T,
+    /// Without a declared length: the padded length is the longest rounded up to a
+    /// multiple of this (1: the longest itself; 0 counts as 1).
+    pub multiple: usize,
 }
 
 impl<T> PadLen<T> {
     /// Pads every element to the longest of its batch.
     pub fn longest(value: T) -> Self {
-        PadLen { len: None, value }
+        PadLen { len: None, value, multiple: 1 }
     }
 
     /// Pads every element to `len` (a longer element is an error).
     pub fn to(len: usize, value: T) -> Self {
-        PadLen { len: Some(len), value }
+        PadLen { len: Some(len), value, multiple: 1 }
+    }
+
+    /// Pads to the longest of the batch rounded up to a multiple of `k`
+    /// (`padded_batch(pad_to_multiple: k)`); no effect with a declared length.
+    #[must_use]
+    pub fn multiple_of(self, k: usize) -> Self {
+        PadLen { multiple: k.max(1), ..self }
     }
 }
 

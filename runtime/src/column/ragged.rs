@@ -180,7 +180,8 @@ impl<T: Scalar> ColumnBuilder for PaddedVecBuilder<T> {
             None => {
                 // Spread the rows out in place, last first: row i moves to i * longest,
                 // which is at or after where it is, and after every row not yet moved.
-                let m = self.longest;
+                let k = self.pad.multiple.max(1);
+                let m = self.longest.div_ceil(k).saturating_mul(k);
                 self.data.resize(self.rows * m, self.pad.value);
                 for i in (0..self.rows).rev() {
                     let start = if i == 0 { 0 } else { self.ends[i - 1] };

@@ -27,6 +27,7 @@
 mod autotune;
 mod batch;
 mod boxed;
+mod bucket;
 mod cache;
 mod chunks;
 mod concatenate;
@@ -59,6 +60,7 @@ use std::time::{Duration, Instant};
 
 pub use batch::{Batch, BatchIter, MakeBuilder, Padded, PaddedBatch, Plain, Unbatch, UnbatchIter};
 pub use boxed::{Boxed, DynDataset, Somes, SomesIter};
+pub use bucket::{BucketByLength, BucketIter, BucketOptions, bucket_by_length};
 pub use cache::{CacheCodec, CacheFile, CacheMemory};
 pub use chunks::{Chunks, ChunksIter};
 pub use concatenate::{Concatenate, ConcatenateIter, concatenate};

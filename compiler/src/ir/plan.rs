@@ -329,6 +329,10 @@ pub enum Plan {
     Concatenate(Concatenate),
     /// `pack(length, fields)`: token sequences packed into fixed-length rows.
     Pack(super::pack::Pack),
+    /// `flat_map { source; stages }`: a chain of stages run on each element.
+    FlatMap(super::flat_map::FlatMap),
+    /// The source of a `flat_map`'s inner chain, made from one element.
+    InnerSource(super::flat_map::InnerSource),
 }
 
 /// Levels of indentation `explain` shows; deeper stages line up at the last one.
@@ -344,7 +348,8 @@ impl Plan {
     pub fn input(&self) -> Option<&Plan> {
         match self {
             Plan::Files(_) | Plan::Range(_) | Plan::SampleFrom(_) => None,
-            Plan::Zip(_) | Plan::Concatenate(_) => None,
+            Plan::Zip(_) | Plan::Concatenate(_) | Plan::InnerSource(_) => None,
+            Plan::FlatMap(n) => Some(&n.input),
             Plan::Interleave(n) => Some(&n.input),
             Plan::ReadFile(n) => Some(&n.input),
             Plan::Map(n) => Some(&n.input),
@@ -374,7 +379,8 @@ impl Plan {
     pub fn input_mut(&mut self) -> Option<&mut Plan> {
         match self {
             Plan::Files(_) | Plan::Range(_) | Plan::SampleFrom(_) => None,
-            Plan::Zip(_) | Plan::Concatenate(_) => None,
+            Plan::Zip(_) | Plan::Concatenate(_) | Plan::InnerSource(_) => None,
+            Plan::FlatMap(n) => Some(&mut n.input),
             Plan::Interleave(n) => Some(&mut n.input),
             Plan::ReadFile(n) => Some(&mut n.input),
             Plan::Map(n) => Some(&mut n.input),
@@ -421,6 +427,8 @@ impl Plan {
                 Plan::MapBatch(m) => break Element::Batch(Box::new(m.map_output.clone())),
                 Plan::DeviceTail(t) => break t.output.clone(),
                 Plan::Pack(p) => break p.spec.element(),
+                Plan::FlatMap(n) => break n.inner.output(),
+                Plan::InnerSource(n) => break n.output.clone(),
                 other => match other.input() {
                     Some(input) => {
                         above.push(other);
@@ -576,6 +584,8 @@ impl Plan {
             }
             Plan::Unbatch(_) => s.push_str("Unbatch:"),
             Plan::Pack(n) => s.push_str(&n.spec.line()),
+            Plan::FlatMap(_) => s.push_str("FlatMap:"),
+            Plan::InnerSource(n) => s.push_str(&n.line()),
             Plan::ShuffleRepeat(n) => {
                 s.push_str("ShuffleRepeat:");
                 kv(
@@ -643,7 +653,13 @@ impl Plan {
         let mut node = Some(self);
         let mut depth = 0;
         while let Some(n) = node {
-            let _ = writeln!(out, "{}{}", indent(depth), n.line());
+            match n {
+                // The inner chain between braces under the node.
+                Plan::FlatMap(f) => out.push_str(&f.explain_lines(&n.line(), depth)),
+                _ => {
+                    let _ = writeln!(out, "{}{}", indent(depth), n.line());
+                }
+            }
             node = n.input();
             depth += 1;
         }

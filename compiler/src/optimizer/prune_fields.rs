@@ -83,6 +83,9 @@ fn prune(node: &mut Plan, mut needed: BTreeSet<String>) -> bool {
         Plan::MapBatch(m) => ops_of(&mut m.ops, &mut needed, false),
         // A pack reads its packed fields and drops the others.
         Plan::Pack(p) => needed = p.spec.fields.iter().cloned().collect(),
+        // A flat_map's inner source reads these fields of its input (its inner chain
+        // makes the rest).
+        Plan::FlatMap(f) => needed = f.reads().into_iter().collect(),
         _ => {}
     }
     match node.input_mut() {

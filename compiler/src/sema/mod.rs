@@ -12,6 +12,7 @@ pub mod args;
 mod calls;
 mod combine;
 pub mod decls;
+mod flat_map;
 pub mod lower;
 pub mod ops;
 mod pack;

@@ -47,7 +47,11 @@ impl Gen<'_> {
             InnerKind::Range { start, end, step } => {
                 let mut next_rng = self.next_rng;
                 let mut scope = Scope::new(outer.clone(), self.decls, &mut next_rng);
-                let bounds = [scope.scalar(start, DType::I64)?, scope.scalar(end, DType::I64)?, scope.scalar(step, DType::I64)?];
+                let bounds = [
+                    scope.scalar(start, DType::I64)?,
+                    scope.scalar(end, DType::I64)?,
+                    scope.scalar(step, DType::I64)?,
+                ];
                 self.next_rng = next_rng;
                 let reads = s.reads();
                 let binds: Vec<TokenStream> = reads
@@ -85,7 +89,9 @@ impl Gen<'_> {
                         Repr::Tensor if matches!(&ty.shape, Shape::Dims(d) if d.len() == 1) => {
                             (quote!(__sl::tensor_len(&x.#id)), quote!(x.#id.into_parts().1.into_iter()))
                         }
-                        Repr::Tensor => (quote!(__sl::tensor_len(&x.#id)), quote!(__sl::tensor_rows(x.#id)?.into_iter())),
+                        Repr::Tensor => {
+                            (quote!(__sl::tensor_len(&x.#id)), quote!(__sl::tensor_rows(x.#id)?.into_iter()))
+                        }
                         r => return Err(format!("`slices` of field `{f}` held as {r:?}")),
                     };
                     lens.push(quote!((#f, #len)));

@@ -132,7 +132,9 @@ impl Cx<'_> {
             // `slices` copies the rows of its element out at once (about the sliced
             // fields' size, one element); `range` holds nothing.
             Plan::InnerSource(s) => match s.kind {
-                crate::ir::flat_map::InnerKind::Range { .. } => Figures { threads: "1".into(), held: 0, bytes: 0 },
+                crate::ir::flat_map::InnerKind::Range { .. } => {
+                    Figures { threads: "1".into(), held: 0, bytes: 0 }
+                }
                 crate::ir::flat_map::InnerKind::Slices { .. } => {
                     let rows = self.element_bytes(&s.outer);
                     Figures { threads: "1".into(), held: 1, bytes: rows }

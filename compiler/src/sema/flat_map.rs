@@ -29,8 +29,18 @@ use super::lower::Pipelines;
 const SOURCES: &[&str] = &["range", "slices"];
 
 /// The stages that may follow the source inside a `flat_map` block.
-const INSIDE: &[&str] =
-    &["map", "filter", "select", "take", "skip", "enumerate", "take_while", "batch", "padded_batch", "repeat"];
+const INSIDE: &[&str] = &[
+    "map",
+    "filter",
+    "select",
+    "take",
+    "skip",
+    "enumerate",
+    "take_while",
+    "batch",
+    "padded_batch",
+    "repeat",
+];
 
 /// A statement of the block as a stage (`name(args);` or `name(args) { ... }`).
 fn stage_of(st: &ast::Stmt) -> Option<ast::Stage> {
@@ -112,7 +122,16 @@ pub(super) fn check_block(b: &ast::Block, decls: &Declarations, diags: &mut Vec<
         let source = SOURCES.contains(&name)
             || matches!(
                 name,
-                "files" | "tfrecords" | "text_lines" | "csv" | "sample_from" | "zip" | "concatenate" | "tfrecord" | "interleave" | "read_file"
+                "files"
+                    | "tfrecords"
+                    | "text_lines"
+                    | "csv"
+                    | "sample_from"
+                    | "zip"
+                    | "concatenate"
+                    | "tfrecord"
+                    | "interleave"
+                    | "read_file"
             );
         diags.push(
             Diagnostic::error(
@@ -199,7 +218,11 @@ fn range(
     for a in s.args.iter().filter(|a| a.name.is_some()) {
         let n = a.name.as_ref().expect("named").name.as_str();
         if !["start", "end", "step"].contains(&n) || slots.iter().any(|(k, _)| *k == n) {
-            diags.push(bad_arg(a.span, format!("`range` has no argument `{n}` here"), "unknown or given twice"));
+            diags.push(bad_arg(
+                a.span,
+                format!("`range` has no argument `{n}` here"),
+                "unknown or given twice",
+            ));
             return None;
         }
         slots.push((n, &a.value));
@@ -217,8 +240,12 @@ fn range(
                 None => format!("this is {}", v.ty.describe()),
             };
             diags.push(
-                bad_arg(e.span, format!("`{name}` of `range` in `flat_map` is an integer of the element"), found)
-                    .with_help("compute it from integer fields: `range(0, length)`; `cast(x, i64)` a float"),
+                bad_arg(
+                    e.span,
+                    format!("`{name}` of `range` in `flat_map` is an integer of the element"),
+                    found,
+                )
+                .with_help("compute it from integer fields: `range(0, length)`; `cast(x, i64)` a float"),
             );
             return None;
         }
@@ -329,7 +356,12 @@ fn field<'f>(
     };
     let found = fields.iter().find(|f| f.name == name);
     if found.is_none() {
-        let d = Diagnostic::error("E0401", format!("unknown field `{name}`"), e.span, "not a field of the element here");
+        let d = Diagnostic::error(
+            "E0401",
+            format!("unknown field `{name}`"),
+            e.span,
+            "not a field of the element here",
+        );
         diags.push(match closest(&name, names) {
             Some(c) => d.with_help(format!("did you mean `{c}`?")),
             None => d.with_note(format!("the fields here: {}", names.join(", "))),

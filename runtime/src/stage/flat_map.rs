@@ -83,7 +83,10 @@ pub struct FlatMapIter<I, F, Inner: Dataset> {
 
 impl<I, F, Inner: Dataset> std::fmt::Debug for FlatMapIter<I, F, Inner> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("FlatMapIter").field("pulled", &self.pulled).field("inner", &self.inner.is_some()).finish()
+        f.debug_struct("FlatMapIter")
+            .field("pulled", &self.pulled)
+            .field("inner", &self.inner.is_some())
+            .finish()
     }
 }
 
@@ -96,7 +99,10 @@ where
 {
     /// `err` of the input element at `index`, as the stage reports it.
     fn located(&self, index: u64, err: impl std::fmt::Display) -> Error {
-        Error::Stage { stage: self.stats.name().to_string(), source: format!("input element {index}: {err}").into() }
+        Error::Stage {
+            stage: self.stats.name().to_string(),
+            source: format!("input element {index}: {err}").into(),
+        }
     }
 }
 
@@ -245,9 +251,10 @@ mod tests {
     #[test]
     fn a_parallel_map_before_it_changes_nothing() {
         let make = |threads: usize| {
-            flat_map(range(0..50).map(|x| x * 3).num_parallel(threads), |x: u64| -> std::result::Result<_, BoxError> {
-                Ok(range(0..x % 4))
-            })
+            flat_map(
+                range(0..50).map(|x| x * 3).num_parallel(threads),
+                |x: u64| -> std::result::Result<_, BoxError> { Ok(range(0..x % 4)) },
+            )
         };
         let one = oks(&make(1), 0);
         assert_eq!(one.len(), (0..50u64).map(|x| (x * 3) % 4).sum::<u64>() as usize);

@@ -82,11 +82,11 @@ pub enum InnerKind {
     /// `range(start, end, step)`: `{value: i64}`, the bounds computed from the element.
     Range {
         /// The first value (`0` unless given).
-        start: Expr,
+        start: Box<Expr>,
         /// The bound, excluded.
-        end: Expr,
+        end: Box<Expr>,
         /// The step (`1` unless given).
-        step: Expr,
+        step: Box<Expr>,
     },
     /// `slices(fields..., keep: [..])`: one element per row of the sliced fields (their
     /// first dimension, equal for all of them at run time), each with the row of each

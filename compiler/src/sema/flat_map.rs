@@ -261,7 +261,11 @@ fn range(
         );
         return None;
     };
-    Some(InnerKind::Range { start: start.expect("defaulted"), end, step: step.expect("defaulted") })
+    Some(InnerKind::Range {
+        start: Box::new(start.expect("defaulted")),
+        end: Box::new(end),
+        step: Box::new(step.expect("defaulted")),
+    })
 }
 
 /// An integer literal as a typed expression.

@@ -199,6 +199,9 @@ pub struct Stmt {
     pub target: Option<Ident>,
     /// The value.
     pub value: Expr,
+    /// The block after the value, in place of `;`: a stage with its block in a block of
+    /// stages (`flat_map { range(0, n); map { ... } }`).
+    pub body: Option<Block>,
     /// The whole statement.
     pub span: Span,
 }

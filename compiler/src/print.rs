@@ -73,21 +73,29 @@ impl fmt::Display for Item {
                 }
                 match &s.body {
                     None => f.write_str(";\n"),
-                    Some(b) => {
-                        f.write_str(" {\n")?;
-                        for st in &b.stmts {
-                            f.write_str("        ")?;
-                            if let Some(t) = &st.target {
-                                write!(f, "{t} = ")?;
-                            }
-                            writeln!(f, "{};", st.value)?;
-                        }
-                        f.write_str("    }\n")
-                    }
+                    Some(b) => write_block(f, b, 1),
                 }
             }
         }
     }
+}
+
+/// A block `depth` levels in: its statements one level further, a statement's own block
+/// (a stage in `flat_map`'s block) nested under it.
+fn write_block(f: &mut fmt::Formatter<'_>, b: &crate::ast::Block, depth: usize) -> fmt::Result {
+    f.write_str(" {\n")?;
+    for st in &b.stmts {
+        f.write_str(&"    ".repeat(depth + 1))?;
+        if let Some(t) = &st.target {
+            write!(f, "{t} = ")?;
+        }
+        write!(f, "{}", st.value)?;
+        match &st.body {
+            None => f.write_str(";\n")?,
+            Some(inner) => write_block(f, inner, depth + 1)?,
+        }
+    }
+    writeln!(f, "{}}}", "    ".repeat(depth))
 }
 
 fn write_args(f: &mut fmt::Formatter<'_>, args: &[Arg]) -> fmt::Result {

@@ -85,6 +85,10 @@ fn expected(exec: &Exec) -> Vec<&'static str> {
         Exec::TakeWhile { .. } => vec!["__sl::take_while("],
         Exec::Zip(_) => vec!["__sl::zip("],
         Exec::Concatenate(_) => vec!["__sl::concatenate("],
+        // One statement holding the inner chain's (its source's among them).
+        Exec::FlatMap { .. } => vec!["__sl::flat_map("],
+        // Only inside a flat_map's statement, never a statement of the chain.
+        Exec::InnerSource(_) => vec!["__sl::flat_map("],
     }
 }
 

@@ -76,9 +76,12 @@ fn section(explain: &str, kind: &str) -> String {
 
 /// Whether `source` calls stage `name` (`name(` as a whole word).
 fn calls(source: &str, name: &str) -> bool {
-    source
-        .match_indices(&format!("{name}("))
-        .any(|(i, _)| !source[..i].ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == '.'))
+    // `name(...)`, or `name { ... }` for a stage whose block is all it takes (`flat_map`).
+    [format!("{name}("), format!("{name} {{")].iter().any(|call| {
+        source
+            .match_indices(call.as_str())
+            .any(|(i, _)| !source[..i].ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == '.'))
+    })
 }
 
 #[test]

@@ -26,6 +26,7 @@ fn main() {
         "../../tests/pipes/combine.pipe",
         "../../tests/pipes/pack.pipe",
         "../../tests/pipes/bucket.pipe",
+        "../../tests/pipes/flat_map.pipe",
         "pipes/tf_fixtures.pipe",
         "pipes/shard.pipe",
     ]);

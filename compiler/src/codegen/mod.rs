@@ -42,6 +42,7 @@ mod context;
 pub mod cuda;
 mod device_tail;
 mod expr;
+mod flat_map;
 mod maps;
 mod module;
 mod pack;

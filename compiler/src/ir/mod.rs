@@ -13,6 +13,7 @@ pub mod combine;
 pub mod decls;
 pub mod element;
 pub mod expr;
+pub mod flat_map;
 pub mod formats;
 pub mod kernel;
 pub mod map_op;

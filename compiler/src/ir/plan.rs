@@ -333,6 +333,10 @@ pub enum Plan {
     Pack(super::pack::Pack),
     /// `bucket_by_length(length, boundaries, batch_sizes)`: batches by length bucket.
     BucketByLength(super::bucket::BucketByLength),
+    /// `flat_map { source; stages }`: a chain of stages run on each element.
+    FlatMap(super::flat_map::FlatMap),
+    /// The source of a `flat_map`'s inner chain, made from one element.
+    InnerSource(super::flat_map::InnerSource),
 }
 
 /// Levels of indentation `explain` shows; deeper stages line up at the last one.
@@ -348,7 +352,8 @@ impl Plan {
     pub fn input(&self) -> Option<&Plan> {
         match self {
             Plan::Files(_) | Plan::Range(_) | Plan::SampleFrom(_) => None,
-            Plan::Zip(_) | Plan::Concatenate(_) => None,
+            Plan::Zip(_) | Plan::Concatenate(_) | Plan::InnerSource(_) => None,
+            Plan::FlatMap(n) => Some(&n.input),
             Plan::Interleave(n) => Some(&n.input),
             Plan::ReadFile(n) => Some(&n.input),
             Plan::Map(n) => Some(&n.input),
@@ -379,7 +384,8 @@ impl Plan {
     pub fn input_mut(&mut self) -> Option<&mut Plan> {
         match self {
             Plan::Files(_) | Plan::Range(_) | Plan::SampleFrom(_) => None,
-            Plan::Zip(_) | Plan::Concatenate(_) => None,
+            Plan::Zip(_) | Plan::Concatenate(_) | Plan::InnerSource(_) => None,
+            Plan::FlatMap(n) => Some(&mut n.input),
             Plan::Interleave(n) => Some(&mut n.input),
             Plan::ReadFile(n) => Some(&mut n.input),
             Plan::Map(n) => Some(&mut n.input),
@@ -427,6 +433,8 @@ impl Plan {
                 Plan::MapBatch(m) => break Element::Batch(Box::new(m.map_output.clone())),
                 Plan::DeviceTail(t) => break t.output.clone(),
                 Plan::Pack(p) => break p.spec.element(),
+                Plan::FlatMap(n) => break n.inner.output(),
+                Plan::InnerSource(n) => break n.output.clone(),
                 other => match other.input() {
                     Some(input) => {
                         above.push(other);
@@ -587,6 +595,8 @@ impl Plan {
             Plan::Unbatch(_) => s.push_str("Unbatch:"),
             Plan::Pack(n) => s.push_str(&n.spec.line()),
             Plan::BucketByLength(n) => s.push_str(&n.spec.line()),
+            Plan::FlatMap(_) => s.push_str("FlatMap:"),
+            Plan::InnerSource(n) => s.push_str(&n.line()),
             Plan::ShuffleRepeat(n) => {
                 s.push_str("ShuffleRepeat:");
                 kv(
@@ -654,7 +664,13 @@ impl Plan {
         let mut node = Some(self);
         let mut depth = 0;
         while let Some(n) = node {
-            let _ = writeln!(out, "{}{}", indent(depth), n.line());
+            match n {
+                // The inner chain between braces under the node.
+                Plan::FlatMap(f) => out.push_str(&f.explain_lines(&n.line(), depth)),
+                _ => {
+                    let _ = writeln!(out, "{}{}", indent(depth), n.line());
+                }
+            }
             node = n.input();
             depth += 1;
         }

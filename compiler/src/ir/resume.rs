@@ -46,6 +46,8 @@ pub fn resume_blocker(plan: &Plan) -> Option<String> {
             Plan::SampleFrom(SampleFrom { seed: None, .. }) => {
                 Some("`sample_from` without a seed draws anew on every run".to_string())
             }
+            // Its inner chain runs again, per element, in a resumed pass.
+            Plan::FlatMap(f) => resume_blocker(&f.inner),
             _ => None,
         };
         if why.is_some() {

@@ -85,6 +85,9 @@ fn prune(node: &mut Plan, mut needed: BTreeSet<String>) -> bool {
         Plan::Pack(p) => needed = p.spec.fields.iter().cloned().collect(),
         // A bucketing reads its length field and passes every field on.
         Plan::BucketByLength(b) => _ = needed.insert(b.spec.length.clone()),
+        // A flat_map's inner source reads these fields of its input (its inner chain
+        // makes the rest).
+        Plan::FlatMap(f) => needed = f.reads().into_iter().collect(),
         _ => {}
     }
     match node.input_mut() {

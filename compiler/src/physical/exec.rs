@@ -299,6 +299,16 @@ pub enum Exec {
     Zip(Zip),
     /// Yields other pipelines one after another (their own plans run beneath it).
     Concatenate(Concatenate),
+    /// For each element (fields `from`), the inner chain's stages, run to the end before
+    /// the next element: its first stage an [`Exec::InnerSource`].
+    FlatMap {
+        /// The input's fields.
+        from: Vec<FieldType>,
+        /// The inner chain, source first.
+        inner: Vec<super::ExecNode>,
+    },
+    /// The source of a `flat_map`'s inner chain, made from the element `x`.
+    InnerSource(crate::ir::flat_map::InnerSource),
 }
 
 /// A map run in the reader threads of a [`Exec::ReadBatches`].
@@ -360,6 +370,8 @@ impl Exec {
             Exec::TakeWhile { .. } => "TakeWhileExec",
             Exec::Zip(_) => "ZipExec",
             Exec::Concatenate(_) => "ConcatenateExec",
+            Exec::FlatMap { .. } => "FlatMapExec",
+            Exec::InnerSource(_) => "InnerSourceExec",
         }
     }
 
@@ -383,6 +395,10 @@ impl Exec {
             Exec::ChunkedMap { f, .. } => format!("fns=[{}]", fns(f)),
             Exec::Map { f, .. } if f.skip_errors => "on_error=skip".into(),
             Exec::MapBatch { batched: true, .. } => "input=batches of the reader".into(),
+            Exec::FlatMap { inner, .. } => {
+                let names: Vec<&str> = inner.iter().map(|n| n.exec.name()).collect();
+                format!("per_element=[{}]", names.join(", "))
+            }
             _ => String::new(),
         }
     }

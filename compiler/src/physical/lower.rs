@@ -308,6 +308,18 @@ fn one(step: &Step<'_>, cx: &mut Cx<'_>) -> ExecNode {
         Plan::TakeWhile(t) => Exec::TakeWhile { input: input(), conditions: t.conditions.clone() },
         Plan::Zip(z) => Exec::Zip(z.clone()),
         Plan::Concatenate(c) => Exec::Concatenate(c.clone()),
+        Plan::FlatMap(f) => {
+            // The inner chain, planned as a pipeline of its own from one row: the rows
+            // of the elements above are those of what it yields.
+            cx.rows = 1;
+            let (inner, _) = lower(&f.inner, cx);
+            for node in &inner {
+                figures.held = figures.held.saturating_add(node.figures.held);
+                figures.bytes = figures.bytes.saturating_add(node.figures.bytes);
+            }
+            Exec::FlatMap { from: input().fields().to_vec(), inner }
+        }
+        Plan::InnerSource(s) => Exec::InnerSource(s.clone()),
         Plan::DeviceTail(_) => unreachable!("a device tail is the plan's top, taken apart before"),
     };
     ExecNode { exec, figures }

@@ -127,6 +127,23 @@ impl Cx<'_> {
                 Figures { threads: "1".into(), held: 0, bytes: 0 }
             }
             Plan::Enumerate(_) | Plan::TakeWhile(_) => Figures { threads: "1".into(), held: 0, bytes: 0 },
+            // One input element at a time; its inner chain's figures are added to these
+            // by the lowering (`physical::lower`), which plans that chain.
+            Plan::FlatMap(f) => {
+                let outer = self.element_bytes(&f.input.output());
+                Figures { threads: "1".into(), held: 1, bytes: outer }
+            }
+            // `slices` copies the rows of its element out at once (about the sliced
+            // fields' size, one element); `range` holds nothing.
+            Plan::InnerSource(s) => match s.kind {
+                crate::ir::flat_map::InnerKind::Range { .. } => {
+                    Figures { threads: "1".into(), held: 0, bytes: 0 }
+                }
+                crate::ir::flat_map::InnerKind::Slices { .. } => {
+                    let rows = self.element_bytes(&s.outer);
+                    Figures { threads: "1".into(), held: 1, bytes: rows }
+                }
+            },
             Plan::Interleave(i) => {
                 let (threads, workers) = self.threads(&i.parallel);
                 let cycle = self.cycle(&i.cycle_length);

@@ -17,7 +17,8 @@
 //! with a bound that is not an i64 (or a step of 0); E0322 `csv` without a schema or with
 //! a schema field that is not one value per row; E0323 `read_file` not reading file
 //! paths; E0330–E0333 the stages of [`combine`](super::combine) (`zip`, `concatenate`,
-//! `enumerate`); E0350–E0353 and W0354: `pack` ([`pack`](super::pack)). (W0210, a `shard` whose workers read whole files, is
+//! `enumerate`); E0350–E0353 and W0354: `pack` ([`pack`](super::pack)); E0360–E0364:
+//! `flat_map` ([`flat_map`](super::flat_map)). (W0210, a `shard` whose workers read whole files, is
 //! a check on the optimized plan: see the [`driver`](crate::driver).)
 //!
 //! Per-field operations and `filter` predicates are typed here ([`ops`](super::ops)):
@@ -82,8 +83,21 @@ pub fn lower(
         );
         return None;
     }
-    let mut plan: Option<Plan> = None;
-    for s in stages {
+    chain(p, &stages, None, decls, pipelines, rust_code, diags)
+}
+
+/// Lowers `stages` in order on top of `plan` (`None`: the first is the source): a
+/// pipeline's stages, or those of a `flat_map` block over its inner source.
+pub(super) fn chain(
+    p: &ast::Pipeline,
+    stages: &[&ast::Stage],
+    mut plan: Option<Plan>,
+    decls: &Declarations,
+    pipelines: &Pipelines,
+    rust_code: &mut Vec<proc_macro2::TokenStream>,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<Plan> {
+    for s in stages.iter().copied() {
         // Unknown stages were reported by the stage checks.
         let sig = stage(&s.name.name)?;
         // A `map`'s Rust code is not one of its options (see `stages`).
@@ -292,6 +306,7 @@ pub fn lower(
                 })
             }
             "take_while" => super::combine::take_while(s, args[0]?, input, decls, diags)?,
+            "flat_map" => super::flat_map::lower(s, p, input, decls, pipelines, rust_code, diags)?,
             "enumerate" => super::combine::enumerate(s, input, a("start"), diags)?,
             "read_file" => {
                 if input.output() != Element::Path {

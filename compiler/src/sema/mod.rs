@@ -13,6 +13,7 @@ mod bucket;
 mod calls;
 mod combine;
 pub mod decls;
+mod flat_map;
 pub mod lower;
 pub mod ops;
 mod pack;

@@ -110,6 +110,8 @@ pub enum BlockKind {
     Statements,
     /// The stages that read each input element (`interleave`).
     Stages,
+    /// A source made from each element, then stages over it (`flat_map`).
+    Chain,
 }
 
 /// A stage of the language.
@@ -232,6 +234,7 @@ pub const STAGES: &[StageSig] = &[
     // `index: i64` from `start` (tf.data's `Dataset.enumerate`).
     StageSig { name: "enumerate", args: &[opt("start", Int)], block: BlockKind::None },
     StageSig { name: "take_while", args: &[req("predicate", Expr)], block: BlockKind::None },
+    StageSig { name: "flat_map", args: &[], block: BlockKind::Chain },
     StageSig {
         name: "shuffle",
         args: &[req("buffer", CountOrGlobal), opt("seed", UInt), opt("reshuffle_each_epoch", Bool)],
@@ -306,7 +309,7 @@ pub fn check_stages(p: &ast::Pipeline, decls: &Declarations, diags: &mut Vec<Dia
     }
 }
 
-fn check_stage(s: &ast::Stage, decls: &Declarations, diags: &mut Vec<Diagnostic>) {
+pub(super) fn check_stage(s: &ast::Stage, decls: &Declarations, diags: &mut Vec<Diagnostic>) {
     let Some(sig) = stage(&s.name.name) else {
         let names: Vec<&str> = STAGES.iter().map(|s| s.name).collect();
         let d = Diagnostic::error("E0200", format!("unknown stage `{}`", s.name), s.name.span, "not a stage");
@@ -473,15 +476,19 @@ fn check_stage(s: &ast::Stage, decls: &Declarations, diags: &mut Vec<Diagnostic>
             "unexpected block",
         )),
         (BlockKind::Statements, None) if s.args.iter().any(|a| is_rust(&a.value)) => {}
-        (BlockKind::Statements | BlockKind::Stages, None) => diags.push(
+        (BlockKind::Statements | BlockKind::Stages | BlockKind::Chain, None) => diags.push(
             Diagnostic::error("E0208", format!("`{}` needs a block", sig.name), s.span, "no block")
                 .with_help(match sig.block {
                     BlockKind::Statements => format!("write `{} {{ field = op(field); }}`", sig.name),
+                    BlockKind::Chain => format!("write `{} {{ range(0, value); }}`", sig.name),
                     _ => format!("write `{}(...) {{ tfrecord(); }}`", sig.name),
                 }),
         ),
+        (BlockKind::Chain, Some(b)) => super::flat_map::check_block(b, decls, diags),
+        (BlockKind::Statements, Some(b)) => no_nested_blocks(sig, b, diags),
         (BlockKind::Stages, Some(b)) => {
             // The block of `interleave` holds stages, written as statements `name(args);`.
+            no_nested_blocks(sig, b, diags);
             for st in &b.stmts {
                 match (&st.target, &st.value.kind) {
                     (None, ExprKind::Call { callee, args, ret: None }) if callee.segments.len() == 1 => {
@@ -508,6 +515,24 @@ fn check_stage(s: &ast::Stage, decls: &Declarations, diags: &mut Vec<Diagnostic>
             }
         }
         _ => {}
+    }
+}
+
+/// E0208 for each statement of a `map` or `interleave` block written with a block of its
+/// own (only the stages of a `flat_map` block take one).
+fn no_nested_blocks(sig: &StageSig, b: &ast::Block, diags: &mut Vec<Diagnostic>) {
+    for st in &b.stmts {
+        if let Some(inner) = &st.body {
+            diags.push(
+                Diagnostic::error(
+                    "E0208",
+                    format!("a statement of `{}` does not take a block", sig.name),
+                    inner.span,
+                    "unexpected block",
+                )
+                .with_help("end the statement with `;`"),
+            );
+        }
     }
 }
 

@@ -393,13 +393,15 @@ impl Lower {
                 let ssp = span(&s);
                 let mut target = None;
                 let mut value = None;
+                let mut body = None;
                 for q in s.into_inner() {
                     match q.as_rule() {
                         Rule::target => target = Some(ident(q.into_inner().next().expect("ident"))),
+                        Rule::block => body = Some(self.block(q)),
                         _ => value = Some(self.expr(q)),
                     }
                 }
-                Stmt { target, value: value.expect("statement value"), span: ssp }
+                Stmt { target, value: value.expect("statement value"), body, span: ssp }
             })
             .collect();
         Block { stmts, span: sp }

@@ -370,8 +370,14 @@ impl P {
                     None
                 };
                 let value = self.expr(c)?;
-                self.punct(c, ";")?;
-                stmts.push(Stmt { target, value, span: self.since(start) });
+                // A stage with its block, in a block of stages (`flat_map`).
+                let body = if Self::peek_group(c, Delimiter::Brace) {
+                    Some(self.block(c)?)
+                } else {
+                    self.punct(c, ";")?;
+                    None
+                };
+                stmts.push(Stmt { target, value, body, span: self.since(start) });
             }
             Ok(stmts)
         })?;

@@ -55,6 +55,11 @@ pub mod combine {
     sluice::include_pipelines!("combine");
 }
 
+/// `tests/pipes/flat_map.pipe`: `flat_map` over ranges and slices (`tests/flat_map.rs`).
+pub mod flat_map {
+    sluice::include_pipelines!("flat_map");
+}
+
 /// The user function `augment.pipe` declares (`extern fn augment_fns::brighten`).
 pub mod augment_fns {
     use sluice::runtime::column::Tensor;

@@ -34,6 +34,7 @@ mod concatenate;
 mod element;
 mod enumerate;
 mod filter;
+mod flat_map;
 mod global_shuffle;
 mod interleave;
 mod map;
@@ -67,6 +68,7 @@ pub use concatenate::{Concatenate, ConcatenateIter, concatenate};
 pub use element::Element;
 pub use enumerate::{Enumerate, EnumerateIter, Indexed};
 pub use filter::{Fallible, Filter, FilterFn, Infallible};
+pub use flat_map::{FlatMap, FlatMapIter, flat_map, slice_len, tensor_len, tensor_rows};
 pub use global_shuffle::{GlobalShuffle, GlobalShuffleIter, global_shuffle};
 pub use interleave::{
     DEFAULT_BUFFER_PER_SLOT, Interleave, InterleaveFn, InterleaveIter, MAX_CYCLE_LENGTH, OpenTfRecord,

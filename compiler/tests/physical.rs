@@ -68,6 +68,7 @@ fn expected(exec: &Exec) -> Vec<&'static str> {
         Exec::Rust { .. } => vec!["__sluice_"],
         Exec::Select { .. } => vec![".map(|x: Record"],
         Exec::Pack { .. } => vec!["__sl::pack("],
+        Exec::Window { .. } => vec![".window("],
         Exec::Shuffle { .. } => vec![".shuffle("],
         Exec::ShuffleRepeat { .. } => vec![".reshuffle_each_epoch(true).repeat("],
         Exec::Batch { padded: Some(_), .. } => vec![".padded_batch("],

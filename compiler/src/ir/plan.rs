@@ -329,6 +329,8 @@ pub enum Plan {
     Concatenate(Concatenate),
     /// `pack(length, fields)`: token sequences packed into fixed-length rows.
     Pack(super::pack::Pack),
+    /// `window(size, shift, stride, drop_remainder)`: each window a columnar batch.
+    Window(super::window::Window),
 }
 
 /// Levels of indentation `explain` shows; deeper stages line up at the last one.
@@ -360,6 +362,7 @@ impl Plan {
             Plan::Enumerate(n) => Some(&n.input),
             Plan::TakeWhile(n) => Some(&n.input),
             Plan::Pack(n) => Some(&n.input),
+            Plan::Window(n) => Some(&n.input),
             Plan::Unbatch(i) => Some(i),
             Plan::Repeat(p)
             | Plan::Take(p)
@@ -390,6 +393,7 @@ impl Plan {
             Plan::Enumerate(n) => Some(&mut n.input),
             Plan::TakeWhile(n) => Some(&mut n.input),
             Plan::Pack(n) => Some(&mut n.input),
+            Plan::Window(n) => Some(&mut n.input),
             Plan::Unbatch(i) => Some(i),
             Plan::Repeat(p)
             | Plan::Take(p)
@@ -433,7 +437,7 @@ impl Plan {
         for n in above.into_iter().rev() {
             element = match n {
                 Plan::Select(s) => select_fields(&element, &s.fields),
-                Plan::Batch(_) => Element::Batch(Box::new(element)),
+                Plan::Batch(_) | Plan::Window(_) => Element::Batch(Box::new(element)),
                 Plan::Enumerate(_) => Enumerate::output(element),
                 Plan::Unbatch(_) => match element {
                     Element::Batch(inner) => *inner,
@@ -576,6 +580,7 @@ impl Plan {
             }
             Plan::Unbatch(_) => s.push_str("Unbatch:"),
             Plan::Pack(n) => s.push_str(&n.spec.line()),
+            Plan::Window(n) => s.push_str(&n.line()),
             Plan::ShuffleRepeat(n) => {
                 s.push_str("ShuffleRepeat:");
                 kv(

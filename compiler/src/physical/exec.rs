@@ -289,6 +289,19 @@ pub enum Exec {
     Zip(Zip),
     /// Yields other pipelines one after another (their own plans run beneath it).
     Concatenate(Concatenate),
+    /// Windows of the input, each a columnar batch (`window`; the runtime's `window`).
+    Window {
+        /// The fields batched.
+        from: Vec<FieldType>,
+        /// Elements per window.
+        size: ArgValue,
+        /// Elements from one window's first to the next one's.
+        shift: ArgValue,
+        /// Elements between two rows of a window.
+        stride: ArgValue,
+        /// Only full windows.
+        drop_remainder: bool,
+    },
 }
 
 /// A map run in the reader threads of a [`Exec::ReadBatches`].
@@ -349,6 +362,7 @@ impl Exec {
             Exec::TakeWhile { .. } => "TakeWhileExec",
             Exec::Zip(_) => "ZipExec",
             Exec::Concatenate(_) => "ConcatenateExec",
+            Exec::Window { .. } => "WindowExec",
         }
     }
 

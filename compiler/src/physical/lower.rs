@@ -304,6 +304,13 @@ fn one(step: &Step<'_>, cx: &mut Cx<'_>) -> ExecNode {
         Plan::TakeWhile(t) => Exec::TakeWhile { input: input(), conditions: t.conditions.clone() },
         Plan::Zip(z) => Exec::Zip(z.clone()),
         Plan::Concatenate(c) => Exec::Concatenate(c.clone()),
+        Plan::Window(w) => Exec::Window {
+            from: input().fields().to_vec(),
+            size: w.size.clone(),
+            shift: w.shift.clone(),
+            stride: w.stride.clone(),
+            drop_remainder: w.drop_remainder,
+        },
         Plan::DeviceTail(_) => unreachable!("a device tail is the plan's top, taken apart before"),
     };
     ExecNode { exec, figures }

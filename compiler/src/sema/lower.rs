@@ -17,7 +17,8 @@
 //! with a bound that is not an i64 (or a step of 0); E0322 `csv` without a schema or with
 //! a schema field that is not one value per row; E0323 `read_file` not reading file
 //! paths; E0330–E0333 the stages of [`combine`](super::combine) (`zip`, `concatenate`,
-//! `enumerate`); E0350–E0353 and W0354: `pack` ([`pack`](super::pack)). (W0210, a `shard` whose workers read whole files, is
+//! `enumerate`); E0350–E0353 and W0354: `pack` ([`pack`](super::pack)); E0365/E0366 `window`
+//! ([`window`](super::window)). (W0210, a `shard` whose workers read whole files, is
 //! a check on the optimized plan: see the [`driver`](crate::driver).)
 //!
 //! Per-field operations and `filter` predicates are typed here ([`ops`](super::ops)):
@@ -367,13 +368,14 @@ pub fn lower(
                 seed: a("seed"),
                 reshuffle_each_epoch: flag("reshuffle_each_epoch", true),
             }),
-            "batch" if !batchable(&input.output(), s.name.span, diags) => return None,
+            "batch" if !batchable(&input.output(), "batch", s.name.span, diags) => return None,
             "batch" | "padded_batch" => Plan::Batch(Batch {
                 input,
                 size: a("size").unwrap_or(ArgValue::Const(Value::Int(1))),
                 drop_remainder: flag("drop_remainder", false),
                 padded: (sig.name == "padded_batch").then(|| a("pad_to")),
             }),
+            "window" => super::window::lower(s, a, flag("drop_remainder", false), input, diags)?,
             "unbatch" => {
                 if !matches!(input.output(), Element::Batch(_)) {
                     diags.push(Diagnostic::error(
@@ -508,10 +510,10 @@ fn sample_from(
     Some(Plan::SampleFrom(SampleFrom { inputs, weights, seed, stop_on_empty, output }))
 }
 
-/// Whether plain `batch` can stack these elements into dense columns: fields of fixed
-/// shape (a scalar byte string is one ragged value, fine). Reports the first field that
-/// needs `padded_batch`.
-fn batchable(element: &Element, span: Span, diags: &mut Vec<Diagnostic>) -> bool {
+/// Whether plain `batch` (or `window`: `stage`) can stack these elements into dense
+/// columns: fields of fixed shape (a scalar byte string is one ragged value, fine).
+/// Reports the first field that needs `padded_batch`.
+pub(super) fn batchable(element: &Element, stage: &str, span: Span, diags: &mut Vec<Diagnostic>) -> bool {
     let Element::Fields(fields) = element else { return true };
     for f in fields {
         let Some(t) = &f.ty else { continue };
@@ -523,8 +525,9 @@ fn batchable(element: &Element, span: Span, diags: &mut Vec<Diagnostic>) -> bool
         };
         if !fixed {
             diags.push(
-                Diagnostic::error("E0308", format!("`batch` cannot stack field `{}` of type `{t}`", f.name), span, "its size varies from record to record")
+                Diagnostic::error("E0308", format!("`{stage}` cannot stack field `{}` of type `{t}`", f.name), span, "its size varies from record to record")
                     .with_help(match t.shape {
+                        _ if stage != "batch" => "give it a fixed size first (a fixed shape in the schema, `resize`, `center_crop`, `random_crop`)".to_string(),
                         crate::ir::types::Shape::Var => "use `padded_batch(size, pad_to: N)`, or a fixed shape in the schema".to_string(),
                         _ => "give it a fixed size first (`resize`, `center_crop`, `random_crop`), or use `padded_batch`".to_string(),
                     }),

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::{Ctx, DataIter, Dataset, Element, StageStats};
-use crate::column::{Batchable, ColumnBuilder, Columns};
+use crate::column::{Batchable, ColumnBuilder};
 use crate::error::{Error, Result};
 
 /// The most elements the buffer reserves room for up front.
@@ -201,7 +201,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::column::Tensor;
+    use crate::column::{Columns, Tensor};
     use crate::stage::{RuntimeOptions, from_vec, range};
 
     /// Every window of a pass from window `skip`, as the rows of each.

@@ -118,7 +118,10 @@ mod tests {
     fn does_not_apply_across_a_window() {
         // A window is not a batch: its rows overlap (shift < size) or skip elements, so
         // nothing fuses with it or moves across it.
-        let text = check(&FuseMapBatch, &pipeline("tfrecords(files); map { parse_example(); x = x * 2.0; } window(4, shift: 2);"));
+        let text = check(
+            &FuseMapBatch,
+            &pipeline("tfrecords(files); map { parse_example(); x = x * 2.0; } window(4, shift: 2);"),
+        );
         insta::assert_snapshot!(text, @r"
         changed=false
         Window: size=4, shift=2, stride=1, drop_remainder=false -> batch<{x: f32[4], label: i64}>

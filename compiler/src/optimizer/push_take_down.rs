@@ -119,7 +119,10 @@ mod tests {
     fn does_not_apply_across_a_window() {
         // A window is not a batch: its rows overlap (shift < size) or skip elements, so
         // nothing fuses with it or moves across it.
-        let text = check(&PushTakeDown, &pipeline("tfrecords(files); map { parse_example(); } window(4, shift: 2); take(3);"));
+        let text = check(
+            &PushTakeDown,
+            &pipeline("tfrecords(files); map { parse_example(); } window(4, shift: 2); take(3);"),
+        );
         insta::assert_snapshot!(text, @r"
         changed=false
         Take: count=3 -> batch<{x: f32[4], label: i64}>

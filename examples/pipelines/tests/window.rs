@@ -58,8 +58,10 @@ fn windows_are_tf_datas() {
         assert_eq!(values(&windows::dataset(&p).unwrap(), 0), want, "{p:?}");
         let p = full_windows::Params { n, size, shift, stride };
         let want = expected(n, size.into(), shift.into(), stride.into(), true);
-        let got: Vec<Vec<i64>> =
-            pass(&full_windows::dataset(&p).unwrap(), 0).iter().map(|b| b.value.as_slice().to_vec()).collect();
+        let got: Vec<Vec<i64>> = pass(&full_windows::dataset(&p).unwrap(), 0)
+            .iter()
+            .map(|b| b.value.as_slice().to_vec())
+            .collect();
         assert_eq!(got, want, "{p:?}");
     }
 }

@@ -66,12 +66,13 @@ where
             }
         }
         // The span of one window: its first element to its last.
-        let span = (self.size - 1).checked_mul(self.stride).and_then(|s| s.checked_add(1)).ok_or_else(|| {
-            Error::Invalid(format!(
-                "window: a size of {} with a stride of {} spans more elements than this machine counts",
-                self.size, self.stride
-            ))
-        })?;
+        let span =
+            (self.size - 1).checked_mul(self.stride).and_then(|s| s.checked_add(1)).ok_or_else(|| {
+                Error::Invalid(format!(
+                    "window: a size of {} with a stride of {} spans more elements than this machine counts",
+                    self.size, self.stride
+                ))
+            })?;
         ctx.register(&self.stats);
         Ok(WindowIter {
             input: Some(self.input.iter_from(ctx, skip.saturating_mul(self.shift as u64))?),
@@ -247,17 +248,20 @@ mod tests {
         // stride 2: every other element, over a span of (size - 1) × 2 + 1.
         assert_eq!(w(8, 3, 2, 2, false), [vec![0, 2, 4], vec![2, 4, 6], vec![4, 6], vec![6]]);
         assert_eq!(w(8, 3, 2, 2, true), [vec![0, 2, 4], vec![2, 4, 6]]);
-        assert_eq!(w(9, 2, 1, 3, false), [
-            vec![0, 3],
-            vec![1, 4],
-            vec![2, 5],
-            vec![3, 6],
-            vec![4, 7],
-            vec![5, 8],
-            vec![6],
-            vec![7],
-            vec![8]
-        ]);
+        assert_eq!(
+            w(9, 2, 1, 3, false),
+            [
+                vec![0, 3],
+                vec![1, 4],
+                vec![2, 5],
+                vec![3, 6],
+                vec![4, 7],
+                vec![5, 8],
+                vec![6],
+                vec![7],
+                vec![8]
+            ]
+        );
         // Every combination, against the definition.
         for n in 0..12 {
             for size in 1..5 {
@@ -289,9 +293,13 @@ mod tests {
 
     #[test]
     fn resumes_at_every_window_boundary() {
-        for (n, size, shift, stride, drop) in
-            [(11, 3, 1, 1, false), (11, 3, 3, 1, true), (11, 2, 4, 1, false), (11, 3, 2, 2, false), (11, 3, 5, 2, true)]
-        {
+        for (n, size, shift, stride, drop) in [
+            (11, 3, 1, 1, false),
+            (11, 3, 3, 1, true),
+            (11, 2, 4, 1, false),
+            (11, 3, 2, 2, false),
+            (11, 3, 5, 2, true),
+        ] {
             let ds = range(0..n).window(size, shift, stride, drop);
             let whole = windows(&ds, 0);
             for k in 0..=whole.len() + 2 {

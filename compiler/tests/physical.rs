@@ -69,6 +69,7 @@ fn expected(exec: &Exec) -> Vec<&'static str> {
         Exec::Select { .. } => vec![".map(|x: Record"],
         Exec::Pack { .. } => vec!["__sl::pack("],
         Exec::BucketByLength { .. } => vec!["__sl::bucket_by_length("],
+        Exec::Window { .. } => vec![".window("],
         Exec::Shuffle { .. } => vec![".shuffle("],
         Exec::ShuffleRepeat { .. } => vec![".reshuffle_each_epoch(true).repeat("],
         Exec::Batch { padded: Some(_), .. } => vec![".padded_batch("],

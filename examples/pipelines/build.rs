@@ -27,6 +27,7 @@ fn main() {
         "../../tests/pipes/pack.pipe",
         "../../tests/pipes/bucket.pipe",
         "../../tests/pipes/flat_map.pipe",
+        "../../tests/pipes/window.pipe",
         "pipes/tf_fixtures.pipe",
         "pipes/shard.pipe",
     ]);

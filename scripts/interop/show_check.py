@@ -49,6 +49,12 @@ Programs:
                    vs `bucketed_to_boundary`; padded_batch(4) with each batch's tokens
                    padded on to a multiple of 8 in numpy (tf.data has no pad_to_multiple)
                    vs `padded_to_multiple`
+  window           range(n).window(size, shift, stride, drop_remainder).flat_map(lambda w:
+                   w.batch(size)) for overlapping, batch-like, spaced and strided windows (and
+                   an input shorter than a window, an empty one) vs tests/pipes/window.pipe
+                   `windows`/`full_windows`; TFRecords TensorFlow writes, parsed, windowed
+                   with each window a dict of batches (zip({k: w[k].batch(size)})) vs
+                   `record_windows`/`full_record_windows`
 Exits 1 with the first difference.
 """
 import argparse
@@ -93,7 +99,7 @@ def main():
     ap.add_argument("--sluice", required=True)
     ap.add_argument("--root", required=True)
     ap.add_argument("--work", required=True)
-    ap.add_argument("--program", required=True, choices=["range", "range_batch", "parse_tensor", "interleave_auto", "text_lines", "csv", "jpeg_folder", "ignore_errors", "zip", "concatenate", "enumerate", "take_while", "tokenize_pack", "bucket_by_length"],)
+    ap.add_argument("--program", required=True, choices=["range", "range_batch", "parse_tensor", "interleave_auto", "text_lines", "csv", "jpeg_folder", "ignore_errors", "zip", "concatenate", "enumerate", "take_while", "tokenize_pack", "bucket_by_length", "window"],)
     a = ap.parse_args()
 
     if a.program == "range":
@@ -145,6 +151,8 @@ def main():
         ok = tokenize_pack(a)
     elif a.program == "bucket_by_length":
         ok = bucket_by_length(a)
+    elif a.program == "window":
+        ok = window_program(a)
     else:
         os.makedirs(a.work, exist_ok=True)
         for k, n in [(0, 5), (1, 9), (2, 3), (3, 4), (4, 6)]:
@@ -496,5 +504,49 @@ def combine_program(a):
     return ok
 
 
+# (size, shift, stride) of the window programs: overlaps, batches, gaps, strides.
+WINDOW_CASES = [(3, 1, 1), (3, 3, 1), (2, 4, 1), (3, 2, 2), (4, 5, 3), (5, 1, 1), (4, 2, 3)]
+
+
+def window_program(a):
+    """tf.data's window + batch of each window against tests/pipes/window.pipe."""
+    pipe = "tests/pipes/window.pipe"
+    ok = True
+    for n in (10, 3, 0):
+        for size, shift, stride in WINDOW_CASES:
+            for drop in (False, True):
+                ds = tf.data.Dataset.range(n).window(size, shift, stride, drop).flat_map(lambda w: w.batch(size))
+                want = [[int(v) for v in b] for b in ds.as_numpy_iterator()]
+                sets = [f"n={n}", f"size={size}", f"shift={shift}", f"stride={stride}"]
+                got = [values(e["value"]) for e in show(a, pipe, "full_windows" if drop else "windows", *sets)]
+                ok &= compare(f"range({n}).window({size}, {shift}, {stride}, {drop})", got, want)
+    os.makedirs(a.work, exist_ok=True)
+    for k, count in [(0, 7), (1, 5)]:
+        with tf.io.TFRecordWriter(os.path.join(a.work, f"part-{k}.tfrecord")) as w:
+            for i in range(count):
+                feature = {
+                    "x": tf.train.Feature(float_list=tf.train.FloatList(value=[10 * k + i + 0.25, -0.5 * i])),
+                    "label": tf.train.Feature(int64_list=tf.train.Int64List(value=[100 * k + i])),
+                }
+                w.write(tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString())
+    spec = {"x": tf.io.FixedLenFeature([2], tf.float32), "label": tf.io.FixedLenFeature([], tf.int64)}
+    files = sorted(os.path.join(a.work, f) for f in os.listdir(a.work) if f.endswith(".tfrecord"))
+    pattern = os.path.join(a.work, "part-*.tfrecord")
+    for size, shift, stride in WINDOW_CASES:
+        for drop in (False, True):
+            ds = (
+                tf.data.TFRecordDataset(files)
+                .map(lambda s: tf.io.parse_single_example(s, spec))
+                .window(size, shift, stride, drop)
+                .flat_map(lambda w: tf.data.Dataset.zip({k: w[k].batch(size) for k in w}))
+            )
+            want = [([int(v) for v in b["label"]], [float(v) for v in b["x"].reshape(-1)]) for b in ds.as_numpy_iterator()]
+            sets = [f"files={pattern}", f"size={size}", f"shift={shift}", f"stride={stride}"]
+            pipeline = "full_record_windows" if drop else "record_windows"
+            got = [(values(e["label"]), values(e["x"])) for e in show(a, pipe, pipeline, *sets)]
+            ok &= compare(f"TFRecords .window({size}, {shift}, {stride}, {drop})", got, want)
+    return ok
+
+
 if __name__ == "__main__":
-    main()
+    sys.exit(0 if main() else 1)

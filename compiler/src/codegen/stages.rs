@@ -282,6 +282,11 @@ impl Gen<'_> {
                     _ => quote!(let ds = ds.chunks(#size, #drop);),
                 }
             }
+            Exec::Window { from, size, shift, stride, drop_remainder: drop } => {
+                self.batch(from)?;
+                let (size, shift, stride) = (usize_arg(size)?, usize_arg(shift)?, usize_arg(stride)?);
+                quote!(let ds = ds.window(#size, #shift, #stride, #drop);)
+            }
             Exec::Unbatch => quote!(let ds = ds.unbatch();),
             Exec::Repeat(count) => {
                 let count = repeat_count(count)?;

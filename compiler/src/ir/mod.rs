@@ -4,7 +4,7 @@
 //! The types of values that flow through a pipeline ([`types`]), a pipeline's checked
 //! declarations ([`decls`]), the typed expressions of `map` and `filter` ([`expr`]) with
 //! their bound operations ([`op`]), the operations of a map ([`map_op`]), the logical plan ([`plan`]; the combining stages in
-//! [`combine`]), whether a plan's
+//! [`combine`], `window` in [`window`]), whether a plan's
 //! position can be resumed ([`resume`]) and the per-column kernels of a device tail
 //! ([`kernel`]).
 
@@ -24,3 +24,4 @@ pub mod range;
 pub mod read_file;
 pub mod resume;
 pub mod types;
+pub mod window;

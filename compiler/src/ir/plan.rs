@@ -337,6 +337,8 @@ pub enum Plan {
     FlatMap(super::flat_map::FlatMap),
     /// The source of a `flat_map`'s inner chain, made from one element.
     InnerSource(super::flat_map::InnerSource),
+    /// `window(size, shift, stride, drop_remainder)`: each window a columnar batch.
+    Window(super::window::Window),
 }
 
 /// Levels of indentation `explain` shows; deeper stages line up at the last one.
@@ -370,6 +372,7 @@ impl Plan {
             Plan::TakeWhile(n) => Some(&n.input),
             Plan::Pack(n) => Some(&n.input),
             Plan::BucketByLength(n) => Some(&n.input),
+            Plan::Window(n) => Some(&n.input),
             Plan::Unbatch(i) => Some(i),
             Plan::Repeat(p)
             | Plan::Take(p)
@@ -402,6 +405,7 @@ impl Plan {
             Plan::TakeWhile(n) => Some(&mut n.input),
             Plan::Pack(n) => Some(&mut n.input),
             Plan::BucketByLength(n) => Some(&mut n.input),
+            Plan::Window(n) => Some(&mut n.input),
             Plan::Unbatch(i) => Some(i),
             Plan::Repeat(p)
             | Plan::Take(p)
@@ -447,7 +451,7 @@ impl Plan {
         for n in above.into_iter().rev() {
             element = match n {
                 Plan::Select(s) => select_fields(&element, &s.fields),
-                Plan::Batch(_) => Element::Batch(Box::new(element)),
+                Plan::Batch(_) | Plan::Window(_) => Element::Batch(Box::new(element)),
                 Plan::BucketByLength(_) => super::bucket::BucketSpec::element(element),
                 Plan::Enumerate(_) => Enumerate::output(element),
                 Plan::Unbatch(_) => match element {
@@ -597,6 +601,7 @@ impl Plan {
             Plan::BucketByLength(n) => s.push_str(&n.spec.line()),
             Plan::FlatMap(_) => s.push_str("FlatMap:"),
             Plan::InnerSource(n) => s.push_str(&n.line()),
+            Plan::Window(n) => s.push_str(&n.line()),
             Plan::ShuffleRepeat(n) => {
                 s.push_str("ShuffleRepeat:");
                 kv(

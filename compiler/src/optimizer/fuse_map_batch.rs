@@ -113,4 +113,21 @@ mod tests {
               Files: pattern=$files, shuffle_seed=none -> path
         ");
     }
+
+    #[test]
+    fn does_not_apply_across_a_window() {
+        // A window is not a batch: its rows overlap (shift < size) or skip elements, so
+        // nothing fuses with it or moves across it.
+        let text = check(
+            &FuseMapBatch,
+            &pipeline("tfrecords(files); map { parse_example(); x = x * 2.0; } window(4, shift: 2);"),
+        );
+        insta::assert_snapshot!(text, @r"
+        changed=false
+        Window: size=4, shift=2, stride=1, drop_remainder=false -> batch<{x: f32[4], label: i64}>
+          Map: fns=[parse_example, expr], parses=[x, label], parallel=1, deterministic=true -> {x: f32[4], label: i64}
+            Interleave: reader=tfrecord, cycle_length=1, block_length=1, parallel=1, deterministic=true, compression=auto, on_corrupt=fail, verify_crc=true -> record
+              Files: pattern=$files, shuffle_seed=none -> path
+        ");
+    }
 }

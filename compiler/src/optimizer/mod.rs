@@ -20,6 +20,7 @@ mod lower_device_tail;
 mod prune_fields;
 mod push_shard_down;
 mod push_take_down;
+mod simplify_windows;
 mod vectorize_past_batch;
 
 pub use eliminate_noops::EliminateNoops;
@@ -33,6 +34,7 @@ pub use lower_device_tail::LowerDeviceTail;
 pub use prune_fields::PruneFields;
 pub use push_shard_down::PushShardDown;
 pub use push_take_down::PushTakeDown;
+pub use simplify_windows::SimplifyWindows;
 pub use vectorize_past_batch::VectorizePastBatch;
 
 use crate::ir::plan::{ArgValue, Files, Plan};
@@ -75,6 +77,9 @@ pub fn rules() -> Vec<Box<dyn OptimizerRule>> {
         // First, so that a stage doing nothing does not keep two stages that could be
         // fused or moved past each other apart.
         Box::new(EliminateNoops),
+        // Early too: a window that is a batch becomes one before the rules that move or
+        // fuse batches (`vectorize_past_batch`, `fuse_map_batch`) look for batches.
+        Box::new(SimplifyWindows),
         // Early, while each `parse_example` still sits in its own map: it only narrows
         // what is parsed, and never moves a stage.
         Box::new(PruneFields),

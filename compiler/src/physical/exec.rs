@@ -309,6 +309,19 @@ pub enum Exec {
     },
     /// The source of a `flat_map`'s inner chain, made from the element `x`.
     InnerSource(crate::ir::flat_map::InnerSource),
+    /// Windows of the input, each a columnar batch (`window`; the runtime's `window`).
+    Window {
+        /// The fields batched.
+        from: Vec<FieldType>,
+        /// Elements per window.
+        size: ArgValue,
+        /// Elements from one window's first to the next one's.
+        shift: ArgValue,
+        /// Elements between two rows of a window.
+        stride: ArgValue,
+        /// Only full windows.
+        drop_remainder: bool,
+    },
 }
 
 /// A map run in the reader threads of a [`Exec::ReadBatches`].
@@ -372,6 +385,7 @@ impl Exec {
             Exec::Concatenate(_) => "ConcatenateExec",
             Exec::FlatMap { .. } => "FlatMapExec",
             Exec::InnerSource(_) => "InnerSourceExec",
+            Exec::Window { .. } => "WindowExec",
         }
     }
 

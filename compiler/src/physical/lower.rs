@@ -320,6 +320,13 @@ fn one(step: &Step<'_>, cx: &mut Cx<'_>) -> ExecNode {
             Exec::FlatMap { from: input().fields().to_vec(), inner }
         }
         Plan::InnerSource(s) => Exec::InnerSource(s.clone()),
+        Plan::Window(w) => Exec::Window {
+            from: input().fields().to_vec(),
+            size: w.size.clone(),
+            shift: w.shift.clone(),
+            stride: w.stride.clone(),
+            drop_remainder: w.drop_remainder,
+        },
         Plan::DeviceTail(_) => unreachable!("a device tail is the plan's top, taken apart before"),
     };
     ExecNode { exec, figures }

@@ -110,6 +110,10 @@ impl Cx<'_> {
                 let largest = b.spec.batch_sizes.iter().copied().max().unwrap_or(1);
                 self.rows = self.rows.saturating_mul(largest.max(1));
             }
+            Plan::Window(w) => {
+                let size = self.count(&w.size, 1024, "a window size of 1024 when set without a default");
+                self.rows = self.rows.saturating_mul(size.max(1));
+            }
             _ => {}
         }
         let rows = self.rows;
@@ -216,6 +220,17 @@ impl Cx<'_> {
                 let held = waiting.saturating_add(largest);
                 let bytes = row.saturating_mul(waiting.saturating_add(largest.saturating_mul(2)));
                 Figures { threads: "1".into(), held, bytes }
+            }
+            // The span of one window, `(size - 1) × stride + 1` input elements (those
+            // between windows when `shift` is beyond it are dropped, not held), and the
+            // window built from them.
+            Plan::Window(w) => {
+                let size = self.count(&w.size, 1024, "a window size of 1024 when set without a default");
+                let stride = self.count(&w.stride, 1, "a window stride of 1 when set without a default");
+                let held = size.saturating_sub(1).saturating_mul(stride).saturating_add(1);
+                let window = elem(self);
+                let row = window / size.max(1);
+                Figures { threads: "1".into(), held, bytes: held.saturating_mul(row).saturating_add(window) }
             }
             // The device feed's thread converts and moves up to two batches ahead of the
             // training loop (the CPU twin, where there is no GPU, one at a time).

@@ -103,6 +103,11 @@ impl PhysicalPlan {
                     shards.push((index.clone(), num_shards.clone()));
                 }
                 Exec::Prefetch(Some(b)) => at_least_one(b, "prefetch", "buffer"),
+                Exec::Window { size, shift, stride, .. } => {
+                    at_least_one(size, "window", "size");
+                    at_least_one(shift, "window", "shift");
+                    at_least_one(stride, "window", "stride");
+                }
                 _ => {}
             }
         }

@@ -18,7 +18,8 @@
 //! a schema field that is not one value per row; E0323 `read_file` not reading file
 //! paths; E0330–E0333 the stages of [`combine`](super::combine) (`zip`, `concatenate`,
 //! `enumerate`); E0350–E0353 and W0354: `pack` ([`pack`](super::pack)); E0360–E0364:
-//! `flat_map` ([`flat_map`](super::flat_map)). (W0210, a `shard` whose workers read whole files, is
+//! `flat_map` ([`flat_map`](super::flat_map)); E0365/E0366 `window`
+//! ([`window`](super::window)). (W0210, a `shard` whose workers read whole files, is
 //! a check on the optimized plan: see the [`driver`](crate::driver).)
 //!
 //! Per-field operations and `filter` predicates are typed here ([`ops`](super::ops)):
@@ -382,7 +383,7 @@ pub(super) fn chain(
                 seed: a("seed"),
                 reshuffle_each_epoch: flag("reshuffle_each_epoch", true),
             }),
-            "batch" if !batchable(&input.output(), s.name.span, diags) => return None,
+            "batch" if !batchable(&input.output(), "batch", s.name.span, diags) => return None,
             "padded_batch"
                 if !super::bucket::check_pad_to_multiple(
                     s,
@@ -405,6 +406,7 @@ pub(super) fn chain(
                 let flags = (flag("pad_to_bucket_boundary", false), flag("drop_remainder", false));
                 super::bucket::lower(s, arg, flags, input, diags)?
             }
+            "window" => super::window::lower(s, a, flag("drop_remainder", false), input, diags)?,
             "unbatch" => {
                 if !matches!(input.output(), Element::Batch(_)) {
                     diags.push(Diagnostic::error(
@@ -539,10 +541,10 @@ fn sample_from(
     Some(Plan::SampleFrom(SampleFrom { inputs, weights, seed, stop_on_empty, output }))
 }
 
-/// Whether plain `batch` can stack these elements into dense columns: fields of fixed
-/// shape (a scalar byte string is one ragged value, fine). Reports the first field that
-/// needs `padded_batch`.
-fn batchable(element: &Element, span: Span, diags: &mut Vec<Diagnostic>) -> bool {
+/// Whether plain `batch` (or `window`: `stage`) can stack these elements into dense
+/// columns: fields of fixed shape (a scalar byte string is one ragged value, fine).
+/// Reports the first field that needs `padded_batch`.
+pub(super) fn batchable(element: &Element, stage: &str, span: Span, diags: &mut Vec<Diagnostic>) -> bool {
     let Element::Fields(fields) = element else { return true };
     for f in fields {
         let Some(t) = &f.ty else { continue };
@@ -554,8 +556,9 @@ fn batchable(element: &Element, span: Span, diags: &mut Vec<Diagnostic>) -> bool
         };
         if !fixed {
             diags.push(
-                Diagnostic::error("E0308", format!("`batch` cannot stack field `{}` of type `{t}`", f.name), span, "its size varies from record to record")
+                Diagnostic::error("E0308", format!("`{stage}` cannot stack field `{}` of type `{t}`", f.name), span, "its size varies from record to record")
                     .with_help(match t.shape {
+                        _ if stage != "batch" => "give it a fixed size first (a fixed shape in the schema, `resize`, `center_crop`, `random_crop`)".to_string(),
                         crate::ir::types::Shape::Var => "use `padded_batch(size, pad_to: N)`, or a fixed shape in the schema".to_string(),
                         _ => "give it a fixed size first (`resize`, `center_crop`, `random_crop`), or use `padded_batch`".to_string(),
                     }),

@@ -276,6 +276,13 @@ pub const STAGES: &[StageSig] = &[
         args: &[req("length", Count), req("fields", Expr), opt("window", Count), opt("overflow", Expr)],
         block: BlockKind::None,
     },
+    // tf.data's `window(size, shift, stride, drop_remainder)`, each window a columnar
+    // batch (`.flat_map(lambda w: w.batch(size))`; `sema/window.rs`).
+    StageSig {
+        name: "window",
+        args: &[req("size", Count), opt("shift", Count), opt("stride", Count), opt("drop_remainder", Bool)],
+        block: BlockKind::None,
+    },
     StageSig { name: "repeat", args: &[opt("count", Count)], block: BlockKind::None },
     StageSig { name: "take", args: &[req("count", UInt)], block: BlockKind::None },
     StageSig { name: "skip", args: &[req("count", UInt)], block: BlockKind::None },

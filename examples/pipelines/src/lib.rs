@@ -60,6 +60,11 @@ pub mod flat_map {
     sluice::include_pipelines!("flat_map");
 }
 
+/// `tests/pipes/window.pipe`: `window` (`tests/window.rs`).
+pub mod windows {
+    sluice::include_pipelines!("window");
+}
+
 /// The user function `augment.pipe` declares (`extern fn augment_fns::brighten`).
 pub mod augment_fns {
     use sluice::runtime::column::Tensor;

@@ -52,6 +52,7 @@ mod source;
 mod state;
 pub mod stats;
 mod take_while;
+mod window;
 mod zip;
 
 use std::sync::Arc;
@@ -91,6 +92,7 @@ pub use source::{
 pub use state::{PipelineState, fingerprint};
 pub use stats::{StageReport, StageStats, StatsReport};
 pub use take_while::{TakeWhile, TakeWhileIter, take_while};
+pub use window::{Window, WindowIter};
 pub use zip::{Zip, ZipIter, zip};
 
 use crate::column::{Batchable, Columns};
@@ -538,6 +540,18 @@ pub trait Dataset: Send + Sync + 'static {
         Self::Item: Batchable,
     {
         PaddedBatch::new(self, n, drop_remainder, padding)
+    }
+
+    /// tf.data's `window(size, shift, stride, drop_remainder)` with each window batched
+    /// ([`Window`]): window `k` is the columnar batch of elements `k × shift + j ×
+    /// stride`, `j < size`, those that exist; shorter last windows unless
+    /// `drop_remainder`. A zero argument is an [`Error::Invalid`] when a pass starts.
+    fn window(self, size: usize, shift: usize, stride: usize, drop_remainder: bool) -> Window<Self>
+    where
+        Self: Sized,
+        Self::Item: Batchable + Clone,
+    {
+        Window::new(self, size, shift, stride, drop_remainder)
     }
 
     /// The dataset behind a box ([`Boxed`]): one type for datasets of one element type.

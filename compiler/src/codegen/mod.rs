@@ -46,6 +46,7 @@ mod module;
 mod pack;
 mod params;
 mod parser;
+mod sequence;
 mod stages;
 mod tokenize;
 mod types;

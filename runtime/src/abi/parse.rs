@@ -359,6 +359,15 @@ pub fn in_sequence(e: ParseError) -> ParseError {
     }
 }
 
+/// [`in_sequence`] of a parse error boxed by a generated parser (others are unchanged).
+#[cold]
+pub fn in_sequence_boxed(e: crate::BoxError) -> crate::BoxError {
+    match e.downcast::<ParseError>() {
+        Ok(p) => Box::new(in_sequence(*p)),
+        Err(other) => other,
+    }
+}
+
 /// What is wrong with one step, without the feature's name (the caller gives it).
 #[cold]
 fn step_error(name: &str, step: usize, e: ParseError) -> ParseError {

@@ -25,6 +25,7 @@ fn main() {
         "../../tests/pipes/on_error.pipe",
         "../../tests/pipes/combine.pipe",
         "../../tests/pipes/pack.pipe",
+        "../../tests/pipes/sequence.pipe",
         "pipes/tf_fixtures.pipe",
         "pipes/shard.pipe",
     ]);

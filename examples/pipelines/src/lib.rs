@@ -25,6 +25,11 @@ pub mod tokens {
     sluice::include_pipelines!("pack");
 }
 
+/// `parse_sequence_example` (`tests/pipes/sequence.pipe`, `tests/sequence.rs`).
+pub mod sequence {
+    sluice::include_pipelines!("sequence");
+}
+
 /// The pipelines of `tests/pipes/`.
 pub mod corpus {
     sluice::include_pipelines!("tabular");

@@ -13,9 +13,12 @@ use super::types::{fixed_dims, scalar};
 use crate::ir::plan::FieldType;
 use crate::ir::types::{Dim, Shape, TensorType};
 
-/// How a feature list's steps are held: values a step, and the fixed dimensions after the
-/// steps (`None`: `T[]`, a `Vec<T>`); the name of its steps dimension, if it has one.
-fn step_shape(ty: &TensorType) -> R<(usize, Option<Vec<usize>>, Option<&str>)> {
+/// How a feature list's steps are held: values a step, the fixed dimensions after the
+/// steps (`None`: `T[]`, a `Vec<T>`), and the name of its steps dimension, if it has one.
+type StepShape<'t> = (usize, Option<Vec<usize>>, Option<&'t str>);
+
+/// The [`StepShape`] of a feature list of type `ty`.
+fn step_shape(ty: &TensorType) -> R<StepShape<'_>> {
     match &ty.shape {
         Shape::Var => Ok((1, None, None)),
         Shape::Dims(d) => match d.split_first() {

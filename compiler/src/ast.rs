@@ -112,6 +112,9 @@ pub struct Field {
     pub ty: TypeExpr,
     /// The value used when a record lacks the feature.
     pub default: Option<Expr>,
+    /// `sequence name: ...`: a feature list of a `SequenceExample`, not a context
+    /// feature (`parse_sequence_example`).
+    pub sequence: bool,
     /// The whole field.
     pub span: Span,
 }

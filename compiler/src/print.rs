@@ -44,7 +44,8 @@ impl fmt::Display for Item {
             Item::Schema(s) => {
                 f.write_str("    schema {\n")?;
                 for field in &s.fields {
-                    write!(f, "        {}: {}", field.name, field.ty)?;
+                    let sequence = if field.sequence { "sequence " } else { "" };
+                    write!(f, "        {sequence}{}: {}", field.name, field.ty)?;
                     if let Some(d) = &field.default {
                         write!(f, " = {d}")?;
                     }

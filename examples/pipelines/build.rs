@@ -28,6 +28,7 @@ fn main() {
         "../../tests/pipes/bucket.pipe",
         "../../tests/pipes/flat_map.pipe",
         "../../tests/pipes/window.pipe",
+        "../../tests/pipes/sequence.pipe",
         "pipes/tf_fixtures.pipe",
         "pipes/shard.pipe",
     ]);

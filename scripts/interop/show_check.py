@@ -55,6 +55,12 @@ Programs:
                    `windows`/`full_windows`; TFRecords TensorFlow writes, parsed, windowed
                    with each window a dict of batches (zip({k: w[k].batch(size)})) vs
                    `record_windows`/`full_record_windows`
+  sequence_example tf.train.SequenceExamples TensorFlow writes (context label, weight on odd
+                   records, tags of 0-2 values; feature lists frames of 3 floats a step,
+                   tokens of 1 int a step and absent on some records, mask): map(
+                   parse_single_sequence_example(FixedLenFeature, VarLenFeature,
+                   FixedLenSequenceFeature([3]/[]/[1], allow_missing=True)) + frames * 2)
+                   .padded_batch(2) vs tests/pipes/sequence.pipe `clips`, on 1 and 3 threads
 Exits 1 with the first difference.
 """
 import argparse
@@ -99,7 +105,7 @@ def main():
     ap.add_argument("--sluice", required=True)
     ap.add_argument("--root", required=True)
     ap.add_argument("--work", required=True)
-    ap.add_argument("--program", required=True, choices=["range", "range_batch", "parse_tensor", "interleave_auto", "text_lines", "csv", "jpeg_folder", "ignore_errors", "zip", "concatenate", "enumerate", "take_while", "tokenize_pack", "bucket_by_length", "window"],)
+    ap.add_argument("--program", required=True, choices=["range", "range_batch", "parse_tensor", "interleave_auto", "text_lines", "csv", "jpeg_folder", "ignore_errors", "zip", "concatenate", "enumerate", "take_while", "tokenize_pack", "bucket_by_length", "window", "sequence_example"],)
     a = ap.parse_args()
 
     if a.program == "range":
@@ -153,6 +159,8 @@ def main():
         ok = bucket_by_length(a)
     elif a.program == "window":
         ok = window_program(a)
+    elif a.program == "sequence_example":
+        ok = sequence_example(a)
     else:
         os.makedirs(a.work, exist_ok=True)
         for k, n in [(0, 5), (1, 9), (2, 3), (3, 4), (4, 6)]:
@@ -207,6 +215,60 @@ def first_fit(seqs, length, window):
     for row in open_rows:
         close(row)
     return out
+
+
+def sequence_example(a):
+    os.makedirs(a.work, exist_ok=True)
+    path = os.path.join(a.work, "clips.tfrecord")
+    with tf.io.TFRecordWriter(path) as w:
+        for i in range(25):
+            se = tf.train.SequenceExample()
+            se.context.feature["label"].int64_list.value.append(i)
+            se.context.feature["tags"].int64_list.value.extend(range(i % 3))
+            if i % 2 == 1:
+                se.context.feature["weight"].float_list.value.append(0.25 * i)
+            for s in range(i % 4):
+                se.feature_lists.feature_list["frames"].feature.add().float_list.value.extend([i, s, 0.5])
+                se.feature_lists.feature_list["mask"].feature.add().int64_list.value.append(s % 2)
+            if i % 5 != 0:
+                for t in range(i % 5):
+                    se.feature_lists.feature_list["tokens"].feature.add().int64_list.value.append(100 * i + t)
+            se.feature_lists.feature_list["unused"].feature.add().float_list.value.append(1.0)
+            w.write(se.SerializeToString())
+    context = {
+        "label": tf.io.FixedLenFeature([], tf.int64),
+        "weight": tf.io.FixedLenFeature([], tf.float32, default_value=1.0),
+        "tags": tf.io.VarLenFeature(tf.int64),
+    }
+    # Sluice's feature lists are TF's with allow_missing=True: a missing list has no steps.
+    lists = {
+        "frames": tf.io.FixedLenSequenceFeature([3], tf.float32, allow_missing=True),
+        "tokens": tf.io.FixedLenSequenceFeature([], tf.int64, allow_missing=True),
+        "mask": tf.io.FixedLenSequenceFeature([1], tf.int64, allow_missing=True),
+    }
+
+    def parse(s):
+        c, l = tf.io.parse_single_sequence_example(s, context_features=context, sequence_features=lists)
+        return {
+            "label": c["label"],
+            "weight": c["weight"],
+            "tags": tf.sparse.to_dense(c["tags"]),
+            "frames": l["frames"] * 2.0,
+            "tokens": l["tokens"],
+            "mask": l["mask"],
+        }
+
+    names = ["label", "weight", "tags", "frames", "tokens", "mask"]
+    ds = tf.data.TFRecordDataset(path).map(parse).padded_batch(2)
+    want = [
+        [(list(b[k].shape), [float(v) for v in b[k].reshape(-1)]) for k in names] for b in ds.as_numpy_iterator()
+    ]
+    ok = True
+    for par in (1, 3):
+        elements = show(a, "tests/pipes/sequence.pipe", "clips", f"files={path}", f"par={par}")
+        got = [[(e[k]["shape"], [float(v) for v in values(e[k])]) for k in names] for e in elements]
+        ok = compare(f"parse_single_sequence_example + padded_batch(2), parallel {par}", got, want) and ok
+    return ok
 
 
 def tokenize_pack(a):

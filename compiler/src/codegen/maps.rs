@@ -207,6 +207,10 @@ impl Gen<'_> {
                     }
                 }
                 ParseFormat::Csv => body.extend(self.csv_row(parsed)?),
+                ParseFormat::SequenceExample => {
+                    let parse = self.parse_sequence_fn(parsed)?;
+                    body.extend(quote!(let (#(#locals,)*) = #parse(x)?;));
+                }
             }
             fields = parsed.clone();
             ops = &ops[1..];

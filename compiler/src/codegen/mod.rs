@@ -48,6 +48,7 @@ mod module;
 mod pack;
 mod params;
 mod parser;
+mod sequence;
 mod stages;
 mod tokenize;
 mod types;

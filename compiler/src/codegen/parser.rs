@@ -91,6 +91,21 @@ impl Gen<'_> {
         let name = if first { format_ident!("parse_example") } else { self.fresh("parse") };
         let vis = if first { quote!(pub) } else { quote!() };
         let walk = Self::entries_walk(fields);
+        let (tys, values) = self.feature_values(fields)?;
+        self.items.extend(quote! {
+            /// Parses one serialized `tf.train.Example`: only the declared features, each
+            /// straight into its value.
+            #vis fn #name<'a>(record: &'a [u8]) -> ::std::result::Result<(#(#tys,)*), __sl::BoxError> {
+                #walk
+                ::std::result::Result::Ok((#(#values,)*))
+            }
+        });
+        Ok(name)
+    }
+
+    /// The types and value expressions of `fields` decoded from the entries `e_NAME` an
+    /// [`entries_walk`](Self::entries_walk) found (each expression uses `?`).
+    pub(super) fn feature_values(&self, fields: &[FieldType]) -> R<(Vec<TokenStream>, Vec<TokenStream>)> {
         let mut tys = Vec::new();
         let mut values = Vec::new();
         for f in fields {
@@ -134,15 +149,7 @@ impl Gen<'_> {
                 }
             }
         }
-        self.items.extend(quote! {
-            /// Parses one serialized `tf.train.Example`: only the declared features, each
-            /// straight into its value.
-            #vis fn #name<'a>(record: &'a [u8]) -> ::std::result::Result<(#(#tys,)*), __sl::BoxError> {
-                #walk
-                ::std::result::Result::Ok((#(#values,)*))
-            }
-        });
-        Ok(name)
+        Ok((tys, values))
     }
 
     /// `parse_columns_N(records) -> Batch`: parses a batch of records straight into the

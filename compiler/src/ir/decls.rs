@@ -38,6 +38,10 @@ pub struct FieldDecl {
     pub ty: TensorType,
     /// The value used when a record lacks the feature: exactly the shape's values.
     pub default: Option<Value>,
+    /// A `SequenceExample` feature list (`sequence name: T[]` or `T[steps, ...]`): one
+    /// step per entry of its first dimension; otherwise a feature of an `Example` or of a
+    /// `SequenceExample`'s context.
+    pub sequence: bool,
     /// Where it is declared.
     pub span: Span,
 }

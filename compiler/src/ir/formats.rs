@@ -47,6 +47,9 @@ pub enum ParseFormat {
     Line,
     /// A CSV row into the schema's columns (after `csv`).
     Csv,
+    /// A serialized `tf.train.SequenceExample` (`parse_sequence_example`): the schema's
+    /// context features and its `sequence` feature lists.
+    SequenceExample,
 }
 
 /// Reads the records of each input file (`interleave` with a `tfrecord` reader, or

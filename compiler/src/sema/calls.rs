@@ -331,15 +331,15 @@ impl Typer<'_> {
         args: &[ast::Arg],
         e: &ast::Expr,
     ) -> Option<(Op, TensorType)> {
-        if name == "parse_example" {
+        if name == "parse_example" || name == "parse_sequence_example" {
             self.diags.push(
                 Diagnostic::error(
                     "E0400",
-                    "`parse_example` is a statement of its own",
+                    format!("`{name}` is a statement of its own"),
                     e.span,
                     "not a value",
                 )
-                .with_help("write `parse_example();` on its own line"),
+                .with_help(format!("write `{name}();` on its own line")),
             );
             return None;
         }

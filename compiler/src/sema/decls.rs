@@ -208,6 +208,18 @@ impl Cx {
                 continue;
             }
             self.diags.extend(reserved(&f.name, "field"));
+            if f.sequence {
+                if let Some(ty) = self.feature_list(f) {
+                    out.push(FieldDecl {
+                        name: f.name.name.clone(),
+                        ty,
+                        default: None,
+                        sequence: true,
+                        span: f.span,
+                    });
+                }
+                continue;
+            }
             let Some(ty) = self.tensor_type(&f.ty, false) else { continue };
             let default = f.default.as_ref().and_then(|e| {
                 let v = self.eval(e)?;
@@ -227,9 +239,65 @@ impl Cx {
                     }
                 }
             });
-            out.push(FieldDecl { name: f.name.name.clone(), ty, default, span: f.span });
+            out.push(FieldDecl { name: f.name.name.clone(), ty, default, sequence: false, span: f.span });
         }
         out
+    }
+
+    /// The type of a feature list (`sequence name: T[]`, one value a step, or
+    /// `T[steps, d, ...]`, a named number of steps of fixed shape `[d, ...]`), as
+    /// `tf.io.FixedLenSequenceFeature` types its steps. Numbers only, and no default.
+    fn feature_list(&mut self, f: &ast::Field) -> Option<TensorType> {
+        let ty = self.tensor_type(&f.ty, true)?;
+        if let Some(d) = &f.default {
+            self.diags.push(
+                Diagnostic::error(
+                    "E0381",
+                    format!("feature list `{}` has no default", f.name),
+                    d.span,
+                    "a default here",
+                )
+                .with_help("a missing feature list has no steps; remove the default"),
+            );
+        }
+        if matches!(ty.dtype, DType::Bytes | DType::Str) {
+            self.diags.push(
+                Diagnostic::error(
+                    "E0382",
+                    format!("feature lists of `{}` are not supported yet", ty.dtype),
+                    f.ty.span,
+                    "a list of byte strings per step",
+                )
+                .with_help("feature lists of numbers are: `i64[]`, `f32[steps, 3]`; declare the text as a context feature"),
+            );
+            return None;
+        }
+        let stepwise = match &ty.shape {
+            Shape::Var => true,
+            Shape::Dims(d) => match d.split_first() {
+                Some((Dim::Named(_), rest)) => {
+                    rest.iter().all(|x| matches!(x, Dim::Fixed(_)))
+                        && Shape::Dims(rest.to_vec()).fixed_len().is_some()
+                }
+                _ => false,
+            },
+        };
+        if !stepwise {
+            let dt = ty.dtype;
+            self.diags.push(
+                Diagnostic::error(
+                    "E0380",
+                    format!("feature list `{}` needs a variable number of steps, not `{ty}`", f.name),
+                    f.ty.span,
+                    "the first dimension is the steps",
+                )
+                .with_help(format!(
+                    "write `{dt}[]` (one value a step) or `{dt}[steps, N]` (N values a step); only the first dimension is named"
+                )),
+            );
+            return None;
+        }
+        Some(ty)
     }
 
     /// Resolves a dtype with an optional shape. Named dimensions are allowed in `extern fn`

@@ -643,10 +643,16 @@ fn map_op(
     decls: &Declarations,
     diags: &mut Vec<Diagnostic>,
 ) -> Option<MapOp> {
-    let parse =
-        matches!(&st.value.kind, ExprKind::Call { callee, .. } if callee.to_string() == "parse_example");
-    if parse && st.target.is_none() {
-        return parse_example(st.span, element, decls, diags);
+    let parse = match &st.value.kind {
+        ExprKind::Call { callee, .. } => match callee.to_string().as_str() {
+            "parse_example" => Some(ParseFormat::Example),
+            "parse_sequence_example" => Some(ParseFormat::SequenceExample),
+            _ => None,
+        },
+        _ => None,
+    };
+    if let (Some(format), None) = (parse, &st.target) {
+        return parse_example(st.span, format, element, decls, diags);
     }
     let Some(target) = &st.target else {
         diags.push(
@@ -673,12 +679,19 @@ fn map_op(
     })
 }
 
+/// `parse_example()` / `parse_sequence_example()`: the schema's features (and feature
+/// lists) out of each record.
 fn parse_example(
     span: Span,
+    format: ParseFormat,
     element: &Element,
     decls: &Declarations,
     diags: &mut Vec<Diagnostic>,
 ) -> Option<MapOp> {
+    let verb = match format {
+        ParseFormat::SequenceExample => "parse_sequence_example",
+        _ => "parse_example",
+    };
     // One record, or a batch of them (tf.data's vectorized `parse_example`).
     let records = match element {
         Element::Batch(inner) => **inner == Element::Record,
@@ -688,7 +701,7 @@ fn parse_example(
         diags.push(
             Diagnostic::error(
                 "E0305",
-                "`parse_example` parses serialized records",
+                format!("`{verb}` parses serialized records"),
                 span,
                 format!("the elements here are {element}"),
             )
@@ -698,14 +711,34 @@ fn parse_example(
     }
     if decls.schema.is_empty() {
         diags.push(
-            Diagnostic::error("E0305", "`parse_example` needs a `schema`", span, "no schema declared")
-                .with_help("declare the features: `schema { image: bytes, label: i64 }`"),
+            Diagnostic::error("E0305", format!("`{verb}` needs a `schema`"), span, "no schema declared")
+                .with_help(match format {
+                    ParseFormat::SequenceExample => {
+                        "declare the context features and the feature lists: `schema { label: i64, sequence frames: f32[steps, 3] }`"
+                    }
+                    _ => "declare the features: `schema { image: bytes, label: i64 }`",
+                }),
+        );
+        return None;
+    }
+    if format == ParseFormat::Example
+        && let Some(list) = decls.schema.iter().find(|f| f.sequence)
+    {
+        diags.push(
+            Diagnostic::error(
+                "E0383",
+                format!("`parse_example` reads no feature lists, but `{}` is one", list.name),
+                span,
+                "a `tf.train.Example` has features only",
+            )
+            .with_label(list.span, "a feature list")
+            .with_help("parse `tf.train.SequenceExample` records with `parse_sequence_example();`"),
         );
         return None;
     }
     let fields =
         decls.schema.iter().map(|f| FieldType { name: f.name.clone(), ty: Some(f.ty.clone()) }).collect();
-    Some(MapOp::Parse { format: ParseFormat::Example, fields })
+    Some(MapOp::Parse { format, fields })
 }
 
 /// A `device cuda` pipeline that yields batches of fields ends in a [`DeviceTail`]

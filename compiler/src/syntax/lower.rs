@@ -306,11 +306,12 @@ impl Lower {
                     .flat_map(|q| q.into_inner())
                     .map(|f| {
                         let fsp = span(&f);
-                        let mut it = f.into_inner();
+                        let mut it = f.into_inner().peekable();
+                        let sequence = it.next_if(|q| q.as_rule() == Rule::kw_sequence).is_some();
                         let name = ident(it.next().expect("field name"));
                         let ty = self.type_expr(it.next().expect("field type"));
                         let default = it.next().map(|e| self.expr(e));
-                        Field { name, ty, default, span: fsp }
+                        Field { name, ty, default, sequence, span: fsp }
                     })
                     .collect();
                 Item::Schema(Schema { fields, span: sp })

@@ -272,6 +272,12 @@ impl P {
             let fields = self.group(input, Delimiter::Brace, |c| {
                 self.list(c, |c| {
                     let start = self.mark();
+                    // `sequence name: ...` (a field called `sequence` is `sequence: ...`).
+                    let sequence = peek_word(c, "sequence")
+                        && c.cursor().ident().and_then(|(_, rest)| rest.ident()).is_some();
+                    if sequence {
+                        self.word(c, "sequence")?;
+                    }
                     let name = self.ident(c)?;
                     self.punct(c, ":")?;
                     let ty = self.type_expr(c)?;
@@ -281,7 +287,7 @@ impl P {
                     } else {
                         None
                     };
-                    Ok(Field { name, ty, default, span: self.since(start) })
+                    Ok(Field { name, ty, default, sequence, span: self.since(start) })
                 })
             })?;
             return Ok(Item::Schema(Schema { fields, span: self.since(start) }));

@@ -31,6 +31,11 @@ pub mod bucket {
     sluice::include_pipelines!("bucket");
 }
 
+/// `parse_sequence_example` (`tests/pipes/sequence.pipe`, `tests/sequence.rs`).
+pub mod sequence {
+    sluice::include_pipelines!("sequence");
+}
+
 /// The pipelines of `tests/pipes/`.
 pub mod corpus {
     sluice::include_pipelines!("tabular");

@@ -10,10 +10,16 @@
 //! values, a list of the wrong kind is an error, and the last of repeated map entries
 //! wins.
 //!
+//! A `tf.train.SequenceExample` parser (`parse_sequence_example`) walks the context
+//! with the same functions (then [`in_sequence`] names the message in wire errors) and
+//! each declared feature list with [`steps`]: a missing list has no steps, as in
+//! `tf.io.parse_single_sequence_example`, and a step with the wrong number of values is
+//! an error naming the list and the step.
+//!
 //! [`ExampleParser`]: crate::example::parse::ExampleParser
 
 pub use crate::example::parse::ParseError;
-pub use crate::example::view::{Entry, ExampleView, FeatureView, WireError};
+pub use crate::example::view::{Entry, ExampleView, FeatureView, ListEntry, SequenceView, WireError};
 
 use crate::example::parse::DType as Kind;
 
@@ -335,4 +341,148 @@ pub fn bytes_list<'a>(
         Some(other) => return Err(wrong_kind(name, Kind::Bytes, &other)),
     }
     Ok(())
+}
+
+/// A record-level wire error of a `tf.train.SequenceExample`.
+#[cold]
+pub fn malformed_sequence(error: WireError) -> ParseError {
+    ParseError::MalformedSequence { feature: None, error }
+}
+
+/// An error of a context feature of a `tf.train.SequenceExample`: wire errors name
+/// that message rather than `tf.train.Example`.
+#[cold]
+pub fn in_sequence(e: ParseError) -> ParseError {
+    match e {
+        ParseError::Malformed { feature, error } => ParseError::MalformedSequence { feature, error },
+        other => other,
+    }
+}
+
+/// [`in_sequence`] of a parse error boxed by a generated parser (others are unchanged).
+#[cold]
+pub fn in_sequence_boxed(e: crate::BoxError) -> crate::BoxError {
+    match e.downcast::<ParseError>() {
+        Ok(p) => Box::new(in_sequence(*p)),
+        Err(other) => other,
+    }
+}
+
+/// What is wrong with one step, without the feature's name (the caller gives it).
+#[cold]
+fn step_error(name: &str, step: usize, e: ParseError) -> ParseError {
+    let problem = match e {
+        ParseError::WrongKind { expected, actual, .. } => {
+            format!("expected a {} but found a {}", expected.list_name(), actual.list_name())
+        }
+        ParseError::WrongLength { expected, actual, .. } => {
+            format!("expected {expected} values, found {actual}")
+        }
+        ParseError::OutOfRange { value, dtype, .. } => format!("value {value} does not fit {dtype}"),
+        ParseError::Malformed { error, .. } | ParseError::MalformedSequence { error, .. } => {
+            format!("malformed: {error}")
+        }
+        other => other.to_string(),
+    };
+    ParseError::Step { feature: name.to_string(), step, problem }
+}
+
+/// Appends the values of every step of feature list `name` to `out`, each step exactly
+/// `width` values (`tf.io.FixedLenSequenceFeature` of that many values); returns the
+/// number of steps. A missing list has none. On error `out` is as it was.
+#[inline]
+pub fn steps<T: FromFeature>(
+    name: &str,
+    list: Option<ListEntry<'_>>,
+    width: usize,
+    out: &mut Vec<T>,
+) -> Result<usize, ParseError> {
+    let Some(list) = list else { return Ok(0) };
+    let before = out.len();
+    let mut n = 0;
+    for step in list.steps() {
+        let one = |out: &mut Vec<T>| -> Result<(), ParseError> {
+            let view = step.map_err(|error| ParseError::Malformed { feature: None, error })?;
+            check_kind::<T>(name, &view)?;
+            if view.len() != width {
+                return Err(ParseError::WrongLength {
+                    feature: name.to_string(),
+                    expected: width,
+                    actual: view.len(),
+                });
+            }
+            T::extend(name, &view, out)
+        };
+        if let Err(e) = one(out) {
+            out.truncate(before);
+            return Err(step_error(name, n, e));
+        }
+        n += 1;
+    }
+    Ok(n)
+}
+
+#[cfg(test)]
+mod sequence_tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::example::{Feature, FeatureList, FeatureLists, SequenceExample};
+
+    fn record(lists: Vec<(&str, Vec<Feature>)>) -> Vec<u8> {
+        let feature_list = lists
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), FeatureList { feature: v }))
+            .collect::<BTreeMap<_, _>>();
+        SequenceExample { context: None, feature_lists: Some(FeatureLists { feature_list }) }.encode_record()
+    }
+
+    fn list<'a>(bytes: &'a [u8], name: &str) -> Option<ListEntry<'a>> {
+        SequenceView::new(bytes).feature_lists().map(Result::unwrap).filter(|e| e.name() == name).last()
+    }
+
+    #[test]
+    fn steps_of_a_fixed_width_are_flattened_and_counted() {
+        let bytes = record(vec![("x", vec![Feature::floats([1.0, 2.0]), Feature::floats([3.0, 4.0])])]);
+        let mut out = vec![9.0f32];
+        assert_eq!(steps::<f32>("x", list(&bytes, "x"), 2, &mut out), Ok(2));
+        assert_eq!(out, [9.0, 1.0, 2.0, 3.0, 4.0]);
+        let mut out = Vec::<f32>::new();
+        assert_eq!(steps::<f32>("y", list(&bytes, "y"), 2, &mut out), Ok(0), "a missing list has no steps");
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn a_bad_step_is_an_error_naming_the_list_and_the_step() {
+        let bytes = record(vec![(
+            "x",
+            vec![
+                Feature::int64s([1, 2]),
+                Feature::int64s([3, 4]),
+                Feature::int64s([5]),
+                Feature::int64s([6, 7]),
+            ],
+        )]);
+        let mut out = vec![0i64];
+        let err = steps::<i64>("x", list(&bytes, "x"), 2, &mut out).unwrap_err();
+        assert_eq!(err.to_string(), "feature list `x`, step 2: expected 2 values, found 1");
+        assert_eq!(out, [0], "nothing of the record is kept");
+        let err = steps::<f32>("x", list(&bytes, "x"), 2, &mut Vec::new()).unwrap_err();
+        assert_eq!(err.to_string(), "feature list `x`, step 0: expected a float_list but found a int64_list");
+        let big = record(vec![("x", vec![Feature::int64s([1]), Feature::int64s([300])])]);
+        let err = steps::<u8>("x", list(&big, "x"), 1, &mut Vec::new()).unwrap_err();
+        assert_eq!(err.to_string(), "feature list `x`, step 1: value 300 does not fit u8");
+    }
+
+    #[test]
+    fn context_wire_errors_name_the_sequence_example() {
+        let e = in_sequence(malformed(WireError {
+            offset: 3,
+            kind: crate::example::view::WireErrorKind::Truncated,
+        }));
+        assert_eq!(
+            e.to_string(),
+            "malformed tf.train.SequenceExample: field runs past the end of its message at byte 3"
+        );
+    }
 }

@@ -52,6 +52,25 @@ impl SequenceExample {
         Self::decode(bytes)
             .map_err(|e| CorruptKind::Decode { message: "tf.train.SequenceExample", reason: e.to_string() })
     }
+
+    /// The serialized message, as a TFRecord holds it.
+    pub fn encode_record(&self) -> Vec<u8> {
+        self.encode_to_vec()
+    }
+
+    /// A sequence example with the given context features and feature lists (each a
+    /// list of steps).
+    pub fn from_parts(
+        context: impl IntoIterator<Item = (String, Feature)>,
+        lists: impl IntoIterator<Item = (String, Vec<Feature>)>,
+    ) -> Self {
+        SequenceExample {
+            context: Some(Features { feature: context.into_iter().collect() }),
+            feature_lists: Some(FeatureLists {
+                feature_list: lists.into_iter().map(|(k, feature)| (k, FeatureList { feature })).collect(),
+            }),
+        }
+    }
 }
 
 impl Feature {

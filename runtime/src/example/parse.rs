@@ -293,6 +293,27 @@ pub enum ParseError {
     /// The columns passed in were made for another spec.
     #[error("the output columns were not made by this parser")]
     ColumnsMismatch,
+    /// The record is not a well-formed `tf.train.SequenceExample`
+    /// (`parse_sequence_example`).
+    #[error("malformed tf.train.SequenceExample{}: {error}", feature.as_ref().map(|f| format!(" (feature `{f}`)")).unwrap_or_default())]
+    MalformedSequence {
+        /// The declared feature (of the context, or a feature list) whose values are
+        /// malformed, if the damage is there.
+        feature: Option<String>,
+        /// What is wrong, and where.
+        error: WireError,
+    },
+    /// A step of a `tf.train.SequenceExample` feature list does not fit its declared
+    /// type: the wrong number of values, a list of another kind, a value out of range.
+    #[error("feature list `{feature}`, step {step}: {problem}")]
+    Step {
+        /// The feature list.
+        feature: String,
+        /// The step (from 0).
+        step: usize,
+        /// What is wrong.
+        problem: String,
+    },
 }
 
 /// One output column: a batch's values of one feature.

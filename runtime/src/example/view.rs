@@ -26,6 +26,9 @@
 
 use std::fmt;
 
+mod sequence;
+pub use sequence::{ListEntries, ListEntry, SequenceView, Steps};
+
 /// Protobuf wire types.
 const VARINT: u8 = 0;
 const I64: u8 = 1;

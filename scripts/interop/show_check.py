@@ -345,7 +345,7 @@ def bucket_by_length(a):
     # Lengths 0 to 31 (pad_to_bucket_boundary refuses the last bucket), the length a field.
     short = write("short.tfrecord", [(i * 7 + i * i // 5) % 32 for i in range(301)])
     ds = parsed(short).bucket_by_sequence_length(
-        lambda e: e["label"] + 1, [8, 16, 32], [4, 4, 2, 1], pad_to_bucket_boundary=True, drop_remainder=True
+        lambda e: tf.cast(e["label"] + 1, tf.int32), [8, 16, 32], [4, 4, 2, 1], pad_to_bucket_boundary=True, drop_remainder=True
     )
     want = [(s, t, l) for s, t, l in batches(ds)]
     got = [(s, t, l) for s, t, l in ours("bucketed_to_boundary", short)]

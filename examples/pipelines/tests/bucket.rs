@@ -38,7 +38,7 @@ fn write(dir: &Path) -> String {
         })
         .collect();
     for (k, part) in examples.chunks(80).enumerate() {
-        let mut w = create(&dir.join(format!("tokens-{k}.tfrecord")), Compression::None).unwrap();
+        let mut w = create(dir.join(format!("tokens-{k}.tfrecord")), Compression::None).unwrap();
         for r in part {
             w.write_record(r).unwrap();
         }

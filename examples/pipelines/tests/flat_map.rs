@@ -33,7 +33,7 @@ fn write(dir: &Path, name: &str, records: Vec<BTreeMap<String, Feature>>, per_fi
         .map(|feature| Example { features: Some(Features { feature }) }.encode_to_vec())
         .collect();
     for (k, part) in encoded.chunks(per_file).enumerate() {
-        let mut w = create(&dir.join(format!("{name}-{k}.tfrecord")), Compression::None).unwrap();
+        let mut w = create(dir.join(format!("{name}-{k}.tfrecord")), Compression::None).unwrap();
         for r in part {
             w.write_record(r).unwrap();
         }
@@ -164,9 +164,12 @@ fn slices_of_a_tensor_yield_its_rows_numbered_per_record() {
     }
 }
 
+/// A batch of `labelled` as columns: tokens, labels, ids, weights.
+type Columns = (Vec<i64>, Vec<i64>, Vec<i64>, Vec<i64>);
+
 /// The model of `labelled`: each token whose label is not 0, with its record's id and
 /// weight, in batches of 4.
-fn labelled_model(recs: &[Rec]) -> Vec<(Vec<i64>, Vec<i64>, Vec<i64>, Vec<i64>)> {
+fn labelled_model(recs: &[Rec]) -> Vec<Columns> {
     let rows: Vec<(i64, i64, i64)> = recs
         .iter()
         .flat_map(|r| r.tokens.iter().zip(&r.labels).filter(|(_, l)| **l != 0).map(|(&t, &l)| (t, l, r.id)))
@@ -179,10 +182,7 @@ fn labelled_model(recs: &[Rec]) -> Vec<(Vec<i64>, Vec<i64>, Vec<i64>, Vec<i64>)>
         .collect()
 }
 
-fn labelled_batches(
-    ds: &impl Dataset<Item = labelled::Batch>,
-    skip: u64,
-) -> Vec<(Vec<i64>, Vec<i64>, Vec<i64>, Vec<i64>)> {
+fn labelled_batches(ds: &impl Dataset<Item = labelled::Batch>, skip: u64) -> Vec<Columns> {
     from(ds, skip)
         .into_iter()
         .map(|b| {

@@ -255,7 +255,7 @@ fi
 # tf.data programs and their `.pipe` ports (tests/pipes) yield the same elements,
 # compared through `sluice show -n all`.
 echo "== tf.data programs vs their .pipe ports (sluice show)"
-for program in range range_batch parse_tensor interleave_auto text_lines csv jpeg_folder ignore_errors zip concatenate enumerate take_while tokenize_pack bucket_by_length window sequence_example; do
+for program in range range_batch parse_tensor interleave_auto text_lines csv jpeg_folder ignore_errors zip concatenate enumerate take_while tokenize_pack bucket_by_length window sequence_example flat_map; do
     if check "show $program" "$PY" "$HERE/show_check.py" --sluice "$SLUICE" --root "$ROOT" \
         --work "$TMP/show-$program" --program "$program"; then
         tail -n 1 "$TMP/log.$LOGN"

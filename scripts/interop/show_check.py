@@ -61,6 +61,15 @@ Programs:
                    parse_single_sequence_example(FixedLenFeature, VarLenFeature,
                    FixedLenSequenceFeature([3]/[]/[1], allow_missing=True)) + frames * 2)
                    .padded_batch(2) vs tests/pipes/sequence.pipe `clips`, on 1 and 3 threads
+  flat_map         range(1, 8).flat_map(lambda x: range(x).map(y * 10)) vs
+                   tests/pipes/flat_map.pipe `ranges`; map(y * 10 + x) (the outer element
+                   read inside) vs `ranges_plus` (range(n, keep: [n])) for ends 8, 1, 12;
+                   range(0, 6).map(+ lengths).flat_map(range(0, n, 2).filter.map.take(4)
+                   .batch(2)) vs `per_element` (lengths 10, 2, -1); TFRecords TensorFlow
+                   writes (tokens of 0-6 int64s, id): flat_map(from_tensor_slices({tokens,
+                   id: fill(shape(tokens), id)})).batch(5) vs `tokens`
+                   (slices(tokens, keep: [id])); grids f32[4, 3] + labels [4]:
+                   flat_map(from_tensor_slices({grid, labels}).enumerate()) vs `rows`
 Exits 1 with the first difference.
 """
 import argparse
@@ -105,7 +114,7 @@ def main():
     ap.add_argument("--sluice", required=True)
     ap.add_argument("--root", required=True)
     ap.add_argument("--work", required=True)
-    ap.add_argument("--program", required=True, choices=["range", "range_batch", "parse_tensor", "interleave_auto", "text_lines", "csv", "jpeg_folder", "ignore_errors", "zip", "concatenate", "enumerate", "take_while", "tokenize_pack", "bucket_by_length", "window", "sequence_example"],)
+    ap.add_argument("--program", required=True, choices=["range", "range_batch", "parse_tensor", "interleave_auto", "text_lines", "csv", "jpeg_folder", "ignore_errors", "zip", "concatenate", "enumerate", "take_while", "tokenize_pack", "bucket_by_length", "window", "sequence_example", "flat_map"],)
     a = ap.parse_args()
 
     if a.program == "range":
@@ -161,6 +170,8 @@ def main():
         ok = window_program(a)
     elif a.program == "sequence_example":
         ok = sequence_example(a)
+    elif a.program == "flat_map":
+        ok = flat_map_program(a)
     else:
         os.makedirs(a.work, exist_ok=True)
         for k, n in [(0, 5), (1, 9), (2, 3), (3, 4), (4, 6)]:
@@ -607,6 +618,87 @@ def window_program(a):
             pipeline = "full_record_windows" if drop else "record_windows"
             got = [(values(e["label"]), values(e["x"])) for e in show(a, pipe, pipeline, *sets)]
             ok &= compare(f"TFRecords .window({size}, {shift}, {stride}, {drop})", got, want)
+    return ok
+
+
+def flat_map_program(a):
+    """tf.data's flat_map over ranges and tensor slices against tests/pipes/flat_map.pipe."""
+    pipe = "tests/pipes/flat_map.pipe"
+    R = tf.data.Dataset.range
+    ints = lambda t: [int(v) for v in t.reshape(-1)]  # noqa: E731
+    ok = True
+    want = [int(v) for v in R(1, 8).flat_map(lambda x: R(x).map(lambda y: y * 10)).as_numpy_iterator()]
+    got = [values(e["value"])[0] for e in show(a, pipe, "ranges")]
+    ok &= compare("range(1, 8).flat_map(range(x).map(y * 10))", got, want)
+    for end in (8, 1, 12):
+        ds = R(1, end).flat_map(lambda x: R(x).map(lambda y: y * 10 + x))
+        want = [int(v) for v in ds.as_numpy_iterator()]
+        got = [(sorted(e), values(e["value"])[0]) for e in show(a, pipe, "ranges_plus", f"end={end}")]
+        ok &= compare(f"range(1, {end}).flat_map(range(x).map(y * 10 + x))", got, [(["value"], v) for v in want])
+    for lengths in (10, 2, -1):
+        ds = (
+            R(0, 6)
+            .map(lambda v: v + lengths)
+            .flat_map(lambda n: R(0, n, 2).filter(lambda v: v % 3 != 0).map(lambda v: v + 1).take(4).batch(2))
+        )
+        want = [ints(b) for b in ds.as_numpy_iterator()]
+        got = [values(e["value"]) for e in show(a, pipe, "per_element", f"lengths={lengths}")]
+        ok &= compare(f"flat_map(range(0, n, 2).filter.map.take(4).batch(2)), lengths={lengths}", got, want)
+
+    os.makedirs(a.work, exist_ok=True)
+    tokens_dir = os.path.join(a.work, "tokens")
+    os.makedirs(tokens_dir, exist_ok=True)
+    for k, count in [(0, 23), (1, 17)]:
+        with tf.io.TFRecordWriter(os.path.join(tokens_dir, f"part-{k}.tfrecord")) as w:
+            for i in range(count):
+                n = (i * 5 + k * 3 + i * i // 3) % 7  # 0 to 6 tokens
+                feature = {
+                    "tokens": tf.train.Feature(int64_list=tf.train.Int64List(value=[1000 * k + 10 * i + t - 3 for t in range(n)])),
+                    "id": tf.train.Feature(int64_list=tf.train.Int64List(value=[100 * k + i])),
+                }
+                w.write(tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString())
+    files = sorted(os.path.join(tokens_dir, f) for f in os.listdir(tokens_dir))
+    spec = {"tokens": tf.io.VarLenFeature(tf.int64), "id": tf.io.FixedLenFeature([], tf.int64)}
+
+    def parse(s):
+        e = tf.io.parse_single_example(s, spec)
+        return {"tokens": tf.sparse.to_dense(e["tokens"]), "id": e["id"]}
+
+    ds = (
+        tf.data.TFRecordDataset(files)
+        .map(parse)
+        .flat_map(
+            lambda e: tf.data.Dataset.from_tensor_slices(
+                {"tokens": e["tokens"], "id": tf.fill(tf.shape(e["tokens"]), e["id"])}
+            )
+        )
+        .batch(5)
+    )
+    want = [(ints(b["tokens"]), ints(b["id"])) for b in ds.as_numpy_iterator()]
+    pattern = os.path.join(tokens_dir, "part-*.tfrecord")
+    got = [(values(e["tokens"]), values(e["id"])) for e in show(a, pipe, "tokens", f"files={pattern}")]
+    ok &= compare("flat_map(from_tensor_slices({tokens, id})).batch(5)", got, want)
+
+    grid_path = os.path.join(a.work, "grids.tfrecord")
+    with tf.io.TFRecordWriter(grid_path) as w:
+        for i in range(9):
+            feature = {
+                "grid": tf.train.Feature(float_list=tf.train.FloatList(value=[i + 0.25 * j - 1.5 for j in range(12)])),
+                "labels": tf.train.Feature(int64_list=tf.train.Int64List(value=[10 * i + r for r in range(4)])),
+            }
+            w.write(tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString())
+    spec = {"grid": tf.io.FixedLenFeature([4, 3], tf.float32), "labels": tf.io.FixedLenFeature([4], tf.int64)}
+    ds = (
+        tf.data.TFRecordDataset(grid_path)
+        .map(lambda s: tf.io.parse_single_example(s, spec))
+        .flat_map(lambda e: tf.data.Dataset.from_tensor_slices({"grid": e["grid"], "labels": e["labels"]}).enumerate())
+    )
+    want = [(int(i), [float(v) for v in r["grid"]], int(r["labels"])) for i, r in ds.as_numpy_iterator()]
+    got = [
+        (values(e["index"])[0], values(e["grid"]), values(e["labels"])[0])
+        for e in show(a, pipe, "rows", f"files={grid_path}")
+    ]
+    ok &= compare("flat_map(from_tensor_slices({grid, labels}).enumerate())", got, want)
     return ok
 
 

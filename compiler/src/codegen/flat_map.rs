@@ -1,8 +1,9 @@
 //! The code of `flat_map` (`FlatMapExec`): a closure that makes each input element's
 //! inner chain, its statements printed by the same generators as a pipeline's, over the
 //! inner source (`InnerSourceExec`) that a generated function makes from the element:
-//! `range_step` with bounds computed from its fields, or `from_vec` of the rows of its
-//! sliced fields (lengths checked equal, `slice_len`).
+//! `range_step` with bounds computed from its fields (and its `keep` fields cloned into
+//! each value), or `from_vec` of the rows of its sliced fields (lengths checked equal,
+//! `slice_len`).
 
 use proc_macro2::TokenStream;
 use quote::quote;
@@ -44,7 +45,7 @@ impl Gen<'_> {
         let rec_out = self.record(out)?;
         let name = self.fresh("inner");
         match &s.kind {
-            InnerKind::Range { start, end, step } => {
+            InnerKind::Range { start, end, step, keep } => {
                 let mut next_rng = self.next_rng;
                 let mut scope = Scope::new(outer.clone(), self.decls, &mut next_rng);
                 let bounds = [
@@ -68,9 +69,14 @@ impl Gen<'_> {
                         ::std::result::Result::Ok((#a, #b, #c))
                     }
                 });
+                // The kept fields move out of the element, then are cloned into each value.
+                let ids: Vec<_> = keep.iter().map(|k| field_ident(k)).collect();
+                let locals: Vec<_> = keep.iter().map(|k| local(k)).collect();
                 Ok(quote! {
                     let (start, end, step) = #name(&__params, &x)?;
-                    let ds = __sl::range_step(start, end, step).map(|value: i64| #rec_out { value });
+                    #(let #locals = x.#ids;)*
+                    let ds = __sl::range_step(start, end, step)
+                        .map(move |value: i64| #rec_out { value, #(#ids: #locals.clone(),)* });
                 })
             }
             InnerKind::Slices { fields, keep } => {

@@ -2,9 +2,10 @@
 //! element, a chain of stages over a source made from that element's fields, whose
 //! elements come out in order before the next input element is read. The node holds
 //! the inner chain as a plan of its own ([`FlatMap::inner`]) whose source is an
-//! [`InnerSource`]: `range(start, end, step)` with bounds computed from the element's
-//! fields, or `slices(a, b, keep: [c])`, the rows of list or tensor fields (tf.data's
-//! `from_tensor_slices`).
+//! [`InnerSource`]: `range(start, end, step, keep: [c])` with bounds computed from the
+//! element's fields, or `slices(a, b, keep: [c])`, the rows of list or tensor fields
+//! (tf.data's `from_tensor_slices`); both repeat the `keep` fields of the element into
+//! each of theirs, the way a tf.data lambda's inner chain reads the outer element.
 //!
 //! `explain` prints the inner chain under the node, between braces, one level deeper:
 //!
@@ -79,7 +80,8 @@ pub struct InnerSource {
 /// The kinds of inner sources.
 #[derive(Debug, Clone, PartialEq)]
 pub enum InnerKind {
-    /// `range(start, end, step)`: `{value: i64}`, the bounds computed from the element.
+    /// `range(start, end, step, keep: [..])`: `{value: i64}` then the kept fields, the
+    /// bounds computed from the element.
     Range {
         /// The first value (`0` unless given).
         start: Box<Expr>,
@@ -87,6 +89,8 @@ pub enum InnerKind {
         end: Box<Expr>,
         /// The step (`1` unless given).
         step: Box<Expr>,
+        /// The fields copied into every element, after `value`.
+        keep: Vec<String>,
     },
     /// `slices(fields..., keep: [..])`: one element per row of the sliced fields (their
     /// first dimension, equal for all of them at run time), each with the row of each
@@ -104,12 +108,10 @@ impl InnerSource {
     pub fn reads(&self) -> Vec<String> {
         let mut out = Vec::new();
         match &self.kind {
-            InnerKind::Range { start, end, step } => {
-                for e in [start, end, step] {
-                    for r in e.reads() {
-                        if !out.contains(&r) {
-                            out.push(r);
-                        }
+            InnerKind::Range { start, end, step, keep } => {
+                for r in [start, end, step].into_iter().flat_map(|e| e.reads()).chain(keep.iter().cloned()) {
+                    if !out.contains(&r) {
+                        out.push(r);
                     }
                 }
             }
@@ -121,8 +123,11 @@ impl InnerSource {
     /// Its `explain` line, without the output type.
     pub fn line(&self) -> String {
         match &self.kind {
-            InnerKind::Range { start, end, step } => {
+            InnerKind::Range { start, end, step, keep } if keep.is_empty() => {
                 format!("InnerRange: start={start}, end={end}, step={step}")
+            }
+            InnerKind::Range { start, end, step, keep } => {
+                format!("InnerRange: start={start}, end={end}, step={step}, keep=[{}]", keep.join(", "))
             }
             InnerKind::Slices { fields, keep } => {
                 format!("InnerSlices: fields=[{}], keep=[{}]", fields.join(", "), keep.join(", "))
@@ -152,5 +157,14 @@ pub fn slices_element(outer: &[FieldType], fields: &[String], keep: &[String]) -
         .map(|f| FieldType { name: f.name.clone(), ty: f.ty.as_ref().and_then(row_type) })
         .collect();
     out.extend(keep.iter().filter_map(find).cloned());
+    Element::Fields(out)
+}
+
+/// The element of `range(..., keep: [keep])` over `outer`'s fields: `value: i64`, then
+/// the kept fields (names already checked).
+pub fn range_element(outer: &[FieldType], keep: &[String]) -> Element {
+    let value = TensorType { dtype: super::types::DType::I64, shape: Shape::scalar() };
+    let mut out = vec![FieldType { name: "value".into(), ty: Some(value) }];
+    out.extend(keep.iter().filter_map(|n| outer.iter().find(|f| &f.name == n)).cloned());
     Element::Fields(out)
 }

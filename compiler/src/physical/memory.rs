@@ -138,10 +138,14 @@ impl Cx<'_> {
                 Figures { threads: "1".into(), held: 1, bytes: outer }
             }
             // `slices` copies the rows of its element out at once (about the sliced
-            // fields' size, one element); `range` holds nothing.
-            Plan::InnerSource(s) => match s.kind {
-                crate::ir::flat_map::InnerKind::Range { .. } => {
+            // fields' size, one element); `range` holds nothing, or with `keep` one copy
+            // of the kept fields (cloned into each element it yields).
+            Plan::InnerSource(s) => match &s.kind {
+                crate::ir::flat_map::InnerKind::Range { keep, .. } if keep.is_empty() => {
                     Figures { threads: "1".into(), held: 0, bytes: 0 }
+                }
+                crate::ir::flat_map::InnerKind::Range { .. } => {
+                    Figures { threads: "1".into(), held: 1, bytes: self.element_bytes(&s.output) }
                 }
                 crate::ir::flat_map::InnerKind::Slices { .. } => {
                     let rows = self.element_bytes(&s.outer);

@@ -6,7 +6,9 @@
 //! `slices(a, b, keep: [c])` yields, per row of `a` and `b` (split along their first
 //! dimension, of equal lengths at run time), `{a: row, b: row, c}`: only the sliced
 //! fields and the kept ones, which are repeated into every row (tf.data's
-//! `from_tensor_slices` of the dictionary the lambda builds).
+//! `from_tensor_slices` of the dictionary the lambda builds). `range(start, end, step,
+//! keep: [c])` yields `{value, c}`: how the inner chain reads the outer element
+//! (`lambda x: Dataset.range(x).map(lambda y: y * 10 + x)`).
 //!
 //! Codes: E0360 an empty block or one that does not start with `range` or `slices`;
 //! E0361 a stage that cannot run inside (a second source, `shuffle`, `prefetch`,
@@ -18,7 +20,7 @@
 use crate::ast::{self, ExprKind};
 use crate::diagnostic::Diagnostic;
 use crate::ir::expr::ExprType;
-use crate::ir::flat_map::{FlatMap, InnerKind, InnerSource, row_type, slices_element};
+use crate::ir::flat_map::{FlatMap, InnerKind, InnerSource, range_element, row_type, slices_element};
 use crate::ir::plan::{Element, FieldType, Plan};
 use crate::ir::types::{DType, Shape};
 
@@ -183,7 +185,7 @@ pub(super) fn lower(
         _ => slices(first, &fields, diags)?,
     };
     let output = match &kind {
-        InnerKind::Range { .. } => crate::ir::range::Range::element(),
+        InnerKind::Range { keep, .. } => range_element(&fields, keep),
         InnerKind::Slices { fields: sliced, keep } => slices_element(&fields, sliced, keep),
     };
     let source = Plan::InnerSource(InnerSource { kind, outer, output });
@@ -197,7 +199,7 @@ fn bad_arg(span: crate::ast::Span, message: impl Into<String>, label: impl Into<
 }
 
 /// `range(end)`, `range(start, end)` or `range(start, end, step)` (or by name), each an
-/// integer of the element's fields.
+/// integer of the element's fields, and `keep: [fields]` copied into each element.
 fn range(
     s: &ast::Stage,
     fields: &[FieldType],
@@ -215,9 +217,23 @@ fn range(
         return None;
     }
     let mut slots: Vec<(&str, &ast::Expr)> = names.iter().copied().zip(positional).collect();
+    let field_names: Vec<&str> = fields.iter().map(|f| f.name.as_str()).collect();
+    let mut keep = Vec::new();
     for a in s.args.iter().filter(|a| a.name.is_some()) {
         let n = a.name.as_ref().expect("named").name.as_str();
-        if !["start", "end", "step"].contains(&n) || slots.iter().any(|(k, _)| *k == n) {
+        if n == "keep" && !slots.iter().any(|(k, _)| *k == n) {
+            slots.push((n, &a.value));
+            keep = kept(&a.value, fields, &field_names, diags)?;
+            if keep.iter().any(|k| k == "value") {
+                diags.push(
+                    bad_arg(a.value.span, "`range` yields its own `value`", "`value` kept")
+                        .with_help("rename the field first (`map { n = value; }`) and keep `n`"),
+                );
+                return None;
+            }
+            continue;
+        }
+        if !["start", "end", "step", "keep"].contains(&n) || slots.iter().any(|(k, _)| *k == n) {
             diags.push(bad_arg(
                 a.span,
                 format!("`range` has no argument `{n}` here"),
@@ -265,6 +281,7 @@ fn range(
         start: Box::new(start.expect("defaulted")),
         end: Box::new(end),
         step: Box::new(step.expect("defaulted")),
+        keep,
     })
 }
 
@@ -307,19 +324,10 @@ fn slices(s: &ast::Stage, fields: &[FieldType], diags: &mut Vec<Diagnostic>) -> 
                 }
                 sliced.push(f.name.clone());
             }
-            Some("keep") => {
-                let ExprKind::List(items) = &a.value.kind else {
-                    diags.push(bad_arg(a.value.span, "`keep` is a list of field names", "not a list"));
-                    ok = false;
-                    continue;
-                };
-                for item in items {
-                    match field(item, fields, &names, diags) {
-                        Some(f) => keep.push(f.name.clone()),
-                        None => ok = false,
-                    }
-                }
-            }
+            Some("keep") => match kept(&a.value, fields, &names, diags) {
+                Some(k) => keep.extend(k),
+                None => ok = false,
+            },
             Some(other) => {
                 diags.push(
                     bad_arg(a.span, format!("`slices` has no argument `{other}`"), "unknown argument")
@@ -343,7 +351,33 @@ fn slices(s: &ast::Stage, fields: &[FieldType], diags: &mut Vec<Diagnostic>) -> 
     ok.then_some(InnerKind::Slices { fields: sliced, keep })
 }
 
-/// The field of the element a `slices` argument names; E0363 or E0401 (unknown field)
+/// The fields a `keep: [a, b]` argument names (each once); `None` after E0363 or E0401.
+fn kept(
+    e: &ast::Expr,
+    fields: &[FieldType],
+    names: &[&str],
+    diags: &mut Vec<Diagnostic>,
+) -> Option<Vec<String>> {
+    let ExprKind::List(items) = &e.kind else {
+        diags.push(bad_arg(e.span, "`keep` is a list of field names", "not a list"));
+        return None;
+    };
+    let mut out: Vec<String> = Vec::new();
+    let mut ok = true;
+    for item in items {
+        match field(item, fields, names, diags) {
+            Some(f) if out.contains(&f.name) => {
+                diags.push(bad_arg(item.span, format!("`{}` is kept twice", f.name), "kept twice"));
+                ok = false;
+            }
+            Some(f) => out.push(f.name.clone()),
+            None => ok = false,
+        }
+    }
+    ok.then_some(out)
+}
+
+/// The field of the element a `slices` or `keep` argument names; E0363 or E0401 (unknown field)
 /// otherwise.
 fn field<'f>(
     e: &ast::Expr,
@@ -354,7 +388,7 @@ fn field<'f>(
     let name = match &e.kind {
         ExprKind::Path(p) if p.segments.len() == 1 => p.segments[0].name.clone(),
         _ => {
-            diags.push(bad_arg(e.span, "`slices` takes field names", "not a field name"));
+            diags.push(bad_arg(e.span, "`slices` and `keep` take field names", "not a field name"));
             return None;
         }
     };

@@ -212,7 +212,9 @@ pub(super) fn chain(
                         ops: vec![op],
                         parallel: ArgValue::Const(Value::Int(1)),
                         deterministic: true,
-                        skip_errors: false,
+                        // `on_error: skip`: a line or row whose values do not parse is
+                        // dropped and counted, as `ignore_errors()` after the source.
+                        skip_errors: matches!(a("on_error"), Some(ArgValue::Word(w)) if w == "skip"),
                         output,
                     })
                 }

@@ -8,7 +8,9 @@ use std::path::Path;
 
 use sluice::runtime::column::Columns;
 use sluice::runtime::stage::{Ctx, Dataset};
-use sluice_examples::corpus::{example_text, images, line_batches, lines, positional, raw, table};
+use sluice_examples::corpus::{
+    example_text, images, line_batches, lines, positional, raw, table, table_skipping,
+};
 
 fn glob(dir: &Path, pattern: &str) -> String {
     format!("{}/{pattern}", dir.display())
@@ -122,6 +124,27 @@ fn csv_errors_name_the_file_line_and_column() {
         all(positional::dataset(&positional::Params { files: glob(dir.path(), "p.csv") }).unwrap()).unwrap();
     let got: Vec<(i64, f64, Vec<u8>)> = rows.into_iter().map(|r| (r.a, r.b, r.note)).collect();
     assert_eq!(got, [(1, 2.5, b"x".to_vec()), (2, -0.25, b"none".to_vec())]);
+}
+
+/// `csv(..., on_error: skip)`: rows whose values do not parse are dropped and counted in
+/// the parse stage's statistics with the first messages (file and line); the others come
+/// through in order.
+#[test]
+fn csv_on_error_skip_drops_the_rows_that_do_not_parse() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("t.csv"), "name,age\nada,36\nbob,old\n,7\ncy,12\ndee,1.5\neve,-3\n")
+        .unwrap();
+    let p = table_skipping::Params { files: glob(dir.path(), "t.csv") };
+    let mut stream = table_skipping::dataset(&p).unwrap().stream().unwrap();
+    let rows: Vec<(String, i64)> = stream.by_ref().map(|r| r.map(|r| (r.name, r.age)).unwrap()).collect();
+    assert_eq!(rows, [("ada".into(), 36), ("cy".into(), 12), ("eve".into(), -3)]);
+    let report = stream.report();
+    let skipping: Vec<_> = report.stages.iter().filter(|s| s.skipped_errors > 0).collect();
+    assert_eq!(skipping.len(), 1, "{report}");
+    assert_eq!(skipping[0].skipped_errors, 3, "{report}");
+    let first = &skipping[0].first_skipped;
+    assert!(first[0].contains("t.csv:3") && first[0].contains("old"), "{first:?}");
+    assert!(first[1].contains("t.csv:4") && first[1].contains("name"), "{first:?}");
 }
 
 /// A folder of JPEGs in class folders, as Keras' `image_dataset_from_directory` reads it.

@@ -1,5 +1,5 @@
 //! Deterministic synthetic datasets (`sluice gen`), with the schemas of the tf.data peer
-//! benchmark (`shared/bench/make_data.py`), so either side reads the other's files.
+//! benchmark (`bench/make_data.py`), so either side reads the other's files.
 //!
 //! Every record is a pure function of (seed, kind, record id) through [`Philox`], so
 //! the files are identical whatever the thread count. Record ids are assigned to shards

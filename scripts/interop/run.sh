@@ -6,7 +6,7 @@
 #                  records must parse with the real schema and hold what it promises
 #                  (tf_schema_check.py); the shards `sluice run --output` exports read
 #                  back through tf.io.parse_single_example (export_check.py).
-#   TF -> sluice : shared/bench/make_data.py writes the benchmark datasets with TF's own
+#   TF -> sluice : bench/make_data.py writes the benchmark datasets with TF's own
 #                  TFRecordWriter; `sluice cat` must print every file exactly like
 #                  MessageToJson of TF's own read (tf_to_jsonl.py + jsonl_compare.py),
 #                  with the record counts of make_data's manifest.
@@ -161,10 +161,10 @@ for kind in tabular image jpeg; do
 done
 
 # ---------------------------------------------------------------- 2. TF -> sluice
-MAKE_DATA="$(cd "$ROOT/.." && pwd -P)/shared/bench/make_data.py"
-echo "== TensorFlow writes (shared/bench/make_data.py), sluice reads (sluice cat == MessageToJson of TF's read)"
+MAKE_DATA="$ROOT/bench/make_data.py"
+echo "== TensorFlow writes (bench/make_data.py), sluice reads (sluice cat == MessageToJson of TF's read)"
 if [[ ! -f "$MAKE_DATA" ]]; then
-    echo "interop: SKIPPED the TF -> sluice direction: $MAKE_DATA not found"
+    fail "tf->sluice" "$MAKE_DATA not found (the TensorFlow data writer is part of the repository)"
 else
     DATA="$TMP/tfdata"
     LOGN=$((LOGN + 1))
@@ -230,11 +230,11 @@ fi
 
 # ---------------------------------------------------------------- 3. pipelines
 # Sluice's benchmark pipelines (`sluice bench pipeline`) compute what tf.data's peer
-# pipelines (shared/bench/tfdata_bench.py's build()) compute: first batch, one shard.
-PEER="$(cd "$ROOT/.." && pwd -P)/shared/bench/tfdata_bench.py"
+# pipelines (bench/tfdata_bench.py's build()) compute: first batch, one shard.
+PEER="$ROOT/bench/tfdata_bench.py"
 echo "== sluice bench pipelines vs tf.data's peer pipelines (first batch, one shard)"
 if [[ ! -f "$PEER" ]]; then
-    echo "skipped: $PEER not found (the tf.data peer benchmark lives in shared/bench)"
+    fail "pipelines" "$PEER not found (the tf.data peer benchmark is part of the repository)"
 else
     pipeline_check() {
         local name="$1" dir="$2"

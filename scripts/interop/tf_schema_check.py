@@ -6,7 +6,7 @@ Usage:
     python scripts/interop/tf_schema_check.py --kind tabular|image|jpeg --records N FILE...
 
 FILE... are all the shards of ONE dataset, in shard order (as written by `sluice gen`
-or by shared/bench/make_data.py). Compression comes from the extension (.gz -> GZIP,
+or by bench/make_data.py). Compression comes from the extension (.gz -> GZIP,
 .zlib -> ZLIB, else none).
 
 Every record is parsed with tf.io.parse_single_example (TF's C++ parser, the one

@@ -1,5 +1,5 @@
 //! `sluice bench pipeline`: the pipelines of the tf.data peer benchmark
-//! (`shared/bench/tfdata_bench.py`), built by hand with the runtime API, each computing
+//! (`bench/tfdata_bench.py`), built by hand with the runtime API, each computing
 //! what its tf.data counterpart computes. The same protocol as the peer: read every file
 //! once (page cache), warm up on a separate pass, then time one full epoch; peak RSS is
 //! the process's whole life.

@@ -1,4 +1,4 @@
-//! The benchmark pipelines of `shared/bench/tfdata_bench.py` (`examples/bench/*.pipe`)
+//! The benchmark pipelines of `bench/tfdata_bench.py` (`examples/bench/*.pipe`)
 //! and the test corpus (`tests/pipes/*.pipe`), compiled by `build.rs` and included here:
 //! one module per pipeline, each with `Params`, its record and batch types, and
 //! `dataset(&params)`.

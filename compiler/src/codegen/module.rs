@@ -192,7 +192,9 @@ pub(super) fn resume_items(plan: &Plan) -> R<TokenStream> {
         }
 
         /// The state of a run that has consumed `position` elements of pass `epoch`: small
-        /// (positions, no data); an error when the pipeline cannot be resumed exactly.
+        /// (positions, no data); an error when the pipeline cannot be resumed exactly. Its
+        /// `with_stage_positions(&dataset)` adds each filter's input position, so that a
+        /// resume seeks past the filters instead of running them again.
         pub fn state(params: &Params, epoch: u64, position: u64) -> __sl::Result<__sl::PipelineState> {
             if let ::std::option::Option::Some(why) = RESUME_BLOCKER {
                 return ::std::result::Result::Err(__sl::Error::Invalid(::std::format!(
@@ -204,6 +206,7 @@ pub(super) fn resume_items(plan: &Plan) -> R<TokenStream> {
                 fingerprint: fingerprint(params)?,
                 epoch,
                 position,
+                stages: ::std::vec::Vec::new(),
             })
         }
 

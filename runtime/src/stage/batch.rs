@@ -80,6 +80,11 @@ where
         BatchIter::start(&self.input, ctx, 0, self.n, self.drop_remainder, Plain, &self.stats)
     }
 
+    /// `output` batches are `output × n` elements.
+    fn positions(&self, epoch: u64, output: u64, found: &mut Vec<super::StagePosition>) {
+        self.input.positions(epoch, output.saturating_mul(self.n as u64), found);
+    }
+
     /// `skip` batches are `skip × n` elements.
     fn iter_from(&self, ctx: &Ctx, skip: u64) -> Result<Self::Iter> {
         BatchIter::start(&self.input, ctx, skip, self.n, self.drop_remainder, Plain, &self.stats)
@@ -143,6 +148,11 @@ where
 
     fn iter(&self, ctx: &Ctx) -> Result<Self::Iter> {
         self.iter_from(ctx, 0)
+    }
+
+    /// `output` batches are `output × n` elements.
+    fn positions(&self, epoch: u64, output: u64, found: &mut Vec<super::StagePosition>) {
+        self.input.positions(epoch, output.saturating_mul(self.n as u64), found);
     }
 
     /// `skip` batches are `skip × n` elements (each batch is padded on its own).

@@ -5,9 +5,13 @@
 //!   type can go in one `Vec` (`sample_from` of generated pipelines). A pass pays one
 //!   virtual call per element; nothing else in a generated pipeline is boxed.
 //! - [`Somes`]: the `Some` elements of a dataset of `Option`s (a fused `map` + `filter`
-//!   whose workers return `None` for rejected elements).
+//!   whose workers return `None` for rejected elements). Like `filter`, it records its
+//!   input positions ([`PassPositions`]) so that a resume seeks past it.
 
-use super::{Ctx, DataIter, Dataset, Element};
+use std::sync::Arc;
+
+use super::positions::{PassPositions, Positions};
+use super::{Ctx, DataIter, Dataset, Element, StagePosition};
 use crate::error::Result;
 
 /// A [`Dataset`] with its iterator type erased.
@@ -60,11 +64,12 @@ impl<T: Element> Dataset for Boxed<T> {
 #[derive(Debug)]
 pub struct Somes<D> {
     input: D,
+    passes: Arc<PassPositions>,
 }
 
 impl<D> Somes<D> {
     pub(crate) fn new(input: D) -> Self {
-        Somes { input }
+        Somes { input, passes: Arc::default() }
     }
 }
 
@@ -72,7 +77,40 @@ impl<T: Element, D: Dataset<Item = Option<T>>> Dataset for Somes<D> {
     type Item = T;
     type Iter = SomesIter<D::Iter>;
     fn iter(&self, ctx: &Ctx) -> Result<Self::Iter> {
-        Ok(SomesIter { input: self.input.iter(ctx)? })
+        self.iter_from(ctx, 0)
+    }
+
+    /// Records its input position at `output` and goes on below with it.
+    fn positions(&self, epoch: u64, output: u64, found: &mut Vec<StagePosition>) {
+        if let Some(input) = self.passes.input_at(epoch, output) {
+            found.push(StagePosition { output, input });
+            self.input.positions(epoch, input, found);
+        }
+    }
+
+    /// From the input position a resumed context holds for it; otherwise by pulling the
+    /// elements before `skip` again.
+    fn iter_from(&self, ctx: &Ctx, skip: u64) -> Result<Self::Iter> {
+        if let Some(input) = ctx.take_stage_position(skip) {
+            return Ok(SomesIter {
+                input: self.input.iter_from(ctx, input)?,
+                positions: self.passes.record(ctx, skip, input),
+                output: skip,
+                consumed: input,
+            });
+        }
+        let mut it = SomesIter {
+            input: self.input.iter(ctx)?,
+            positions: self.passes.record(ctx, 0, 0),
+            output: 0,
+            consumed: 0,
+        };
+        for _ in 0..skip {
+            if it.next()?.is_none() {
+                break;
+            }
+        }
+        Ok(it)
     }
 }
 
@@ -80,6 +118,10 @@ impl<T: Element, D: Dataset<Item = Option<T>>> Dataset for Somes<D> {
 #[derive(Debug)]
 pub struct SomesIter<I> {
     input: I,
+    positions: Option<Arc<Positions>>,
+    /// Elements delivered and inputs consumed so far in the pass.
+    output: u64,
+    consumed: u64,
 }
 
 impl<T: Element, I: DataIter<Item = Option<T>>> DataIter for SomesIter<I> {
@@ -89,8 +131,15 @@ impl<T: Element, I: DataIter<Item = Option<T>>> DataIter for SomesIter<I> {
         loop {
             match self.input.next()? {
                 None => return Ok(None),
-                Some(Some(x)) => return Ok(Some(x)),
-                Some(None) => {}
+                Some(Some(x)) => {
+                    self.consumed += 1;
+                    self.output += 1;
+                    if let Some(p) = &self.positions {
+                        p.set(self.output, self.consumed);
+                    }
+                    return Ok(Some(x));
+                }
+                Some(None) => self.consumed += 1,
             }
         }
     }

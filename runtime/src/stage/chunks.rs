@@ -32,6 +32,11 @@ impl<D: Dataset> Dataset for Chunks<D> {
         self.iter_from(ctx, 0)
     }
 
+    /// `output` chunks are `output × n` elements.
+    fn positions(&self, epoch: u64, output: u64, found: &mut Vec<super::StagePosition>) {
+        self.input.positions(epoch, output.saturating_mul(self.n as u64), found);
+    }
+
     /// `skip` chunks are `skip × n` elements.
     fn iter_from(&self, ctx: &Ctx, skip: u64) -> Result<Self::Iter> {
         if self.n == 0 {

@@ -1,9 +1,14 @@
 //! `filter`: keeps the elements a predicate accepts. Also the wrappers that adapt plain
 //! and fallible closures to the stage function traits.
+//!
+//! How many inputs make up a filter's first `k` outputs depends on their values: each
+//! pass records its input positions ([`PassPositions`]) so that a saved state holds them
+//! and a resume seeks its input there instead of testing every element before it again.
 
 use std::sync::Arc;
 
-use super::{Ctx, DataIter, Dataset, StageStats, call_user};
+use super::positions::{PassPositions, Positions};
+use super::{Ctx, DataIter, Dataset, StagePosition, StageStats, call_user};
 use crate::error::{BoxError, Error, Result};
 
 /// Wraps a closure that cannot fail.
@@ -48,11 +53,12 @@ pub struct Filter<D, P> {
     input: D,
     p: Arc<P>,
     stats: Arc<StageStats>,
+    passes: Arc<PassPositions>,
 }
 
 impl<D, P> Filter<D, P> {
     pub(crate) fn new(input: D, p: P) -> Self {
-        Filter { input, p: Arc::new(p), stats: Arc::new(StageStats::new("filter")) }
+        Filter { input, p: Arc::new(p), stats: Arc::new(StageStats::new("filter")), passes: Arc::default() }
     }
 }
 
@@ -61,8 +67,45 @@ impl<D: Dataset, P: FilterFn<D::Item>> Dataset for Filter<D, P> {
     type Iter = FilterIter<D::Iter, P>;
 
     fn iter(&self, ctx: &Ctx) -> Result<Self::Iter> {
+        self.iter_from(ctx, 0)
+    }
+
+    /// Records its input position at `output` and goes on below with it.
+    fn positions(&self, epoch: u64, output: u64, found: &mut Vec<StagePosition>) {
+        if let Some(input) = self.passes.input_at(epoch, output) {
+            found.push(StagePosition { output, input });
+            self.input.positions(epoch, input, found);
+        }
+    }
+
+    /// From the input position a resumed context holds for it; otherwise by testing the
+    /// elements before `skip` again.
+    fn iter_from(&self, ctx: &Ctx, skip: u64) -> Result<Self::Iter> {
         ctx.register(&self.stats);
-        Ok(FilterIter { input: self.input.iter(ctx)?, p: self.p.clone(), stats: self.stats.clone() })
+        if let Some(input) = ctx.take_stage_position(skip) {
+            return Ok(FilterIter {
+                input: self.input.iter_from(ctx, input)?,
+                p: self.p.clone(),
+                stats: self.stats.clone(),
+                positions: self.passes.record(ctx, skip, input),
+                output: skip,
+                consumed: input,
+            });
+        }
+        let mut it = FilterIter {
+            input: self.input.iter(ctx)?,
+            p: self.p.clone(),
+            stats: self.stats.clone(),
+            positions: self.passes.record(ctx, 0, 0),
+            output: 0,
+            consumed: 0,
+        };
+        for _ in 0..skip {
+            if it.next()?.is_none() {
+                break;
+            }
+        }
+        Ok(it)
     }
 }
 
@@ -72,6 +115,10 @@ pub struct FilterIter<I, P> {
     input: I,
     p: Arc<P>,
     stats: Arc<StageStats>,
+    positions: Option<Arc<Positions>>,
+    /// Elements delivered and inputs consumed so far in the pass.
+    output: u64,
+    consumed: u64,
 }
 
 impl<I: DataIter, P: FilterFn<I::Item>> DataIter for FilterIter<I, P> {
@@ -80,12 +127,17 @@ impl<I: DataIter, P: FilterFn<I::Item>> DataIter for FilterIter<I, P> {
     #[inline]
     fn next(&mut self) -> Result<Option<I::Item>> {
         while let Some(x) = self.input.next()? {
+            self.consumed += 1;
             let keep = call_user(self.stats.name(), || {
                 self.p
                     .test(&x)
                     .map_err(|source| Error::Stage { stage: self.stats.name().to_string(), source })
             })?;
             if keep {
+                self.output += 1;
+                if let Some(p) = &self.positions {
+                    p.set(self.output, self.consumed);
+                }
                 self.stats.produced(0);
                 return Ok(Some(x));
             }

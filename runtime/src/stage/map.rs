@@ -144,6 +144,11 @@ impl<D: Dataset, F: MapFn<D::Item>> Dataset for Map<D, F> {
         self.iter_from(ctx, 0)
     }
 
+    /// One result per input.
+    fn positions(&self, epoch: u64, output: u64, found: &mut Vec<super::StagePosition>) {
+        self.input.positions(epoch, output, found);
+    }
+
     /// One result per input: skips the input, computing nothing.
     fn iter_from(&self, ctx: &Ctx, skip: u64) -> Result<Self::Iter> {
         ctx.register(&self.stats);

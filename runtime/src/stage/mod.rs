@@ -39,6 +39,7 @@ mod global_shuffle;
 mod interleave;
 mod map;
 mod pack;
+mod positions;
 mod prefetch;
 mod read_file;
 mod record;
@@ -89,7 +90,7 @@ pub use slice::{Remainder, Shard, Skip, Take};
 pub use source::{
     Files, FromVec, Range, Steps, TfRecordFile, files, from_vec, range, range_step, tfrecord_file,
 };
-pub use state::{PipelineState, fingerprint};
+pub use state::{PipelineState, StagePosition, fingerprint};
 pub use stats::{StageReport, StageStats, StatsReport};
 pub use take_while::{TakeWhile, TakeWhileIter, take_while};
 pub use window::{Window, WindowIter};
@@ -186,6 +187,16 @@ pub struct Ctx {
     rt: Arc<Runtime>,
     epoch: u64,
     nested: bool,
+    /// The stage positions of a resumed pass ([`PipelineState::ctx`]), taken top-down by
+    /// the filters as the pass is built.
+    resume: Option<Arc<Resume>>,
+}
+
+/// The stage positions a resumed pass starts from, and how many were taken.
+#[derive(Debug)]
+struct Resume {
+    stages: Vec<StagePosition>,
+    next: std::sync::atomic::AtomicUsize,
 }
 
 impl Ctx {
@@ -203,6 +214,7 @@ impl Ctx {
             }),
             epoch: 0,
             nested: false,
+            resume: None,
         }
     }
 
@@ -213,7 +225,30 @@ impl Ctx {
 
     /// The same context at another epoch.
     pub fn with_epoch(&self, epoch: u64) -> Ctx {
-        Ctx { epoch, ..self.clone() }
+        Ctx { epoch, resume: None, ..self.clone() }
+    }
+
+    /// The same context for a pass resumed with these stage positions (those of a
+    /// [`PipelineState`]); [`Dataset::stream_from`] in it starts each recorded filter at its
+    /// input position.
+    pub fn resuming(&self, stages: &[StagePosition]) -> Ctx {
+        let resume = (!stages.is_empty())
+            .then(|| Arc::new(Resume { stages: stages.to_vec(), next: Default::default() }));
+        Ctx { resume, ..self.clone() }
+    }
+
+    /// For the next stage (top-down) that records its position, starting a resumed pass
+    /// after `output` elements: the input position recorded for it, if the state has one
+    /// and it was recorded at that output position (otherwise the stage recomputes it).
+    pub fn take_stage_position(&self, output: u64) -> Option<u64> {
+        let r = self.resume.as_ref().filter(|_| !self.nested)?;
+        let s = r.stages.get(r.next.fetch_add(1, Ordering::Relaxed))?;
+        (s.output == output).then_some(s.input)
+    }
+
+    /// Whether this is a [`nested`](Ctx::nested) context.
+    pub fn is_nested(&self) -> bool {
+        self.nested
     }
 
     /// A context for datasets made per element by another stage (interleave's per-file
@@ -309,6 +344,17 @@ pub trait Dataset: Send + Sync + 'static {
             }
         }
         Ok(iter)
+    }
+
+    /// Appends to `found` the [`StagePosition`]s, top-down, of the stages of this dataset's
+    /// pass of `epoch` (the one running or last run in this process) that record their
+    /// input position, at the point where its consumer has taken `output` elements: what
+    /// [`PipelineState::with_stage_positions`] saves. Stages that map an output count to an
+    /// input count (map, batch, chunks, prefetch) pass the translated count to their input;
+    /// a `filter` records its own and goes on below it. The default (every other stage)
+    /// stops: what is below it is recomputed on resume, exactly.
+    fn positions(&self, epoch: u64, output: u64, found: &mut Vec<StagePosition>) {
+        let _ = (epoch, output, found);
     }
 
     /// Runs the dataset: a standard iterator of `Result`s over one pass, with the

@@ -66,6 +66,11 @@ impl<D: Dataset> Dataset for Prefetch<D> {
         self.iter_from(ctx, 0)
     }
 
+    /// What it buffers ahead is not consumed: its input is where its consumer is.
+    fn positions(&self, epoch: u64, output: u64, found: &mut Vec<super::StagePosition>) {
+        self.input.positions(epoch, output, found);
+    }
+
     fn iter_from(&self, ctx: &Ctx, skip: u64) -> Result<Self::Iter> {
         ctx.register(&self.stats);
         let input = self.input.iter_from(ctx, skip)?;

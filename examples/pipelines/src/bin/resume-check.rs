@@ -7,6 +7,9 @@
 //! resume-check PIPELINE FILES EPOCHS                          the whole run
 //! resume-check PIPELINE FILES EPOCHS --stop-after N STATE     N elements, then the state
 //! resume-check PIPELINE FILES EPOCHS --resume STATE           the rest of the run
+//! resume-check PIPELINE FILES EPOCHS --resume-recompute STATE the same, ignoring the
+//!                                     state's stage positions (as a version 1 state
+//!                                     resumes: every filter before the position runs again)
 //! ```
 //!
 //! Exit 1 with `error: …` on a pipeline error or a state that does not fit.
@@ -44,7 +47,7 @@ fn digest(batch: impl NamedColumns) -> u64 {
 enum Mode {
     All,
     Stop(u64, String),
-    Resume(String),
+    Resume(String, bool),
 }
 
 /// Runs `epochs` passes of `ds` (from `start` when resuming), printing digests; on a stop,
@@ -60,21 +63,29 @@ where
     D::Item: NamedColumns,
 {
     let ctx = Ctx::new(&RuntimeOptions::default());
-    let (first, mut skip) = match mode {
-        Mode::Resume(path) => {
-            let s = PipelineState::load(path)?;
+    let (first, mut skip, mut resumed) = match mode {
+        Mode::Resume(path, recompute) => {
+            let mut s = PipelineState::load(path)?;
             check(&s)?;
-            (s.epoch, s.position)
+            if *recompute {
+                s.stages.clear();
+            }
+            (s.epoch, s.position, Some(s))
         }
-        _ => (0, 0),
+        _ => (0, 0, None),
     };
     let mut emitted = 0;
     for epoch in first..epochs {
-        for (position, item) in (skip..).zip(ds.stream_from(&ctx.with_epoch(epoch), skip)?) {
+        // The resumed pass starts each filter at its saved input position.
+        let pass_ctx = match resumed.take() {
+            Some(s) => s.ctx(&ctx),
+            None => ctx.with_epoch(epoch),
+        };
+        for (position, item) in (skip..).zip(ds.stream_from(&pass_ctx, skip)?) {
             if let Mode::Stop(n, path) = mode
                 && emitted == *n
             {
-                return state(epoch, position)?.save(path);
+                return state(epoch, position)?.with_stage_positions(ds).save(path);
             }
             println!("{epoch} {:016x}", digest(item?));
             emitted += 1;
@@ -91,7 +102,9 @@ where
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let usage = || {
-        eprintln!("usage: resume-check PIPELINE FILES EPOCHS [--stop-after N STATE | --resume STATE]");
+        eprintln!(
+            "usage: resume-check PIPELINE FILES EPOCHS [--stop-after N STATE | --resume STATE | --resume-recompute STATE]"
+        );
         ExitCode::from(2)
     };
     let (Some(name), Some(files), Some(Ok(epochs))) =
@@ -105,8 +118,8 @@ fn main() -> ExitCode {
             (Some(Ok(n)), Some(path)) => Mode::Stop(n, path.clone()),
             _ => return usage(),
         },
-        Some("--resume") => match args.get(4) {
-            Some(path) => Mode::Resume(path.clone()),
+        Some(flag @ ("--resume" | "--resume-recompute")) => match args.get(4) {
+            Some(path) => Mode::Resume(path.clone(), flag == "--resume-recompute"),
             None => return usage(),
         },
         Some(_) => return usage(),

@@ -1,5 +1,6 @@
 //! The data-parallel trainer on CPU replicas: N replicas on a global batch train exactly
-//! like one replica on the whole batch; the pipeline's device split; checkpoints.
+//! like one replica on the whole batch; the pipeline's device split; checkpoints; epoch
+//! turns overlapped with the end of the previous epoch.
 #![cfg(feature = "torch")]
 
 use std::rc::Rc;
@@ -7,7 +8,7 @@ use std::rc::Rc;
 use sluice_runtime::Result;
 use sluice_runtime::column::{AnyColumn, Batchable, ColumnBuilder, Dense, IntoAnyColumn, NamedColumns};
 use sluice_runtime::dist::Single;
-use sluice_runtime::stage::{Ctx, Element, RuntimeOptions, from_vec};
+use sluice_runtime::stage::{Ctx, Dataset, Element, RuntimeOptions, from_vec, range};
 use sluice_runtime::torch::tch::nn::{self, Module, OptimizerConfig};
 use sluice_runtime::torch::tch::{self, Device, Kind};
 use sluice_runtime::torch::{StepOutput, TensorBatch, Trainer, device_batches};
@@ -34,9 +35,15 @@ impl NamedColumns for Xy {
 
 /// `n` rows starting at row `from` of a fixed, learnable 3-class problem.
 fn batch(from: usize, n: usize) -> Xy {
+    rows((from..from + n).collect())
+}
+
+/// The rows `ids` of the problem of [`batch`].
+fn rows(ids: Vec<usize>) -> Xy {
+    let n = ids.len();
     let mut x = <[f32; 4] as Batchable>::builder(n);
     let mut y = <i64 as Batchable>::builder(n);
-    for i in from..from + n {
+    for i in ids {
         let f = i as f32;
         let v = [(f * 0.37).sin(), (f * 0.11).cos(), (f * 0.53).sin() * 0.5, ((i * 7) % 5) as f32 / 5.0];
         let label = if v[0] + v[1] > 0.5 {
@@ -390,4 +397,55 @@ fn the_epoch_report_counts_elements_a_skipping_map_dropped() {
         assert_eq!((r.steps, r.skipped_elements, r.skipped_records), (3, 2, 0), "epoch {epoch}: {r}");
         assert!(r.to_string().ends_with(", skipped 2 elements whose map failed"), "{r}");
     }
+}
+
+/// Trains 4 epochs of a shuffled pipeline (a new order each epoch), evaluating after
+/// each; returns every training batch's features, whether each pass was started ahead,
+/// and the parameters at the end.
+#[allow(clippy::type_complexity)]
+fn shuffled_epochs(
+    overlap: bool,
+    resume_at: Option<(u64, u64)>,
+) -> (Vec<Vec<f32>>, Vec<bool>, Vec<(String, Vec<f32>)>) {
+    let train = range(0..330)
+        .shuffle(100, 3)
+        .reshuffle_each_epoch(true)
+        .chunks(16, false)
+        .map(|ids: Vec<u64>| rows(ids.into_iter().map(|i| i as usize).collect()));
+    let test = from_vec(vec![batch(10_000, 50)]);
+    let ctx = Ctx::new(&RuntimeOptions::default());
+    let mut t = trainer(1, nn::Sgd::default());
+    if overlap {
+        t.overlap_epochs(4);
+    }
+    let (first, skip) = resume_at.unwrap_or((0, 0));
+    let (mut seen, mut ahead) = (Vec::new(), Vec::new());
+    for epoch in first..4 {
+        let mut after = |_: u64, parts: &[TensorBatch]| {
+            seen.push(Vec::<f32>::try_from(parts[0].tensor("x")?.flatten(0, -1)).unwrap());
+            Ok(true)
+        };
+        let skip = if epoch == first { skip } else { 0 };
+        let r = t.train_epoch_from(&train, &ctx, epoch, skip, &task, &mut after).unwrap();
+        assert_eq!(r.steps, 21 - skip);
+        ahead.push(r.started_ahead);
+        t.evaluate(&test, &ctx, &task).unwrap();
+    }
+    (seen, ahead, params(t.model().1))
+}
+
+#[test]
+fn overlapped_epoch_turns_train_on_the_same_batches_bit_for_bit() {
+    let (plain, plain_ahead, plain_params) = shuffled_epochs(false, None);
+    let (over, over_ahead, over_params) = shuffled_epochs(true, None);
+    assert_eq!(plain_ahead, [false; 4]);
+    assert_eq!(over_ahead, [false, true, true, true], "every later pass started ahead");
+    assert_eq!(plain.len(), 4 * 21);
+    assert!(plain == over, "the same batches in the same order");
+    assert!(plain_params == over_params, "the same training");
+    // A run resumed inside epoch 1 (after 5 batches), overlapping the later turns, goes on
+    // with exactly the batches of the uninterrupted run.
+    let (resumed, ahead, _) = shuffled_epochs(true, Some((1, 5)));
+    assert_eq!(ahead, [false, true, true]);
+    assert!(resumed == plain[21 + 5..], "resumed across the epoch boundaries");
 }

@@ -78,6 +78,10 @@ struct Args {
     /// No progress bar.
     #[arg(long)]
     no_progress: bool,
+    /// Starts each epoch's pipeline in its turn, not while the previous epoch's last
+    /// batches train (the default overlaps the turns: `Trainer::overlap_epochs`).
+    #[arg(long)]
+    no_overlap: bool,
     /// Where the training images' tail after `batch` (random crop, scale, transpose)
     /// runs: `cpu` (`digits_train`, in the pipeline's map) or `gpu` (`digits_train_gpu`:
     /// one generated CUDA kernel on each device, fed by the device feed; its CPU twin,
@@ -284,6 +288,10 @@ fn train<F: Feed>(
                 trainer.gradient_backend().unwrap_or("?")
             );
         }
+    }
+    if !args.no_overlap {
+        // The next epoch's readers and shuffle buffer fill while this one's last batches train.
+        trainer.overlap_epochs(args.epochs);
     }
     if let Some(path) = &args.load {
         trainer.load(path)?;

@@ -127,6 +127,12 @@ impl DeviceBatches {
         self.rx.recv().ok()
     }
 
+    /// Whether the feeding thread has sent its last batch (or failed): the pipeline has
+    /// nothing more to compute for this pass, only batches queued for the consumer.
+    pub fn producer_done(&self) -> bool {
+        self.thread.as_ref().is_none_or(JoinHandle::is_finished)
+    }
+
     /// Stops the feeding thread (it may be ahead, or the consumer may have stopped early)
     /// and waits for it; an error if it panicked.
     pub fn finish(mut self) -> Result<()> {

@@ -95,6 +95,9 @@ pub struct EpochReport {
     /// Elements a `map(on_error: skip)` dropped in the pass (tf.data's `ignore_errors`):
     /// the sum over the pipeline's stages, whose statistics keep the first messages.
     pub skipped_elements: u64,
+    /// Whether this pass's pipeline was started before its turn, while the previous
+    /// training pass ended ([`Trainer::overlap_epochs`](super::Trainer::overlap_epochs)).
+    pub started_ahead: bool,
 }
 
 impl EpochReport {

@@ -20,6 +20,14 @@
 //! gradient of each step is then summed over the ranks ([`super::dist`]): every rank
 //! weights its part by its share of the *global* batch's rows, so `W` ranks compute what
 //! one process computes on the union of their batches.
+//!
+//! Epoch turns ([`Trainer::overlap_epochs`]): once a training pass's pipeline has sent its
+//! last batch (only queued batches are left to train on), the next epoch's pass of the
+//! same dataset starts, so that its readers and shuffle buffer fill while the last steps
+//! of the epoch run, and the next epoch's first batch is ready when it begins. Each pass is
+//! a pure function of (seed, epoch): the elements and their order are those of passes
+//! started in turn. One pipeline computes at a time; the one started ahead waits on its
+//! bounded queues.
 
 use std::io::IsTerminal;
 use std::path::Path;
@@ -31,7 +39,7 @@ use tch::nn::{self, OptimizerConfig};
 use tch::{Device, Tensor};
 
 use super::dist::CrossRank;
-use super::feed::Feed;
+use super::feed::{DeviceBatches, Feed};
 use super::report::{EpochReport, PartResult, Totals};
 use super::tensor::TensorBatch;
 use crate::dist::Collective;
@@ -73,6 +81,18 @@ pub struct Trainer<M> {
     progress: bool,
     /// The other ranks, once [`join`](Trainer::join)ed.
     cross: Option<CrossRank>,
+    /// Training passes before this epoch start the next one ahead ([`overlap_epochs`](Trainer::overlap_epochs)).
+    overlap_until: u64,
+    /// The training pass started ahead of its turn.
+    next: Option<NextPass>,
+}
+
+/// A training pass started before its turn: of the dataset at `dataset` (its address:
+/// the same object the previous pass ran), for `epoch`, from its first batch.
+struct NextPass {
+    dataset: usize,
+    epoch: u64,
+    batches: DeviceBatches,
 }
 
 impl<M> std::fmt::Debug for Trainer<M> {
@@ -139,7 +159,27 @@ impl<M: Send> Trainer<M> {
             let opt = opt.clone().build(&vs, lr).map_err(torch_err("building the optimizer"))?;
             replicas.push(Replica { device, vs, model, opt, vars });
         }
-        Ok(Trainer { replicas, names, progress: std::io::stderr().is_terminal(), cross: None })
+        Ok(Trainer {
+            replicas,
+            names,
+            progress: std::io::stderr().is_terminal(),
+            cross: None,
+            overlap_until: 0,
+            next: None,
+        })
+    }
+
+    /// Overlaps the turns of the training epochs before `end`: the pass of epoch `e + 1`
+    /// (when `e + 1 < end`) starts as soon as the pipeline of epoch `e` has sent its last
+    /// batch, and [`train_epoch_from`](Self::train_epoch_from) of epoch `e + 1` (from its
+    /// first batch, same dataset) takes it. The batches are the same as without; the
+    /// epoch's first batch does not wait for the readers and the shuffle buffer. `0` (the
+    /// default) turns it off.
+    pub fn overlap_epochs(&mut self, end: u64) {
+        self.overlap_until = end;
+        if end == 0 {
+            self.next = None;
+        }
     }
 
     /// Makes this trainer one rank of a multi-process job over `comm` (every rank calls it,
@@ -495,15 +535,35 @@ impl<M: Send> Trainer<M> {
         let train = after.is_some();
         let skipped_before = ctx.reader_stats();
         let dropped_before = ctx.report().skipped_errors();
-        let batches = dataset.feed(&ctx.with_epoch(epoch), &self.devices(), skip)?;
+        // The address identifies the dataset object a pass started ahead belongs to.
+        let address = dataset as *const D as *const () as usize;
+        let ahead = match self.next.take() {
+            Some(n) if train && skip == 0 && n.dataset == address && n.epoch == epoch => Some(n.batches),
+            // An evaluation between two training epochs leaves the next one running.
+            other => {
+                if !train {
+                    self.next = other;
+                }
+                None
+            }
+        };
+        let started_ahead = ahead.is_some();
+        let batches = match ahead {
+            Some(b) => b,
+            None => dataset.feed(&ctx.with_epoch(epoch), &self.devices(), skip)?,
+        };
         let bar = self.bar(train, epoch);
-        let mut report = EpochReport { epoch, ..EpochReport::default() };
+        let mut report = EpochReport { epoch, started_ahead, ..EpochReport::default() };
         // In a multi-process job: this rank's step hook said to stop; it tells the others
         // at the next agreement instead of leaving them waiting in a collective.
         let mut stopping = false;
         loop {
             let t = Instant::now();
             let next = if stopping { None } else { batches.next() };
+            if train && self.next.is_none() && epoch + 1 < self.overlap_until && batches.producer_done() {
+                let b = dataset.feed(&ctx.with_epoch(epoch + 1), &self.devices(), 0)?;
+                self.next = Some(NextPass { dataset: address, epoch: epoch + 1, batches: b });
+            }
             let (parts, global_rows) = match &self.cross {
                 None => match next {
                     None => break,

@@ -71,6 +71,7 @@ fn expected(exec: &Exec) -> Vec<&'static str> {
         Exec::BucketByLength { .. } => vec!["__sl::bucket_by_length("],
         Exec::Window { .. } => vec![".window("],
         Exec::Shuffle { .. } => vec![".shuffle("],
+        Exec::ShuffleBatches { .. } => vec!["__sl::shuffle_batches("],
         Exec::ShuffleRepeat { .. } => vec![".reshuffle_each_epoch(true).repeat("],
         Exec::Batch { padded: Some(_), .. } => vec![".padded_batch("],
         Exec::Batch { input, .. } if input.fields().is_empty() => vec![".chunks("],

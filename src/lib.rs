@@ -51,7 +51,7 @@ pub mod __private {
         Buffer, CacheCodec, Dataset, Element, FileContents, Files, GlobalShuffle, Indexed, OpenTfRecord,
         Parallelism, PipelineState, ReadFileOptions, ReadFiles, Record, RecordBatch, Remainder,
         RuntimeOptions, auto_cycle, available_cores, files, fingerprint, from_vec, global_shuffle,
-        range_step, read_files, sample_from, skippable, tfrecord_batches, tfrecords,
+        range_step, read_files, sample_from, shuffle_batches, skippable, tfrecord_batches, tfrecords,
     };
     // The combining stages (`zip`, `concatenate`, `take_while`).
     pub use sluice_runtime::stage::{BucketOptions, bucket_by_length};

@@ -71,6 +71,7 @@ fn expected(exec: &Exec) -> Vec<&'static str> {
         Exec::BucketByLength { .. } => vec!["__sl::bucket_by_length("],
         Exec::Window { .. } => vec![".window("],
         Exec::Shuffle { .. } => vec![".shuffle("],
+        Exec::ShuffleBatches { .. } => vec!["__sl::shuffle_batches("],
         Exec::ShuffleRepeat { .. } => vec![".reshuffle_each_epoch(true).repeat("],
         Exec::Batch { padded: Some(_), .. } => vec![".padded_batch("],
         Exec::Batch { input, .. } if input.fields().is_empty() => vec![".chunks("],
@@ -187,4 +188,38 @@ fn physical_figures_rest_on_the_runtime_defaults() {
         slots * physical::defaults::ASSUMED_RECORD_BYTES + 4 * rt::READ_BUFFER_BYTES as u64
     );
     assert_eq!(figures("PrefetchExec").held, rt::PREFETCH_AUTO_DEPTH as u64);
+}
+
+/// A local shuffle between a non-deterministic TFRecord interleave and a plain batch of its
+/// records runs over the reader's batches (`ShuffleBatchesExec`); with a deterministic
+/// interleave, a global shuffle, something between them or a padded batch it stays a
+/// `ShuffleExec` (whose order over a deterministic input is the saved-state contract).
+#[test]
+fn a_shuffle_of_read_records_into_batches_runs_over_the_readers_batches() {
+    let names = |body: &str| -> Vec<&'static str> {
+        let source = format!("pipeline p(files: glob) {{ {body} }}");
+        let c = sluice_compiler::compile(&source);
+        assert!(c.diagnostics.is_empty(), "{body}: {:?}", c.diagnostics);
+        c.pipelines[0].physical.stages.iter().map(|n| n.exec.name()).collect()
+    };
+    let read = "tfrecords(files, parallel: auto, deterministic: false);";
+    assert_eq!(
+        names(&format!("{read} shuffle(1000, seed: 3); batch(64);")),
+        ["FilesExec", "ReadBatchesExec", "ShuffleBatchesExec", "PrefetchExec"]
+    );
+    for body in [
+        "tfrecords(files, parallel: auto); shuffle(1000, seed: 3); batch(64);".to_string(),
+        format!("{read} shuffle(1000, seed: 3); take(5000); batch(64);"),
+        format!("{read} shuffle(1000, seed: 3); prefetch(2);"),
+    ] {
+        let n = names(&body);
+        assert!(n.contains(&"ShuffleExec") && !n.contains(&"ShuffleBatchesExec"), "{body}: {n:?}");
+    }
+    let source = format!("pipeline p(files: glob) {{ {read} shuffle(1000, seed: 3); batch(64); }}");
+    let p = &sluice_compiler::compile(&source).pipelines[0];
+    let code = sluice_compiler::compile(&source).generate().unwrap().to_pretty_string();
+    let flat: String = code.split_whitespace().collect();
+    assert!(flat.contains("__sl::shuffle_batches(ds,(1000asusize),(3asu64),(64asusize),false,)"), "{code}");
+    let read_batches = &p.physical.stages[1].exec;
+    assert!(matches!(read_batches, Exec::ReadBatches { maps, drop_remainder: false, .. } if maps.is_empty()));
 }

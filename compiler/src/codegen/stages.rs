@@ -258,6 +258,11 @@ impl Gen<'_> {
                 let seed = seed(s)?;
                 quote!(let ds = ds.shuffle(#buffer, #seed).reshuffle_each_epoch(#reshuffle_each_epoch);)
             }
+            Exec::ShuffleBatches { buffer, seed: s, reshuffle_each_epoch, size, drop_remainder } => {
+                let (buffer, size) = (usize_arg(buffer)?, usize_arg(size)?);
+                let seed = seed(s)?;
+                quote!(let ds = __sl::shuffle_batches(ds, #buffer, #seed, #size, #drop_remainder).reshuffle_each_epoch(#reshuffle_each_epoch);)
+            }
             Exec::ShuffleRepeat { buffer, seed: s, count } => {
                 let buffer = usize_arg(buffer)?;
                 let seed = seed(s)?;

@@ -230,6 +230,21 @@ pub enum Exec {
         /// New order each epoch.
         reshuffle_each_epoch: bool,
     },
+    /// A shuffle buffer of serialized records straight into batches of them, over the
+    /// batches of a `ReadBatchesExec` (the runtime's `shuffle_batches`): the order of
+    /// `shuffle` then `batch`, the records held end to end in one slab.
+    ShuffleBatches {
+        /// Buffer size in records.
+        buffer: ArgValue,
+        /// Seed.
+        seed: Option<ArgValue>,
+        /// New order each epoch.
+        reshuffle_each_epoch: bool,
+        /// Records per batch.
+        size: ArgValue,
+        /// Drop a last, partial batch.
+        drop_remainder: bool,
+    },
     /// A shuffle buffer refilled across epochs.
     ShuffleRepeat {
         /// Buffer size in elements.
@@ -370,6 +385,7 @@ impl Exec {
             Exec::BucketByLength { .. } => "BucketByLengthExec",
             Exec::Shuffle { .. } => "ShuffleExec",
             Exec::ShuffleRepeat { .. } => "ShuffleRepeatExec",
+            Exec::ShuffleBatches { .. } => "ShuffleBatchesExec",
             Exec::Batch { padded: Some(_), .. } => "PaddedBatchExec",
             Exec::Batch { .. } => "BatchExec",
             Exec::Unbatch => "UnbatchExec",
@@ -409,6 +425,7 @@ impl Exec {
             Exec::ChunkedMap { f, .. } => format!("fns=[{}]", fns(f)),
             Exec::Map { f, .. } if f.skip_errors => "on_error=skip".into(),
             Exec::MapBatch { batched: true, .. } => "input=batches of the reader".into(),
+            Exec::ShuffleBatches { .. } => "input=batches of the reader, records in one slab".into(),
             Exec::FlatMap { inner, .. } => {
                 let names: Vec<&str> = inner.iter().map(|n| n.exec.name()).collect();
                 format!("per_element=[{}]", names.join(", "))

@@ -10,6 +10,10 @@
 //!   map + batch is one `ReadBatchesExec`: each reader thread fills its own batches and
 //!   runs the maps that follow on them in place, up to the first that draws random
 //!   numbers (those need every row's position, which the reader threads do not keep);
+//! - a non-deterministic TFRecord interleave, a local `shuffle` of its records and a plain
+//!   `batch` of them are a `ReadBatchesExec` (no maps) and a `ShuffleBatchesExec` over its
+//!   batches: the records go from the readers' batches into one slab and out into the
+//!   shuffled batches, never one allocation or hand-over each;
 //! - a `batch` of records and a map over the batches is one `ChunkedMapExec`: the map's
 //!   workers gather each batch;
 //! - elementwise maps over the batches of a map + batch (what `vectorize_past_batch` moved
@@ -71,6 +75,17 @@ pub(super) fn lower(plan: &Plan, cx: &mut Cx<'_>) -> (Vec<ExecNode>, Option<(Dev
             out.push(ExecNode { exec, figures });
             continue;
         }
+        if let (Plan::Interleave(il), Some(Plan::Shuffle(s)), Some(Plan::Batch(b))) =
+            (n, next, chain.get(i + 2).map(|s| s.node))
+            && !il.deterministic
+            && il.format == RecordFormat::TfRecord
+            && !s.is_global()
+            && b.padded.is_none()
+        {
+            out.extend(shuffle_batches(il, next.expect("matched"), chain[i + 2].node, cx));
+            i += 3;
+            continue;
+        }
         if let (Plan::Interleave(il), Some(next)) = (n, next)
             && reads_batches(il, next)
         {
@@ -113,6 +128,44 @@ pub(super) fn lower(plan: &Plan, cx: &mut Cx<'_>) -> (Vec<ExecNode>, Option<(Dev
         (exec, figures)
     });
     (out, tail)
+}
+
+/// The `ReadBatchesExec` of a non-deterministic TFRecord interleave (batches of the
+/// following `batch`'s size, no maps) and the `ShuffleBatchesExec` of the local `shuffle`
+/// and plain `batch` of records after it. The slab holds the buffer's records and up to a
+/// quarter more of garbage, in a vector that may have doubled: 5/2 of the shuffle's
+/// figure, plus the batch being filled.
+fn shuffle_batches(il: &Interleave, shuffle: &Plan, batch: &Plan, cx: &mut Cx<'_>) -> [ExecNode; 2] {
+    let (Plan::Shuffle(s), Plan::Batch(b)) = (shuffle, batch) else {
+        unreachable!("lower matched a shuffle and a batch")
+    };
+    let buffer = cx.stage(shuffle);
+    let batched = cx.stage(batch);
+    let per_batch = batched.bytes / 2;
+    let read = ExecNode {
+        exec: Exec::ReadBatches {
+            reader: reader_options(il),
+            cycle: il.cycle_length.clone(),
+            parallel: il.parallel.clone(),
+            size: b.size.clone(),
+            drop_remainder: false,
+            maps: Vec::new(),
+        },
+        figures: cx.read_batches(il, per_batch),
+    };
+    let figures = Figures {
+        threads: "1".into(),
+        held: buffer.held.saturating_add(batched.held),
+        bytes: (buffer.bytes / 2).saturating_mul(5).saturating_add(per_batch),
+    };
+    let exec = Exec::ShuffleBatches {
+        buffer: s.buffer.clone(),
+        seed: s.seed.clone(),
+        reshuffle_each_epoch: s.reshuffle_each_epoch,
+        size: b.size.clone(),
+        drop_remainder: b.drop_remainder,
+    };
+    [read, ExecNode { exec, figures }]
 }
 
 /// Whether an interleave and the `next` node run as one `ReadBatchesExec`: a

@@ -82,6 +82,10 @@ impl PhysicalPlan {
                     at_least_one(parallel, "map", "parallel");
                 }
                 Exec::Shuffle { buffer, .. } => at_least_one(buffer, "shuffle", "buffer"),
+                Exec::ShuffleBatches { buffer, size, .. } => {
+                    at_least_one(buffer, "shuffle", "buffer");
+                    at_least_one(size, "batch", "size");
+                }
                 Exec::ShuffleRepeat { buffer, count, .. } => {
                     at_least_one(buffer, "shuffle", "buffer");
                     if let Some(c) = count {

@@ -47,6 +47,7 @@ mod record_batch;
 mod repeat;
 mod sample;
 mod shuffle;
+mod shuffle_batches;
 mod skip_errors;
 mod slice;
 mod source;
@@ -85,6 +86,7 @@ pub use record_batch::{BatchFn, RecordBatch, TfRecordBatches, TfRecordBatchesIte
 pub use repeat::Repeat;
 pub use sample::{SampleFrom, sample_from};
 pub use shuffle::Shuffle;
+pub use shuffle_batches::{ShuffleBatches, ShuffleBatchesIter, shuffle_batches};
 pub use skip_errors::{SkipErrors, Skippable, skippable};
 pub use slice::{Remainder, Shard, Skip, Take};
 pub use source::{

@@ -52,6 +52,14 @@ impl RecordBatch {
         RecordBatch { data: Vec::with_capacity(bytes), offsets, sources: Vec::new() }
     }
 
+    /// An empty batch with room for `records` records of `bytes` bytes in all, each of
+    /// its own run of origins (as shuffled records are).
+    pub(crate) fn with_capacity_scattered(records: usize, bytes: usize) -> Self {
+        let mut b = RecordBatch::with_capacity(records, bytes);
+        b.sources.reserve_exact(records);
+        b
+    }
+
     /// Appends a record read from `origin` (recorded once per run of records).
     #[inline]
     pub fn push_from(&mut self, record: &[u8], origin: Origin) {
@@ -69,6 +77,11 @@ impl RecordBatch {
             self.sources.push((row, origin));
         }
         self.push(record);
+    }
+
+    /// The runs of consecutive records of one file: (first row, the first's origin).
+    pub(crate) fn sources(&self) -> &[(usize, Origin)] {
+        &self.sources
     }
 
     /// Where row `i` came from, when the reader that filled the batch knew.

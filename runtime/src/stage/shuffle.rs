@@ -10,7 +10,7 @@ use crate::error::Result;
 use crate::rng::Philox;
 
 /// Distinguishes shuffle's random streams from those of other stages using the same seed.
-const STAGE_TAG: u64 = 0x5348_5546 << 32; // "SHUF"
+pub(crate) const STAGE_TAG: u64 = 0x5348_5546 << 32; // "SHUF"
 
 /// The `shuffle` stage.
 #[must_use = "datasets are lazy: iterate them"]

@@ -54,7 +54,8 @@ def build_library(path: str) -> Dict[str, Any]:
     raise error
 
 
-_LOCATION = re.compile(r"(?P<file>[^\s:`]+): record (?P<record>\d+)")
+# `PATH: record N` and `PATH: corrupt record N at byte offset B` (the runtime's forms).
+_LOCATION = re.compile(r"(?P<file>[^\s:`]+): (?:corrupt )?record (?P<record>\d+)")
 
 
 def _locate(error: DataError) -> DataError:

@@ -255,13 +255,16 @@ pub trait Session: Send {
     fn state(&self) -> Result<Vec<u8>, Failure>;
 }
 
+/// A generated `Params::from_args`.
+pub type ParamsFn<P> = fn(&[(String, String)]) -> Result<P, String>;
+
 /// One pipeline of a generated module: what a session of it needs.
 #[derive(Debug)]
 pub struct Generated<P, D> {
     /// The pipeline's name.
     pub name: &'static str,
     /// `Params::from_args`.
-    pub params: fn(&[(String, String)]) -> Result<P, String>,
+    pub params: ParamsFn<P>,
     /// `dataset`.
     pub dataset: fn(&P) -> sluice_runtime::Result<D>,
     /// `state`.

@@ -10,6 +10,10 @@
 //! generated batch as tensors (`TensorBatch`), each batch split across devices ahead of
 //! the loop (`device_batches`), and the data-parallel `Trainer`.
 
+/// The C ABI of the per-pipeline libraries the Python package loads (`sluice.Pipeline`),
+/// and [`python_module!`] that writes it.
+#[doc(hidden)]
+pub mod python;
 /// Reached as `__private::runner`; public only because a re-export must be.
 #[doc(hidden)]
 pub mod runner;

@@ -24,7 +24,7 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 #[test]
 fn every_rust_file_starts_with_a_module_doc() {
     let mut files = Vec::new();
-    for dir in ["src", "tests", "compiler", "runtime", "macros", "examples"] {
+    for dir in ["src", "tests", "compiler", "runtime", "macros", "examples", "python"] {
         if root().join(dir).is_dir() {
             rust_files(&root().join(dir), &mut files);
         }

@@ -43,6 +43,7 @@ mod files;
 mod generate;
 mod index;
 mod pipelines;
+mod python_lib;
 mod run;
 mod show;
 mod shuffle_bench;
@@ -74,6 +75,10 @@ enum Command {
     Show(show::ShowArgs),
     /// Compile a pipeline of a `.pipe` file and run it, reporting throughput and stages.
     Run(run::RunArgs),
+    /// Build a `.pipe` file into the library the Python package loads (`sluice.Pipeline`
+    /// runs it); prints one JSON object.
+    #[command(hide = true)]
+    PythonLib(python_lib::PythonLibArgs),
     /// Write a deterministic synthetic dataset of TFRecord files.
     Gen(generate::GenArgs),
     /// Write the record index (FILE.idx) of TFRecord files, for random access and
@@ -93,6 +98,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Emit(args) => emit::run(args),
         Command::Show(args) => show::run(args),
         Command::Run(args) => run::run(args),
+        Command::PythonLib(args) => python_lib::run(args),
         Command::Gen(args) => generate::run(args),
         Command::Index(args) => index::run(args),
         Command::Bench(cmd) => bench::run(cmd),

@@ -147,7 +147,11 @@ pub(super) fn runner_for(
 /// user's `extern fn`s: a file that declares one is compiled in the user's crate
 /// (`build.rs`) instead. (Every pipeline of a file is in the one runner, so one `extern
 /// fn` anywhere in the file stops them all.)
-fn refuse_externs(file: &Path, source: &str, pipelines: &[sluice_compiler::Pipeline]) -> Result<(), Failure> {
+pub(super) fn refuse_externs(
+    file: &Path,
+    source: &str,
+    pipelines: &[sluice_compiler::Pipeline],
+) -> Result<(), Failure> {
     let Some((pipeline, f)) = pipelines.iter().find_map(|c| Some((&c.decls.name, c.decls.externs.first()?)))
     else {
         return Ok(());
@@ -209,11 +213,11 @@ pub(super) fn exec(mut command: Command, _arg0: &str) -> Result<ExitCode, Failur
 }
 
 /// The sluice sources runners build against (this package's manifest directory).
-const SLUICE_SOURCES: &str = env!("CARGO_MANIFEST_DIR");
+pub(super) const SLUICE_SOURCES: &str = env!("CARGO_MANIFEST_DIR");
 
 /// Which cargo profile builds runners.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Profile {
+pub(super) enum Profile {
     Release,
     /// Unoptimized: quick to build, for tests.
     Dev,
@@ -221,7 +225,7 @@ enum Profile {
 
 impl Profile {
     /// The directory of the target directory cargo builds this profile into.
-    fn dir(self) -> &'static str {
+    pub(super) fn dir(self) -> &'static str {
         match self {
             Profile::Release => "release",
             Profile::Dev => "debug",
@@ -231,17 +235,17 @@ impl Profile {
 
 /// Where runners are built and kept, and how.
 #[derive(Debug)]
-struct Cache {
+pub(super) struct Cache {
     /// `<cache>/run`: one crate directory per runner.
-    runs: PathBuf,
+    pub(super) runs: PathBuf,
     /// The target directory every runner shares.
-    target: PathBuf,
-    profile: Profile,
-    cargo: OsString,
+    pub(super) target: PathBuf,
+    pub(super) profile: Profile,
+    pub(super) cargo: OsString,
 }
 
 impl Cache {
-    fn from_env() -> Result<Cache, Failure> {
+    pub(super) fn from_env() -> Result<Cache, Failure> {
         let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
         let dir = var("SLUICE_CACHE_DIR")
             .or_else(|| var("XDG_CACHE_HOME").map(|d| d.join("sluice")))
@@ -378,7 +382,7 @@ impl Runner {
 
 /// This executable's identity: its size and modification time, which change whenever
 /// it is rebuilt (and with it, maybe, the runtime runners link).
-fn this_build() -> String {
+pub(super) fn this_build() -> String {
     let meta = std::env::current_exe().and_then(std::fs::metadata);
     match meta {
         Ok(m) => {
@@ -420,7 +424,7 @@ debug = false
 }
 
 /// `s` as a TOML basic string.
-fn toml_string(s: &str) -> String {
+pub(super) fn toml_string(s: &str) -> String {
     let mut out = String::from("\"");
     for c in s.chars() {
         match c {
@@ -461,7 +465,7 @@ fn main() -> ::std::process::ExitCode {{
 
 /// Writes `bytes` to `path` (creating directories) unless it holds them already; a new
 /// file appears whole (written aside, then renamed), so concurrent runs never see half.
-fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
+pub(super) fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
     if std::fs::read(path).is_ok_and(|old| old == bytes) {
         return Ok(());
     }

@@ -32,7 +32,8 @@
 //! ```
 //!
 //! `Item` implements `::sluice::__private::Rows`, `abi::show::Show` (what `sluice show`
-//! prints) and `abi::export::ToExample` (what `sluice run --output` writes): each record
+//! prints), `abi::export::ToExample` (what `sluice run --output` writes) and
+//! `abi::py::ToPython` (what `sluice.Pipeline` hands Python): each record
 //! and batch struct's impls are written field by field. Generated code names
 //! `::sluice::__private` only, plus the paths of the user's `extern fn`s.
 

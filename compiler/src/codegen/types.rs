@@ -1,5 +1,5 @@
 //! Rust types of pipeline values, and the record and batch structs generated for each
-//! element type with fields (with their `Element`, `Rows`, `Show`, `Batchable`, `Columns`
+//! element type with fields (with their `Element`, `Rows`, `Show`, `ToPython`, `Batchable`, `Columns`
 //! and `ColumnBuilder` impls, written field by field as `runtime/src/column/mod.rs`
 //! describes).
 
@@ -114,6 +114,18 @@ pub fn record_items(k: usize, fields: &[FieldType], batched: bool, cached: bool)
             Repr::Str => quote!(__sl::abi::show::Show::show(&self.#n, out)),
         })
         .collect();
+    // `sluice.Pipeline` (Python): each field's buffer moved out (`abi::py`).
+    let py_fields: Vec<TokenStream> = tys
+        .iter()
+        .zip(&names)
+        .map(|(t, n)| match repr(t).unwrap_or(Repr::Bytes) {
+            Repr::Scalar => quote!(__sl::abi::py::scalar(self.#n)),
+            Repr::List => quote!(__sl::abi::py::list(self.#n)),
+            Repr::Tensor => quote!(__sl::abi::py::tensor(self.#n)),
+            Repr::Bytes => quote!(__sl::abi::py::bytes(self.#n)),
+            Repr::Str => quote!(__sl::abi::py::text(self.#n)),
+        })
+        .collect();
     // `sluice run --output`: one feature per field (`abi::export`).
     let export_fields: Vec<TokenStream> = tys
         .iter()
@@ -156,6 +168,12 @@ pub fn record_items(k: usize, fields: &[FieldType], batched: bool, cached: bool)
                 out.begin_object();
                 #( out.key(#strs); #show_fields; )*
                 out.end_object();
+            }
+        }
+
+        impl __sl::abi::py::ToPython for #rec {
+            fn to_python(self) -> __sl::abi::py::PyElement {
+                __sl::abi::py::PyElement::Fields(::std::vec![ #( (#strs, #py_fields), )* ])
             }
         }
 
@@ -288,6 +306,14 @@ pub fn record_items(k: usize, fields: &[FieldType], batched: bool, cached: bool)
                 out.begin_object();
                 #( out.key(#strs); __sl::abi::show::Show::show(&self.#names, out); )*
                 out.end_object();
+            }
+        }
+
+        impl __sl::abi::py::ToPython for #batch {
+            fn to_python(self) -> __sl::abi::py::PyElement {
+                __sl::abi::py::PyElement::Fields(::std::vec![
+                    #( (#strs, __sl::abi::py::IntoPyColumn::into_py_column(self.#names)), )*
+                ])
             }
         }
 

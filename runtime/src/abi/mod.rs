@@ -80,6 +80,7 @@ where
 pub mod export;
 pub mod ops;
 pub mod parse;
+pub mod py;
 pub mod show;
 mod tail;
 pub mod text;

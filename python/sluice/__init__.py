@@ -1,0 +1,30 @@
+"""Sluice from Python: compiled input pipelines feeding PyTorch, JAX or NumPy loops.
+
+A ``.pipe`` file's pipeline is compiled by the same code generator ``sluice run`` uses
+into a native library (built with cargo on first use, cached after), and iterating a
+:class:`Pipeline` yields its batches as dicts of arrays by field name, handed over
+without a copy (DLPack)::
+
+    import sluice
+    for batch in sluice.Pipeline("examples/digits/digits.pipe", "train", data="examples/digits/data"):
+        x, y = batch["image"], batch["label"]   # torch tensors over Sluice's buffers
+
+Errors: :class:`CompileError` (a bad ``.pipe`` file: the rendered diagnostics, with
+``file``, ``line``, ``column`` and ``code``), :class:`ParameterError` (a bad parameter or
+saved state) and :class:`DataError` (the data: the message names the file and record),
+all :class:`SluiceError`.
+"""
+
+from ._native import CompileError, DataError, ParameterError, SluiceError, Tensor
+from ._pipeline import Pipeline, build_library, sluice_binary
+
+__all__ = [
+    "CompileError",
+    "DataError",
+    "ParameterError",
+    "Pipeline",
+    "SluiceError",
+    "Tensor",
+    "build_library",
+    "sluice_binary",
+]

@@ -1,0 +1,16 @@
+"""Type stubs of ``sluice.torch``."""
+
+from typing import Any, Dict, Iterator, Optional
+
+import torch.utils.data
+
+from . import Pipeline
+
+class SluiceDataset(torch.utils.data.IterableDataset):
+    @property
+    def pipeline(self) -> Pipeline: ...
+    def __iter__(self) -> Iterator[Dict[str, Any]]: ...
+    def stats(self) -> Dict[str, Any]: ...
+    def state(self) -> bytes: ...
+
+def dataset(path: str, name: Optional[str] = None, **kwargs: Any) -> SluiceDataset: ...

@@ -1,0 +1,247 @@
+//! `sluice python-lib FILE.pipe` (hidden; the Python package's `sluice.Pipeline` runs it):
+//! compiles a pipeline file with the same code generator `sluice run` uses and builds it
+//! into a shared library exporting the C ABI of `sluice::python` (`python_module!` over
+//! the file's pipelines), cached like `sluice run`'s runners: `<cache>/python/<hash>/`,
+//! `<hash>` over the generated code, the sluice version and sources, this executable and
+//! the profile; the target directory is the runners' (the runtime compiles once for
+//! both). A first build shows cargo's own progress on stderr.
+//!
+//! It prints one JSON object on stdout: `{"ok":true,"lib":PATH,"pipelines":[...],"info":
+//! {PIPELINE:{"params":[...],"cuda":BOOL}}}`, or
+//! `{"ok":false,"kind":"compile"|"usage"|"build","message":...,"file":...,"line":...,
+//! "column":...,"code":...}` (`line`, `column` and `code` those of the first error, when
+//! the failure is the file's), and exits 0 either way unless stdout cannot be written: the
+//! Python side raises `CompileError` from it.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+
+use anyhow::Context as _;
+use clap::Args;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use sluice_compiler::diagnostic::{line_col, render};
+
+use super::Failure;
+use super::run::{Cache, Profile, SLUICE_SOURCES, this_build, toml_string, write_if_changed};
+
+#[derive(Debug, Args)]
+pub struct PythonLibArgs {
+    /// The `.pipe` file.
+    file: PathBuf,
+}
+
+pub fn run(args: PythonLibArgs) -> Result<ExitCode, Failure> {
+    let answer = match lib_for(&args.file) {
+        Ok(v) => v,
+        Err(Failure::Usage(m)) => json!({"ok": false, "kind": "usage", "message": m, "file": args.file}),
+        Err(Failure::Data(e)) => {
+            json!({"ok": false, "kind": "build", "message": format!("{e:#}"), "file": args.file})
+        }
+        Err(w @ Failure::Write { .. }) => return Err(w),
+    };
+    outln!("{answer}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The JSON answer for `file`: the built (or cached) library, or the file's first error.
+fn lib_for(file: &Path) -> Result<Value, Failure> {
+    let source = super::check::read_source(file)?;
+    let compilation = sluice_compiler::compile(&source);
+    let name = file.display().to_string();
+    let errors = |diagnostics: Vec<sluice_compiler::Diagnostic>| {
+        let errors: Vec<_> = diagnostics.into_iter().filter(|d| d.is_error()).collect();
+        let first = errors.first();
+        let (line, column) = first.map_or((0, 0), |d| line_col(&source, d.primary.span.start));
+        json!({
+            "ok": false, "kind": "compile", "message": render(&name, &source, &errors),
+            "file": name, "line": line, "column": column, "code": first.map(|d| d.code),
+        })
+    };
+    if compilation.has_errors() {
+        return Ok(errors(compilation.diagnostics));
+    }
+    let generated = match compilation.generate() {
+        Ok(g) => g,
+        Err(diagnostics) => return Ok(errors(diagnostics)),
+    };
+    super::run::refuse_externs(file, &source, &compilation.pipelines)?;
+    let cache = Cache::from_env()?;
+    let lib = PythonLib::new(&cache, &generated.to_pretty_string(), &generated.pipelines, file);
+    let path = match lib.cached() {
+        Some(p) => p,
+        None => {
+            sayln!("sluice: compiling {} for Python (cargo's progress follows; later runs reuse it)", name);
+            lib.build(&cache)?
+        }
+    };
+    // Each pipeline's parameters (so Python knows whether it takes `workers`/`worker`)
+    // and whether it declares `device cuda`.
+    let params: serde_json::Map<String, Value> = compilation
+        .pipelines
+        .iter()
+        .map(|p| {
+            let names: Vec<&str> = p.decls.params.iter().map(|d| d.name.as_str()).collect();
+            let cuda = p.decls.device == sluice_compiler::ir::decls::Device::Cuda;
+            (p.decls.name.clone(), json!({"params": names, "cuda": cuda}))
+        })
+        .collect();
+    Ok(json!({"ok": true, "lib": path, "pipelines": generated.pipelines, "info": params}))
+}
+
+/// The library crate of one generated file.
+#[derive(Debug)]
+struct PythonLib {
+    /// `<cache>/python/<hash>`.
+    dir: PathBuf,
+    /// The cargo package name (unique per library).
+    package: String,
+    files: Vec<(&'static str, String)>,
+}
+
+impl PythonLib {
+    fn new(cache: &Cache, code: &str, pipelines: &[String], file: &Path) -> PythonLib {
+        let mut h = Sha256::new();
+        for part in [
+            code,
+            "python-lib",
+            env!("CARGO_PKG_VERSION"),
+            SLUICE_SOURCES,
+            &this_build(),
+            cache.profile.dir(),
+        ] {
+            h.update(part.as_bytes());
+            h.update([0]);
+        }
+        let hash: String = h.finalize()[..16].iter().map(|b| format!("{b:02x}")).collect();
+        let package = format!("sluice_py_{}", &hash[..16]);
+        let files = vec![
+            ("Cargo.toml", manifest(&package, file)),
+            ("src/lib.rs", lib_rs(pipelines, file)),
+            ("src/pipelines.rs", code.to_string()),
+        ];
+        let dir = cache.runs.with_file_name("python").join(hash);
+        PythonLib { dir, package, files }
+    }
+
+    /// The kept library's path.
+    fn kept(&self) -> PathBuf {
+        self.dir.join(library_file(&self.package))
+    }
+
+    fn cached(&self) -> Option<PathBuf> {
+        let p = self.kept();
+        p.is_file().then_some(p)
+    }
+
+    /// Writes the crate and builds it (cargo's progress on stderr), keeping the library.
+    fn build(&self, cache: &Cache) -> Result<PathBuf, Failure> {
+        let sources = Path::new(SLUICE_SOURCES);
+        for (path, text) in &self.files {
+            write_if_changed(&self.dir.join(path), text.as_bytes())?;
+        }
+        for name in ["Cargo.lock", "rust-toolchain.toml"] {
+            if let Ok(bytes) = std::fs::read(sources.join(name)) {
+                write_if_changed(&self.dir.join(name), &bytes)?;
+            }
+        }
+        let mut cargo = Command::new(&cache.cargo);
+        cargo.arg("build").arg("--manifest-path").arg(self.dir.join("Cargo.toml"));
+        if cache.profile == Profile::Release {
+            cargo.arg("--release");
+        }
+        // Cargo's progress goes to our stderr (the Python caller's); stdout is our answer.
+        cargo.env("CARGO_TARGET_DIR", &cache.target).stdout(Stdio::null());
+        let status = cargo
+            .status()
+            .with_context(|| format!("cannot run cargo ({})", cache.cargo.display()))
+            .map_err(Failure::Data)?;
+        if !status.success() {
+            return Err(Failure::Data(anyhow::anyhow!(
+                "building the Python library in {} failed (cargo's messages above)",
+                self.dir.display()
+            )));
+        }
+        let built = cache.target.join(cache.profile.dir()).join(library_file(&self.package));
+        let kept = self.kept();
+        let tmp = self.dir.join(format!(".lib.{}", std::process::id()));
+        std::fs::copy(&built, &tmp)
+            .and_then(|_| std::fs::rename(&tmp, &kept))
+            .with_context(|| format!("cannot keep the library {} as {}", built.display(), kept.display()))
+            .map_err(Failure::Data)?;
+        Ok(kept)
+    }
+}
+
+/// The file cargo names a cdylib of `package` (`libNAME.so` on Linux).
+fn library_file(package: &str) -> String {
+    format!("{}{package}{}", std::env::consts::DLL_PREFIX, std::env::consts::DLL_SUFFIX)
+}
+
+fn manifest(package: &str, file: &Path) -> String {
+    format!(
+        r#"# The Python library of {file}, generated by `sluice python-lib`; rewritten when rebuilt.
+[package]
+name = "{package}"
+version = "0.0.0"
+edition = "2024"
+publish = false
+
+[lib]
+crate-type = ["cdylib"]
+
+[dependencies]
+sluice = {{ path = {sources}, default-features = false, features = ["python"] }}
+
+[workspace]
+
+# The runners' profiles, so the runtime they share compiles once.
+[profile.release]
+opt-level = 3
+debug = "line-tables-only"
+incremental = false
+
+[profile.dev]
+debug = false
+"#,
+        file = file.display(),
+        sources = toml_string(SLUICE_SOURCES),
+    )
+}
+
+fn lib_rs(pipelines: &[String], file: &Path) -> String {
+    let names: Vec<String> = pipelines.iter().map(|n| format!("r#{n}")).collect();
+    format!(
+        r#"//! The Python library of {file}, generated by `sluice python-lib`. mimalloc as in the
+//! runners (big batch buffers are reused, not page-faulted in afresh each time), built
+//! with dynamic TLS (sluice's `python` feature) so that many such libraries load into
+//! one process.
+
+#[global_allocator]
+static GLOBAL: ::sluice::__private::MiMalloc = ::sluice::__private::MiMalloc;
+
+#[allow(clippy::all)]
+mod pipelines;
+
+::sluice::python_module!({names});
+"#,
+        file = file.display(),
+        names = names.join(", "),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_crate_lists_every_pipeline() {
+        let lib = lib_rs(&["a".into(), "type".into()], Path::new("x.pipe"));
+        assert!(lib.contains("::sluice::python_module!(r#a, r#type);"), "{lib}");
+        assert!(manifest("p", Path::new("x.pipe")).contains("crate-type = [\"cdylib\"]"));
+        assert_eq!(
+            library_file("p"),
+            format!("{}p{}", std::env::consts::DLL_PREFIX, std::env::consts::DLL_SUFFIX)
+        );
+    }
+}

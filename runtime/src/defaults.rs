@@ -30,11 +30,3 @@ pub const READ_BATCHES_HANDOVER_PER_THREAD: usize = 2;
 
 /// Global batches the device feed prepares ahead of the training loop.
 pub const DEVICE_FEED_AHEAD: usize = 2;
-
-/// The size of one ranged GET of an object read from a bucket (`storage::ReadOptions`;
-/// `SLUICE_STORAGE_CHUNK` overrides it).
-pub const STORAGE_CHUNK_BYTES: usize = 8 << 20;
-
-/// Ranged GETs in flight per object being read (`SLUICE_STORAGE_IN_FLIGHT` overrides it):
-/// an open object holds at most this many chunks fetched ahead plus the one being read.
-pub const STORAGE_IN_FLIGHT: usize = 4;

@@ -172,3 +172,24 @@ fn an_object_replaced_mid_read_fails_naming_it() {
     };
     assert!(err.contains("s3://mutable/changing/part-1.tfrecord") && err.contains("changed"), "{err}");
 }
+
+#[test]
+fn an_upload_appears_whole_on_finish_and_never_when_dropped() {
+    let Some(f) = fixture() else { return };
+    f.server.bucket("out");
+    let data: Vec<u8> = (0..(12 << 20)).map(|i: u32| (i * 7 % 251) as u8).collect();
+    let done = Path::new("s3://out/done.bin");
+    let mut w = storage::ObjectWriter::create(done).unwrap();
+    for part in data.chunks(1 << 20) {
+        std::io::Write::write_all(&mut w, part).unwrap();
+    }
+    assert!(!storage::exists(done).unwrap(), "nothing shows before the upload completes");
+    w.finish().unwrap();
+    assert_eq!(storage::read(done).unwrap(), data);
+
+    let dropped = Path::new("s3://out/dropped.bin");
+    let mut w = storage::ObjectWriter::create(dropped).unwrap();
+    std::io::Write::write_all(&mut w, &data).unwrap();
+    drop(w);
+    assert!(!storage::exists(dropped).unwrap(), "an unfinished upload leaves no object");
+}

@@ -34,7 +34,7 @@ use std::path::{Path, PathBuf};
 
 pub use reader::{ObjectReader, ReadOptions};
 pub use store::Object;
-pub use writer::ObjectWriter;
+pub use writer::{ObjectWriter, Sink};
 
 /// The URL schemes read through `object_store`.
 pub const SCHEMES: [&str; 8] = ["s3", "s3a", "gs", "az", "abfs", "abfss", "http", "https"];

@@ -25,7 +25,16 @@ use tokio::task::JoinHandle;
 
 use super::rt;
 use super::store::{Object, Retry, env_num, gave_up, is_transient, stalled, to_io};
-use crate::defaults;
+
+/// The size of one ranged GET (`SLUICE_STORAGE_CHUNK` overrides it). Not in the
+/// runtime's `defaults.rs`: the physical plan does not know which files are remote, so
+/// the read-ahead is stated beside its bound (README, ARCHITECTURE) instead of in it.
+pub const STORAGE_CHUNK_BYTES: usize = 8 << 20;
+
+/// Ranged GETs in flight per object being read (`SLUICE_STORAGE_IN_FLIGHT` overrides it):
+/// an open object holds at most this many chunks fetched ahead plus the one being read,
+/// 40 MiB by default.
+pub const STORAGE_IN_FLIGHT: usize = 4;
 
 /// How an object is read: the size of each ranged GET, how many run ahead, and the retry
 /// policy.
@@ -40,13 +49,12 @@ pub struct ReadOptions {
 }
 
 impl ReadOptions {
-    /// The defaults ([`defaults::STORAGE_CHUNK_BYTES`], [`defaults::STORAGE_IN_FLIGHT`]),
+    /// The defaults ([`STORAGE_CHUNK_BYTES`], [`STORAGE_IN_FLIGHT`]),
     /// overridden by `SLUICE_STORAGE_CHUNK` and `SLUICE_STORAGE_IN_FLIGHT`, and
     /// [`Retry::from_env`].
     pub fn from_env() -> ReadOptions {
-        let chunk = env_num("SLUICE_STORAGE_CHUNK").map_or(defaults::STORAGE_CHUNK_BYTES, |n| n as usize);
-        let in_flight =
-            env_num("SLUICE_STORAGE_IN_FLIGHT").map_or(defaults::STORAGE_IN_FLIGHT, |n| n as usize);
+        let chunk = env_num("SLUICE_STORAGE_CHUNK").map_or(STORAGE_CHUNK_BYTES, |n| n as usize);
+        let in_flight = env_num("SLUICE_STORAGE_IN_FLIGHT").map_or(STORAGE_IN_FLIGHT, |n| n as usize);
         ReadOptions { chunk: chunk.max(1), in_flight: in_flight.max(1), retry: Retry::from_env() }
     }
 

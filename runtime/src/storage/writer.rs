@@ -5,14 +5,15 @@
 //! store); a writer dropped unfinished (an error, an interrupted export) aborts it, and
 //! nothing is left that looks complete.
 
-use std::io::{self, Write};
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
 use object_store::{ObjectStoreExt, WriteMultipart};
 
+use super::reader::{STORAGE_CHUNK_BYTES, STORAGE_IN_FLIGHT};
 use super::rt;
 use super::store::{Object, env_num, to_io};
-use crate::defaults;
 
 /// See the module doc.
 #[derive(Debug)]
@@ -28,9 +29,8 @@ impl ObjectWriter {
         let object = Object::locate_for_write(url)?;
         let upload =
             rt::block_on(object.store.put_multipart(&object.key)).map_err(|e| to_io(&object.url, e))?;
-        let chunk = env_num("SLUICE_STORAGE_CHUNK").map_or(defaults::STORAGE_CHUNK_BYTES, |n| n as usize);
-        let in_flight =
-            env_num("SLUICE_STORAGE_IN_FLIGHT").map_or(defaults::STORAGE_IN_FLIGHT, |n| n as usize);
+        let chunk = env_num("SLUICE_STORAGE_CHUNK").map_or(STORAGE_CHUNK_BYTES, |n| n as usize);
+        let in_flight = env_num("SLUICE_STORAGE_IN_FLIGHT").map_or(STORAGE_IN_FLIGHT, |n| n as usize);
         Ok(ObjectWriter {
             url: object.url,
             upload: Some(WriteMultipart::new_with_chunk_size(upload, chunk.max(5 << 20))),
@@ -67,6 +67,60 @@ impl Drop for ObjectWriter {
         if let Some(upload) = self.upload.take() {
             // Unfinished: abort, so no part of it ever shows as an object.
             let _ = rt::block_on(upload.abort());
+        }
+    }
+}
+
+/// Where a shard is written: a local file or an object's multipart upload, each behind a
+/// 1 MiB buffer.
+#[derive(Debug)]
+pub enum Sink {
+    /// A local file.
+    File(BufWriter<File>),
+    /// An object (see [`ObjectWriter`]).
+    Object(BufWriter<ObjectWriter>),
+}
+
+impl Sink {
+    /// Creates the local file or starts the upload of the object at `path`.
+    pub fn create(path: &Path) -> io::Result<Sink> {
+        if super::is_url(path) {
+            Ok(Sink::Object(BufWriter::with_capacity(1 << 20, ObjectWriter::create(path)?)))
+        } else {
+            Ok(Sink::File(BufWriter::with_capacity(1 << 20, File::create(super::local_path(path))?)))
+        }
+    }
+
+    /// Flushes and completes it: a file is synced, an object appears whole.
+    pub fn finish(self) -> io::Result<()> {
+        match self {
+            Sink::File(f) => f.into_inner().map_err(io::IntoInnerError::into_error)?.sync_all(),
+            Sink::Object(o) => o.into_inner().map_err(io::IntoInnerError::into_error)?.finish(),
+        }
+    }
+}
+
+impl Write for Sink {
+    #[inline]
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Sink::File(f) => f.write(buf),
+            Sink::Object(o) => o.write(buf),
+        }
+    }
+
+    #[inline]
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        match self {
+            Sink::File(f) => f.write_all(buf),
+            Sink::Object(o) => o.write_all(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Sink::File(f) => f.flush(),
+            Sink::Object(o) => o.flush(),
         }
     }
 }

@@ -147,7 +147,8 @@ fn stored(server: &S3Server, prefix: &str) -> Vec<(String, Vec<u8>)> {
 }
 
 /// `sluice gen --out s3://…` uploads the very bytes it writes locally (multipart uploads,
-/// one per shard), and `run --output s3://…` exports what it exports locally.
+/// one per shard), `sluice index` writes an object's index beside it, and `run --output
+/// s3://…` exports what it exports locally (the shards and their indexes).
 #[test]
 fn gen_and_output_write_to_a_bucket() {
     let Some(server) = S3Server::start() else { return };
@@ -170,6 +171,14 @@ fn gen_and_output_write_to_a_bucket() {
         .collect();
     want.sort();
     assert_eq!(stored(&server, "gen"), want);
+    // `sluice index` of objects writes each index beside its object, as locally.
+    for target in [format!("{}/*.tfrecord", local.display()), "s3://data/gen/*.tfrecord".to_string()] {
+        let o = sluice(&server, dir.path(), &[], &["index", &target]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+    }
+    let want = std::fs::read(local.join("tabular-00001-of-00002.tfrecord.idx")).unwrap();
+    let got = std::fs::read(server.root.path().join("data/gen/tabular-00001-of-00002.tfrecord.idx")).unwrap();
+    assert_eq!(got, want, "the index of an object is the local file's index");
 
     let pipe = dir.path().join("rec.pipe");
     std::fs::write(&pipe, REC).unwrap();

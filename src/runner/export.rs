@@ -158,7 +158,7 @@ where
         if to.compression == Compression::None {
             tfrecord::write_index(&path)?;
         }
-        let bytes = std::fs::metadata(&path).map_err(|e| sluice_runtime::Error::io(&path, e))?.len();
+        let bytes = sluice_runtime::storage::size(&path).map_err(|e| sluice_runtime::Error::io(&path, e))?;
         counts.push((records, bytes));
     }
     Ok(counts)

@@ -60,6 +60,7 @@ use std::path::{Path, PathBuf};
 
 use super::{CorruptPolicy, FOOTER_LEN, HEADER_LEN, ReaderOptions};
 use crate::error::{Error, Result};
+use crate::storage;
 
 /// The first eight bytes of every index file.
 pub const MAGIC: &[u8; 8] = b"SLUICEIX";
@@ -373,6 +374,27 @@ pub fn build_index(path: impl AsRef<Path>) -> Result<Index> {
         offsets.push(at);
     }
     // Fingerprint the file as it was read: its length must not have moved meanwhile.
+    if storage::is_url(path) {
+        // An object: the same checks over ranged GETs.
+        let object = storage::Object::head(path).map_err(|e| Error::io(path, e))?;
+        if object.size != file_len || reader.offset() != file_len {
+            return Err(Error::Invalid(format!(
+                "{}: the object changed while it was indexed",
+                path.display()
+            )));
+        }
+        let n = FINGERPRINT_LEN.min(file_len);
+        let (head_crc, tail_crc) = if n == 0 {
+            (crc32c::crc32c(&[]), crc32c::crc32c(&[]))
+        } else {
+            let retry = storage::store::Retry::from_env();
+            let ranges = [0..n, file_len - n..file_len];
+            let parts = storage::reader::fetch_ranges(&std::sync::Arc::new(object), &ranges, retry)
+                .map_err(|e| Error::io(path, e))?;
+            (crc32c::crc32c(&parts[0]), crc32c::crc32c(&parts[1]))
+        };
+        return Ok(Index { file_len, head_crc, tail_crc, offsets });
+    }
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
     let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
     if len != file_len || reader.offset() != file_len {
@@ -388,6 +410,12 @@ pub fn write_index(path: impl AsRef<Path>) -> Result<(Index, PathBuf)> {
     let path = path.as_ref();
     let index = build_index(path)?;
     let dest = index_path(path);
+    if storage::is_url(&dest) {
+        // Beside the object: one upload, which appears whole or not at all.
+        let mut w = storage::ObjectWriter::create(&dest).map_err(|e| Error::io(&dest, e))?;
+        w.write_all(&index.to_bytes()).and_then(|()| w.finish()).map_err(|e| Error::io(&dest, e))?;
+        return Ok((index, dest));
+    }
     let mut tmp = dest.as_os_str().to_owned();
     tmp.push(format!(".tmp-{}", std::process::id()));
     let tmp = PathBuf::from(tmp);

@@ -193,3 +193,43 @@ fn an_upload_appears_whole_on_finish_and_never_when_dropped() {
     drop(w);
     assert!(!storage::exists(dropped).unwrap(), "an unfinished upload leaves no object");
 }
+
+/// Every record of a global shuffle's epoch, as bytes.
+fn shuffled(paths: &[PathBuf], seed: u64) -> Vec<Vec<u8>> {
+    use sluice_runtime::stage::{Ctx, Dataset, RuntimeOptions, global_shuffle};
+    let ds = global_shuffle(paths, seed).unwrap().window(64);
+    let ctx = Ctx::new(&RuntimeOptions::default()).with_epoch(1);
+    ds.stream_in(&ctx).unwrap().map(|r| r.unwrap().as_bytes().to_vec()).collect()
+}
+
+#[test]
+fn a_global_shuffle_over_objects_is_the_one_over_their_local_copies() {
+    let Some(f) = fixture() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let mut local = Vec::new();
+    for k in 0..2 {
+        let name = format!("part-{k}.tfrecord");
+        std::fs::copy(f.local.path().join(&name), dir.path().join(&name)).unwrap();
+        tfrecord::write_index(dir.path().join(&name)).unwrap();
+        local.push(dir.path().join(&name));
+    }
+    for bucket in ["data", "faulty-data"] {
+        // The indexes written by `sluice index` of the objects themselves.
+        for p in &local {
+            let url =
+                PathBuf::from(format!("s3://{bucket}/train/{}", p.file_name().unwrap().to_str().unwrap()));
+            tfrecord::write_index(&url).unwrap();
+            let idx = std::fs::read(tfrecord::index_path(p)).unwrap();
+            assert_eq!(storage::read(&tfrecord::index_path(&url)).unwrap(), idx, "{}", url.display());
+        }
+        let urls = urls(&format!("s3://{bucket}/train/part-[01].tfrecord"));
+        let want = shuffled(&local, 9);
+        assert_eq!(want.len(), 1200);
+        assert_eq!(shuffled(&urls, 9), want, "{bucket}");
+    }
+    // No index beside an object: the error says to run `sluice index`, naming it.
+    let err = sluice_runtime::stage::global_shuffle([Path::new("s3://data/train/part-2.tfrecord.gz")], 1)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("s3://data/train/part-2.tfrecord.gz.idx") && err.contains("sluice index"), "{err}");
+}

@@ -41,6 +41,7 @@ pub mod image;
 pub mod permutation;
 pub mod rng;
 pub mod stage;
+pub mod storage;
 pub mod synth;
 pub mod testing;
 pub mod text;

@@ -79,7 +79,10 @@ pub fn shard_range(n: u64, shards: u32, k: u32) -> Range<u64> {
 
 /// `DIR/KIND-0000k-of-0000K.tfrecord[.gz|.zlib]`.
 pub fn shard_path(dir: &Path, kind: Kind, k: u32, shards: u32, compression: Compression) -> PathBuf {
-    dir.join(format!("{}-{k:05}-of-{shards:05}.tfrecord{}", kind.name(), compression.extension()))
+    crate::storage::join(
+        dir,
+        &format!("{}-{k:05}-of-{shards:05}.tfrecord{}", kind.name(), compression.extension()),
+    )
 }
 
 /// Makes the records of one dataset kind, reusing its buffers.
@@ -276,7 +279,10 @@ pub fn generate(opts: &GenOptions, progress: &(dyn Fn(u64) + Sync)) -> Result<Ge
     if opts.shards == 0 {
         return Err(Error::Invalid("--shards must be at least 1".into()));
     }
-    std::fs::create_dir_all(&opts.out).map_err(|e| Error::io(&opts.out, e))?;
+    // A bucket has no directories to make.
+    if !crate::storage::is_url(&opts.out) {
+        std::fs::create_dir_all(&opts.out).map_err(|e| Error::io(&opts.out, e))?;
+    }
     let compression = match opts.compression {
         Compression::Auto => Compression::None,
         c => c,
@@ -324,7 +330,7 @@ pub fn generate(opts: &GenOptions, progress: &(dyn Fn(u64) + Sync)) -> Result<Ge
     })?;
     let mut bytes = 0;
     for f in &files {
-        bytes += std::fs::metadata(f).map_err(|e| Error::io(f, e))?.len();
+        bytes += crate::storage::size(f).map_err(|e| Error::io(f, e))?;
     }
     Ok(GenSummary { files, records: opts.records, bytes })
 }

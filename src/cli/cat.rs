@@ -12,7 +12,7 @@ use sluice_runtime::example::{Example, SequenceExample, json};
 use sluice_runtime::tfrecord::{self, Compression, CorruptPolicy, ReaderOptions, ReaderStats};
 
 use super::Failure;
-use super::files::check_files;
+use super::files::{check_files, expand_globs};
 
 #[derive(Debug, Args)]
 pub struct CatArgs {
@@ -43,7 +43,9 @@ fn parse_policy(s: &str) -> Result<CorruptPolicy, String> {
 }
 
 pub fn run(args: CatArgs) -> Result<ExitCode, Failure> {
-    check_files(&args.files)?;
+    // A quoted pattern (`'s3://bucket/train-*.tfrecord'`) is expanded as `index` does.
+    let files = expand_globs(&args.files)?;
+    check_files(&files)?;
     let opts = ReaderOptions {
         compression: args.compression,
         verify_crc: !args.no_verify_crc,
@@ -55,7 +57,7 @@ pub fn run(args: CatArgs) -> Result<ExitCode, Failure> {
     let mut total = ReaderStats::default();
     let mut line = String::new();
     let mut result = Ok(());
-    for path in &args.files {
+    for path in &files {
         result = cat_file(path, &opts, args.sequence, &mut out, &mut line, &mut total);
         if result.is_err() {
             break;

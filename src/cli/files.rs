@@ -1,13 +1,23 @@
 //! Resolving the file arguments of a command: each must exist; a directory stands for
-//! the TFRecord files in it.
+//! the TFRecord files in it. An object's URL (`s3://…`, `gs://…`, `https://…`) is a file
+//! like any other (checked with a `HEAD`); a URL pattern is expanded by listing its
+//! bucket.
 
 use std::path::{Path, PathBuf};
+
+use sluice_runtime::storage;
 
 use super::Failure;
 
 /// Checks every path before any output, so a typo fails fast with exit status 2.
 pub fn check_files(paths: &[PathBuf]) -> Result<(), Failure> {
     for p in paths {
+        if storage::is_url(p) {
+            match storage::Object::head(p) {
+                Ok(_) => continue,
+                Err(e) => return Err(Failure::Usage(e.to_string())),
+            }
+        }
         match std::fs::metadata(p) {
             Ok(m) if m.is_dir() => {
                 return Err(Failure::Usage(format!(
@@ -26,6 +36,10 @@ pub fn check_files(paths: &[PathBuf]) -> Result<(), Failure> {
 pub fn expand_dirs(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Failure> {
     let mut out = Vec::new();
     for p in paths {
+        if storage::is_url(p) {
+            out.push(p.clone());
+            continue;
+        }
         let meta = std::fs::metadata(p).map_err(|e| Failure::Usage(format!("{}: {e}", p.display())))?;
         if !meta.is_dir() {
             out.push(p.clone());

@@ -38,7 +38,8 @@ impl Export {
     /// Shard `k`'s path for pipeline `name`.
     pub fn shard_path(&self, name: &str, k: u32) -> PathBuf {
         let n = self.shards;
-        self.dir.join(format!("{name}-{k:05}-of-{n:05}.tfrecord{}", self.compression.extension()))
+        let file = format!("{name}-{k:05}-of-{n:05}.tfrecord{}", self.compression.extension());
+        sluice_runtime::storage::join(&self.dir, &file)
     }
 }
 
@@ -134,7 +135,11 @@ where
     D::Item: ToExample,
 {
     let ds = build(params)?;
-    std::fs::create_dir_all(&to.dir).map_err(|e| sluice_runtime::Error::io(&to.dir, e))?;
+    // An object-store directory (`s3://bucket/out`) has nothing to make: each shard is a
+    // multipart upload that appears whole when finished.
+    if !sluice_runtime::storage::is_url(&to.dir) {
+        std::fs::create_dir_all(&to.dir).map_err(|e| sluice_runtime::Error::io(&to.dir, e))?;
+    }
     let mut shards: Vec<ShardWriter> = (0..to.shards)
         .map(|k| tfrecord::create_shard(to.shard_path(name, k), to.compression))
         .collect::<sluice_runtime::Result<_>>()?;
@@ -153,7 +158,7 @@ where
         if to.compression == Compression::None {
             tfrecord::write_index(&path)?;
         }
-        let bytes = std::fs::metadata(&path).map_err(|e| sluice_runtime::Error::io(&path, e))?.len();
+        let bytes = sluice_runtime::storage::size(&path).map_err(|e| sluice_runtime::Error::io(&path, e))?;
         counts.push((records, bytes));
     }
     Ok(counts)

@@ -240,7 +240,7 @@ impl<I: DataIter<Item = PathBuf>> ReadFilesIter<I> {
             let name = utf8(&path)?.to_string();
             let label = self.label(&path)?;
             let start = Instant::now();
-            let read = std::fs::read(&path);
+            let read = crate::storage::read(&path);
             self.stats.add_busy(start.elapsed());
             match read {
                 Ok(contents) => {
@@ -260,6 +260,9 @@ impl<I: DataIter<Item = PathBuf>> ReadFilesIter<I> {
 /// Whether `path` opens as a file that can be read (what a resumed pass checks of the
 /// files it skips under `skip`).
 fn openable(path: &Path) -> std::io::Result<()> {
+    if crate::storage::is_url(path) {
+        return crate::storage::Object::head(path).map(drop);
+    }
     let file = File::open(path)?;
     if file.metadata()?.is_dir() {
         return Err(std::io::Error::new(std::io::ErrorKind::IsADirectory, "Is a directory"));

@@ -163,7 +163,20 @@ impl DataIter for StepsIter {
 /// invalid or matches nothing. Record indexes (`*.idx`, written by `sluice index` beside
 /// their files) are never matched, so `data/*` still means the data files. Only regular
 /// files are data: a pattern that matches nothing else (a device, a FIFO) says so.
+///
+/// A URL (`s3://bucket/dir/part-*.tfrecord`, `gs://…`, `https://…`) is expanded by
+/// listing its store ([`storage::glob::expand`](crate::storage::glob::expand)) with the
+/// same semantics and order; `file://` URLs are local paths.
 pub fn files(pattern: &str) -> Result<Files> {
+    if crate::storage::is_url(Path::new(pattern)) {
+        let paths = crate::storage::glob::expand(Path::new(pattern)).map_err(|e| Error::io(pattern, e))?;
+        if paths.is_empty() {
+            return Err(Error::Invalid(format!("no files match `{pattern}`")));
+        }
+        return Ok(Files { paths: paths.into(), shuffle_seed: None });
+    }
+    let local = crate::storage::local_path(Path::new(pattern));
+    let pattern = local.to_str().unwrap_or(pattern);
     let entries =
         glob::glob(pattern).map_err(|e| Error::Invalid(format!("bad file pattern `{pattern}`: {e}")))?;
     let mut paths = Vec::new();

@@ -24,7 +24,7 @@ mod csv;
 mod lines;
 pub mod tokenize;
 
-use std::fs::File;
+use crate::storage::Source;
 use std::io::{self, BufReader};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -78,7 +78,7 @@ const BUFFER: usize = 64 * 1024;
 /// A text file being read: the decompressed bytes through a buffer, and the path that
 /// names the file in errors.
 struct TextInput {
-    reader: BufReader<Input<BufReader<File>>>,
+    reader: BufReader<Input<BufReader<Source>>>,
     path: PathBuf,
     compressed: bool,
 }

@@ -57,9 +57,11 @@ use std::fs::File;
 use std::io::Write;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::{CorruptPolicy, FOOTER_LEN, HEADER_LEN, ReaderOptions};
 use crate::error::{Error, Result};
+use crate::storage;
 
 /// The first eight bytes of every index file.
 pub const MAGIC: &[u8; 8] = b"SLUICEIX";
@@ -225,6 +227,57 @@ impl Index {
         Ok(idx)
     }
 
+    /// Loads the index object `index` (beside the object `data`) and checks it against
+    /// `object` (what a `HEAD` of `data` said): the counterpart of [`Index::load_for`].
+    pub fn load_for_object(object: &Arc<storage::Object>, data: &Path, index: &Path) -> Result<Index> {
+        let bytes = match storage::read(index) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(bad(
+                    index,
+                    format!("no index for {} (run `sluice index {}`)", data.display(), data.display()),
+                ));
+            }
+            Err(e) => return Err(Error::io(index, e)),
+        };
+        let n = bytes.len().min(HEAD_LEN);
+        check_head(&bytes[..n], bytes.len() as u64, index)?;
+        let idx = Index::from_bytes(&bytes, index)?;
+        idx.check_matches_object(object, data, index)?;
+        Ok(idx)
+    }
+
+    /// [`Index::check_matches`] for an object: its length and the checksums of its first
+    /// and last 4 KiB (two ranged GETs).
+    pub fn check_matches_object(
+        &self,
+        object: &Arc<storage::Object>,
+        data: &Path,
+        index: &Path,
+    ) -> Result<()> {
+        let stale = |what: String| {
+            bad(
+                index,
+                format!(
+                    "stale index: {what}; {} changed since it was indexed (rerun `sluice index {}`)",
+                    data.display(),
+                    data.display()
+                ),
+            )
+        };
+        if object.size != self.file_len {
+            return Err(stale(format!(
+                "it describes {} bytes but the object has {}",
+                self.file_len, object.size
+            )));
+        }
+        let (head, tail) = object_fingerprint(object, object.size).map_err(|e| Error::io(data, e))?;
+        if head != self.head_crc || tail != self.tail_crc {
+            return Err(stale("the checksum of the object's first or last 4 KiB differs".to_string()));
+        }
+        Ok(())
+    }
+
     /// Checks that the open data file `file` is the one this index was built from: same
     /// length, same first and last 4 KiB. A mismatch is a stale index.
     pub fn check_matches(&self, file: &File, data: &Path, index: &Path) -> Result<()> {
@@ -339,6 +392,17 @@ fn read_up_to(f: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
     Ok(n)
 }
 
+/// [`fingerprint`] of an object of `len` bytes: two ranged GETs, in flight together.
+fn object_fingerprint(object: &Arc<storage::Object>, len: u64) -> std::io::Result<(u32, u32)> {
+    let n = FINGERPRINT_LEN.min(len);
+    if n == 0 {
+        return Ok((crc32c::crc32c(&[]), crc32c::crc32c(&[])));
+    }
+    let retry = storage::store::Retry::from_env();
+    let parts = storage::reader::fetch_ranges(object, &[0..n, len - n..len], retry)?;
+    Ok((crc32c::crc32c(&parts[0]), crc32c::crc32c(&parts[1])))
+}
+
 /// The crc32c of the first and of the last `min(FINGERPRINT_LEN, len)` bytes of `file`.
 fn fingerprint(file: &File, len: u64) -> std::io::Result<(u32, u32)> {
     let n = FINGERPRINT_LEN.min(len) as usize;
@@ -373,6 +437,19 @@ pub fn build_index(path: impl AsRef<Path>) -> Result<Index> {
         offsets.push(at);
     }
     // Fingerprint the file as it was read: its length must not have moved meanwhile.
+    if storage::is_url(path) {
+        // An object: the same checks over ranged GETs.
+        let object = storage::Object::head(path).map_err(|e| Error::io(path, e))?;
+        if object.size != file_len || reader.offset() != file_len {
+            return Err(Error::Invalid(format!(
+                "{}: the object changed while it was indexed",
+                path.display()
+            )));
+        }
+        let (head_crc, tail_crc) =
+            object_fingerprint(&Arc::new(object), file_len).map_err(|e| Error::io(path, e))?;
+        return Ok(Index { file_len, head_crc, tail_crc, offsets });
+    }
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
     let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
     if len != file_len || reader.offset() != file_len {
@@ -388,6 +465,12 @@ pub fn write_index(path: impl AsRef<Path>) -> Result<(Index, PathBuf)> {
     let path = path.as_ref();
     let index = build_index(path)?;
     let dest = index_path(path);
+    if storage::is_url(&dest) {
+        // Beside the object: one upload, which appears whole or not at all.
+        let mut w = storage::ObjectWriter::create(&dest).map_err(|e| Error::io(&dest, e))?;
+        w.write_all(&index.to_bytes()).and_then(|()| w.finish()).map_err(|e| Error::io(&dest, e))?;
+        return Ok((index, dest));
+    }
     let mut tmp = dest.as_os_str().to_owned();
     tmp.push(format!(".tmp-{}", std::process::id()));
     let tmp = PathBuf::from(tmp);

@@ -9,10 +9,17 @@
 //! offset. A data file shorter than its index says is a stale index ([`Error::Index`]).
 //!
 //! Positioned reads take `&self`, so one [`IndexedFile`] serves any number of threads.
+//!
+//! An object in a store (`s3://…`) is read the same way, each positioned read (a record,
+//! or a window's coalesced span) one ranged GET, retried and resumed as streamed reads
+//! are (`storage::reader::fetch`); its index is the object `URL.idx` beside it.
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::storage::{self, Object, ReadOptions};
 
 use super::index::{Index, index_path};
 use super::{FOOTER_LEN, HEADER_LEN, decode_header, masked_crc};
@@ -22,8 +29,15 @@ use crate::error::{CorruptKind, Error, Result};
 #[derive(Debug)]
 pub struct IndexedFile {
     path: PathBuf,
-    file: File,
+    file: Backing,
     index: Index,
+}
+
+/// What an indexed file's bytes are read from.
+#[derive(Debug)]
+enum Backing {
+    File(File),
+    Object(Arc<Object>),
 }
 
 impl IndexedFile {
@@ -32,18 +46,28 @@ impl IndexedFile {
     /// [`Error::Index`] saying to run `sluice index`.
     pub fn open(path: impl AsRef<Path>) -> Result<IndexedFile> {
         let path = path.as_ref();
+        if storage::is_url(path) {
+            let object = Arc::new(Object::head(path).map_err(|e| Error::io(path, e))?);
+            let index = Index::load_for_object(&object, path, &index_path(path))?;
+            return Ok(IndexedFile { path: path.to_path_buf(), file: Backing::Object(object), index });
+        }
         let file = File::open(path).map_err(|e| Error::io(path, e))?;
         let index = Index::load_for(&file, path, &index_path(path))?;
-        Ok(IndexedFile { path: path.to_path_buf(), file, index })
+        Ok(IndexedFile { path: path.to_path_buf(), file: Backing::File(file), index })
     }
 
     /// Opens `path` with an index already in hand (built or loaded by the caller),
     /// checking that it describes the file.
     pub fn with_index(path: impl AsRef<Path>, index: Index) -> Result<IndexedFile> {
         let path = path.as_ref();
+        if storage::is_url(path) {
+            let object = Arc::new(Object::head(path).map_err(|e| Error::io(path, e))?);
+            index.check_matches_object(&object, path, &index_path(path))?;
+            return Ok(IndexedFile { path: path.to_path_buf(), file: Backing::Object(object), index });
+        }
         let file = File::open(path).map_err(|e| Error::io(path, e))?;
         index.check_matches(&file, path, &index_path(path))?;
-        Ok(IndexedFile { path: path.to_path_buf(), file, index })
+        Ok(IndexedFile { path: path.to_path_buf(), file: Backing::File(file), index })
     }
 
     /// The file's path.
@@ -69,7 +93,10 @@ impl IndexedFile {
     /// Checks that the file still has the length its index describes (one `fstat`): a
     /// cheap test, before a pass, that it was not appended to or truncated meanwhile.
     pub fn check_len(&self) -> Result<()> {
-        let len = self.file.metadata().map_err(|e| Error::io(&self.path, e))?.len();
+        let len = match &self.file {
+            Backing::File(f) => f.metadata().map_err(|e| Error::io(&self.path, e))?.len(),
+            Backing::Object(_) => Object::head(&self.path).map_err(|e| Error::io(&self.path, e))?.size,
+        };
         if len != self.index.file_len() {
             return Err(self.stale(format!(
                 "the file has {len} bytes but its index describes {}",
@@ -96,7 +123,11 @@ impl IndexedFile {
     }
 
     fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
-        self.file.read_exact_at(buf, offset).map_err(|e| {
+        let read = match &self.file {
+            Backing::File(f) => f.read_exact_at(buf, offset),
+            Backing::Object(o) => read_object_at(o, buf, offset),
+        };
+        read.map_err(|e| {
             if e.kind() == std::io::ErrorKind::UnexpectedEof {
                 self.stale("the file is shorter than its index says".to_string())
             } else {
@@ -115,6 +146,18 @@ impl IndexedFile {
             ),
         }
     }
+}
+
+/// `buf.len()` bytes of `object` from `offset`: one ranged GET, retried and resumed.
+fn read_object_at(object: &Arc<Object>, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    let end = offset + buf.len() as u64;
+    if end > object.size {
+        return Err(std::io::ErrorKind::UnexpectedEof.into());
+    }
+    let retry = ReadOptions::from_env().retry;
+    let bytes = storage::rt::block_on(storage::reader::fetch(object.clone(), offset..end, retry))?;
+    buf.copy_from_slice(&bytes);
+    Ok(())
 }
 
 /// Validates one whole record (`header | payload | footer`, exactly its indexed extent)

@@ -2,7 +2,6 @@
 //! detected from the file name and, failing that, from the first bytes of the file.
 
 use std::fmt;
-use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::str::FromStr;
@@ -11,6 +10,7 @@ use flate2::bufread::{MultiGzDecoder, ZlibDecoder};
 use flate2::write::{GzEncoder, ZlibEncoder};
 
 use super::{HEADER_LEN, decode_header};
+use crate::storage::{self, Source};
 
 /// How a TFRecord file is compressed, as TensorFlow's `TFRecordOptions.compression_type`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -143,13 +143,14 @@ pub fn detect_text_compression(head: &[u8]) -> Compression {
     }
 }
 
-/// Opens `path` for reading with the given compression, resolving `Auto`.
+/// Opens `path` (a local file or an object's URL: [`storage::open`]) for reading with the
+/// given compression, resolving `Auto`.
 /// Returns the stream, the resolved compression and the file size in bytes (`None` when
 /// it is not a regular file: a pipe's size is unknown).
 pub(crate) fn open_input(
     path: &Path,
     compression: Compression,
-) -> io::Result<(Input<BufReader<File>>, Compression, Option<u64>)> {
+) -> io::Result<(Input<BufReader<Source>>, Compression, Option<u64>)> {
     open_input_sniffed(path, compression, detect_compression)
 }
 
@@ -159,11 +160,9 @@ pub(crate) fn open_input_sniffed(
     path: &Path,
     compression: Compression,
     sniff: fn(&[u8]) -> Compression,
-) -> io::Result<(Input<BufReader<File>>, Compression, Option<u64>)> {
-    let file = File::open(path)?;
-    // The size of a regular file; a pipe's or a device's is unknown, not zero.
-    let meta = file.metadata()?;
-    let size = meta.is_file().then_some(meta.len());
+) -> io::Result<(Input<BufReader<Source>>, Compression, Option<u64>)> {
+    // The size of a regular file or an object; a pipe's or a device's is unknown, not zero.
+    let (file, size) = storage::open(path)?;
     // A small buffer: plain reads of the reader's large chunks bypass it, and the
     // decompressors read through it.
     let mut r = BufReader::with_capacity(64 * 1024, file);

@@ -4,7 +4,7 @@
 //! and hands out each payload as a slice into it, so reading costs one `read` per buffer
 //! and two CRC32C passes per record, with no allocation per record.
 
-use std::fs::File;
+use crate::storage::Source;
 use std::io::{self, BufReader, Read};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -162,8 +162,8 @@ pub struct RecordReader<R> {
     stats: ReaderStats,
 }
 
-/// A reader over a file on disk.
-pub type FileReader = RecordReader<Input<BufReader<File>>>;
+/// A reader over a file on disk or an object in a store.
+pub type FileReader = RecordReader<Input<BufReader<Source>>>;
 
 /// Opens a TFRecord file for reading.
 pub fn open(path: impl AsRef<Path>, opts: &ReaderOptions) -> Result<FileReader> {

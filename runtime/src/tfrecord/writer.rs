@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use super::input::Output;
 use super::{Compression, encode_header, masked_crc};
 use crate::error::{Error, Result};
+use crate::storage::{self, Sink};
 
 /// Writes records to a stream, framing each with its length, payload and checksums.
 /// Call [`finish`](RecordWriter::finish) to complete a compressed stream and flush.
@@ -76,19 +77,31 @@ impl<W: Write> RecordWriter<W> {
 /// partial file. `sluice gen` and `sluice run --output` write their shards with it.
 #[derive(Debug)]
 pub struct ShardWriter {
-    writer: Option<RecordWriter<BufWriter<File>>>,
+    writer: Option<RecordWriter<Sink>>,
     partial: PathBuf,
     path: PathBuf,
 }
 
 /// Creates `PATH.partial` for the shard `path` (see [`ShardWriter`]).
+///
+/// An object's URL (`s3://bucket/dir/part-0.tfrecord`) is written as a multipart upload
+/// under its own name instead: completing the upload makes it appear whole, atomically,
+/// and an unfinished one is aborted, leaving nothing.
 pub fn create_shard(path: impl Into<PathBuf>, compression: Compression) -> Result<ShardWriter> {
     let path = path.into();
-    let mut partial = path.clone().into_os_string();
-    partial.push(".partial");
-    let partial = PathBuf::from(partial);
-    let writer = create(&partial, compression)?;
-    Ok(ShardWriter { writer: Some(writer), partial, path })
+    let partial = if storage::is_url(&path) {
+        path.clone()
+    } else {
+        let mut partial = path.clone().into_os_string();
+        partial.push(".partial");
+        PathBuf::from(partial)
+    };
+    let compression = match compression {
+        Compression::Auto => Compression::from_path(&partial).unwrap_or(Compression::None),
+        c => c,
+    };
+    let sink = Sink::create(&partial).map_err(|e| Error::io(&partial, e))?;
+    Ok(ShardWriter { writer: Some(RecordWriter::new(sink, &partial, compression)), partial, path })
 }
 
 impl ShardWriter {
@@ -113,12 +126,18 @@ impl ShardWriter {
     /// Completes the file and renames it into place (replacing a file of that name).
     pub fn finish(mut self) -> Result<()> {
         let Some(w) = self.writer.take() else { return Ok(()) };
+        let remote = storage::is_url(&self.path);
         let done = w
             .finish()
-            .and_then(|f| f.into_inner().map_err(|e| Error::io(&self.partial, e.into_error())))
-            .and_then(|f| f.sync_all().map_err(|e| Error::io(&self.partial, e)))
-            .and_then(|()| std::fs::rename(&self.partial, &self.path).map_err(|e| Error::io(&self.path, e)));
-        if done.is_err() {
+            .and_then(|sink| sink.finish().map_err(|e| Error::io(&self.partial, e)))
+            .and_then(|()| {
+                if remote {
+                    Ok(())
+                } else {
+                    std::fs::rename(&self.partial, &self.path).map_err(|e| Error::io(&self.path, e))
+                }
+            });
+        if done.is_err() && !remote {
             let _ = std::fs::remove_file(&self.partial);
         }
         done
@@ -127,7 +146,8 @@ impl ShardWriter {
 
 impl Drop for ShardWriter {
     fn drop(&mut self) {
-        if self.writer.take().is_some() {
+        // An object's upload aborts as its writer drops; a file's partial copy goes.
+        if self.writer.take().is_some() && !storage::is_url(&self.path) {
             let _ = std::fs::remove_file(&self.partial);
         }
     }

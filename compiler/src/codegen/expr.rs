@@ -139,6 +139,54 @@ impl<'a> Scope<'a> {
         Ok(quote!(let #name #annotation = #value;))
     }
 
+    /// A tensor arithmetic statement over one field (`cast(image, f32) / 255.0`) whose
+    /// value is a whole row of batch column `c_<into>`: each value appended to the column
+    /// as it is computed (`ops::put_map`, the same closure as `Array::map`, so the same
+    /// bits), with no tensor made in between. `None` when `e` is not such a statement.
+    pub fn elementwise_into(
+        &mut self,
+        target: &str,
+        e: &Expr,
+        ty: &TensorType,
+        into: &str,
+    ) -> R<Option<TokenStream>> {
+        if !matches!(e.kind, ExprKind::Binary(..) | ExprKind::Unary(..)) || repr(ty)? != Repr::Tensor {
+            return Ok(None);
+        }
+        let Some(per) = super::types::fixed_dims(ty).map(|d| d.iter().product::<usize>()) else {
+            return Ok(None);
+        };
+        let mut leaves: Vec<Expr> = Vec::new();
+        self.collect_leaves(e, &mut leaves)?;
+        let [leaf] = leaves.as_slice() else { return Ok(None) };
+        if self.field_path(leaf).is_none() {
+            return Ok(None);
+        }
+        let lt = self.tensor_ty(leaf)?;
+        let saved = self.fallible;
+        self.fallible = false;
+        let body = self.scalar_with(e, ty.dtype, &leaves, &[lt.dtype])?;
+        let fallible = self.fallible;
+        self.fallible = saved;
+        if fallible {
+            return Ok(None);
+        }
+        self.movable = (e.count_reads(target) == 1).then(|| target.to_string());
+        let owned = self.owned(leaf)?;
+        self.movable = None;
+        match self.fields.iter_mut().find(|f| f.name == target) {
+            Some(f) => f.ty = Some(ty.clone()),
+            None => self.fields.push(FieldType { name: target.to_string(), ty: Some(ty.clone()) }),
+        }
+        let (c, st, out) = (format_ident!("c_{}", into), scalar(lt.dtype), scalar(ty.dtype));
+        Ok(Some(quote! {
+            {
+                let __a0 = #owned;
+                __sl::ops::put_map(&mut #c, &__a0, #per, #into, |__v0: #st| -> #out { #body })?;
+            }
+        }))
+    }
+
     /// `decode_jpeg(b, 3)`, `resize(h, w)`, `scale(1/255)`, `normalize(mean, std)` on
     /// one field in a row: one fused pass (`ops::decode_resize_normalize_into`,
     /// bit-identical to the four steps), or `None` when `ops` does not start so.

@@ -240,6 +240,21 @@ impl Gen<'_> {
                 k += 4;
                 continue;
             }
+            // The last statement of a column's field, arithmetic over one tensor: its
+            // values go straight into the column.
+            if let MapOp::Assign { target, value, ty, .. } = &ops[k]
+                && direct.contains(target)
+                && !ops[k + 1..].iter().any(|op| match op {
+                    MapOp::Assign { target: t, reads, .. } => t == target || reads.contains(target),
+                    MapOp::Parse { .. } => true,
+                })
+                && let Some(s) = scope.elementwise_into(target, value, ty, target)?
+            {
+                body.extend(s);
+                written.push(target.clone());
+                k += 1;
+                continue;
+            }
             match &ops[k] {
                 MapOp::Assign { target, value, ty, .. } => body.extend(scope.statement(target, value, ty)?),
                 MapOp::Parse { .. } => return Err("a parse after other operations".into()),

@@ -475,6 +475,28 @@ pub fn put<T: Copy>(column: &mut Vec<T>, values: &[T], per: usize, field: &str) 
     Ok(())
 }
 
+/// `f` of each value of `values` appended to a batch column that holds `per` values a
+/// row: `put(column, Array::map(values, f))` without the tensor in between.
+#[inline]
+pub fn put_map<T: Scalar, U: Copy>(
+    column: &mut Vec<U>,
+    values: &impl Array<T>,
+    per: usize,
+    field: &str,
+    f: impl FnMut(T) -> U,
+) -> Result<(), BoxError> {
+    let values = values.values();
+    if values.len() != per {
+        return Err(format!(
+            "field `{field}`: {} values, but its batch column holds {per} per row",
+            values.len()
+        )
+        .into());
+    }
+    column.extend(values.iter().copied().map(f));
+    Ok(())
+}
+
 /// `parse_tensor(bytes, dtype, [dims])`: the `tf.io.serialize_tensor` bytes as a tensor
 /// of `T`, whose shape must have the rank of `dims` and each `Some` size (`None`: a named
 /// dimension, any size).
@@ -511,4 +533,23 @@ pub fn parse_tensor_values<T: Scalar + TensorValue>(bytes: &[u8]) -> Result<Vec<
     let (_, values) =
         crate::example::tensor::parse_tensor::<T>(bytes).map_err(|e| format!("parse_tensor: {e}"))?;
     Ok(values)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn put_map_appends_what_put_of_array_map_appends_and_checks_the_row_size() {
+        let image = Tensor::new(vec![2, 2, 3], (0u8..12).map(|v| v * 21).collect()).unwrap();
+        let f = |v: u8| -> f32 { cast::<u8, f32>(v) / 255f32 };
+        let (mut mapped, mut direct) = (vec![1.5f32], vec![1.5f32]);
+        put(&mut mapped, Array::map(image.clone(), f).as_slice(), 12, "image").unwrap();
+        put_map(&mut direct, &image, 12, "image", f).unwrap();
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&direct), bits(&mapped));
+        let err = put_map(&mut direct, &image, 16, "image", f).unwrap_err().to_string();
+        assert_eq!(err, "field `image`: 12 values, but its batch column holds 16 per row");
+        assert_eq!(direct.len(), 13, "nothing appended on an error");
+    }
 }

@@ -171,6 +171,7 @@ fn an_object_replaced_mid_read_fails_naming_it() {
         }
     };
     assert!(err.contains("s3://mutable/changing/part-1.tfrecord") && err.contains("changed"), "{err}");
+    assert!(err.contains("while reading record "), "the record is named: {err}");
 }
 
 #[test]

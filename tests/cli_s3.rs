@@ -203,3 +203,92 @@ fn gen_and_output_write_to_a_bucket() {
     want.sort();
     assert_eq!(stored(&server, "export"), want);
 }
+
+/// A global shuffle sharded between workers by parameters.
+const SHARDED: &str = r#"
+pipeline sharded(files: glob, workers: u32 = 1, worker: u32 = 0, seed: u64 = 5) {
+    schema { x: f32[16], label: i64, id: i64 }
+    tfrecords(files);
+    shuffle(global, seed: seed);
+    shard(workers, worker, remainder: drop);
+    map { parse_example(); }
+}
+"#;
+
+/// A two-rank `mpirun` job, each rank `sluice show`ing its `shard(workers, worker)` of a
+/// global shuffle of objects (indexed by `sluice index`), prints what one process prints
+/// for that shard of the local files. Skips without `mpirun` unless `SLUICE_REQUIRE_MPI=1`.
+#[test]
+fn a_two_rank_mpirun_job_reads_its_shards_from_a_bucket() {
+    let Some(server) = S3Server::start() else { return };
+    if !Command::new("mpirun").arg("--version").output().is_ok_and(|o| o.status.success()) {
+        assert!(
+            std::env::var("SLUICE_REQUIRE_MPI").as_deref() != Ok("1"),
+            "SLUICE_REQUIRE_MPI=1 but no mpirun"
+        );
+        eprintln!("skipped: no `mpirun` on PATH (scripts/setup-mpi installs Open MPI)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let local = generate(&server, dir.path(), "tabular", "601", "3");
+    for target in [format!("{}/*.tfrecord", local.display()), "s3://data/tabular/*.tfrecord".to_string()] {
+        let o = sluice(&server, dir.path(), &[], &["index", &target]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+    }
+    let pipe = dir.path().join("sharded.pipe");
+    std::fs::write(&pipe, SHARDED).unwrap();
+    let local_files = format!("files={}/*.tfrecord", local.display());
+    let want: Vec<String> = (0..2)
+        .map(|w| {
+            let worker = format!("worker={w}");
+            let args = [
+                "show",
+                pipe.to_str().unwrap(),
+                "-n",
+                "all",
+                "--set",
+                &local_files,
+                "--set",
+                "workers=2",
+                "--set",
+                &worker,
+            ];
+            let o = sluice(&server, dir.path(), &[], &args);
+            assert!(o.status.success(), "{}", text(&o.stderr));
+            text(&o.stdout)
+        })
+        .collect();
+    assert_ne!(want[0], want[1]);
+    let script = format!(
+        "exec {} show {} -n all --set files='s3://data/tabular/*.tfrecord' --set workers=2 --set worker=$OMPI_COMM_WORLD_RANK > {}/rank-$OMPI_COMM_WORLD_RANK.txt",
+        env!("CARGO_BIN_EXE_sluice"),
+        pipe.display(),
+        dir.path().display()
+    );
+    let o = Command::new("mpirun")
+        .args([
+            "-np",
+            "2",
+            "--oversubscribe",
+            "--mca",
+            "btl",
+            "self,vader",
+            "--mca",
+            "oob_tcp_if_include",
+            "lo",
+        ])
+        .args(["sh", "-c", &script])
+        .envs(server.env())
+        .env("SLUICE_CACHE_DIR", dir.path())
+        .env("SLUICE_TARGET_DIR", Path::new(env!("CARGO_TARGET_TMPDIR")).join("sluice-run-target"))
+        .env("SLUICE_RUN_PROFILE", "dev")
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    for (w, want) in want.iter().enumerate() {
+        let got = std::fs::read_to_string(dir.path().join(format!("rank-{w}.txt"))).unwrap();
+        assert!(got == *want, "rank {w} differs from the local shard");
+    }
+}

@@ -171,6 +171,7 @@ fn an_object_replaced_mid_read_fails_naming_it() {
         }
     };
     assert!(err.contains("s3://mutable/changing/part-1.tfrecord") && err.contains("changed"), "{err}");
+    assert!(err.contains("while reading record "), "the record is named: {err}");
 }
 
 #[test]
@@ -232,4 +233,36 @@ fn a_global_shuffle_over_objects_is_the_one_over_their_local_copies() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("s3://data/train/part-2.tfrecord.gz.idx") && err.contains("sluice index"), "{err}");
+}
+
+/// Every element of one pass of `ds`, as bytes.
+fn drain<D>(ds: &D) -> Vec<Vec<u8>>
+where
+    D: sluice_runtime::stage::Dataset<Item = sluice_runtime::stage::Record>,
+{
+    use sluice_runtime::stage::{Ctx, DataIter, RuntimeOptions};
+    let mut it = ds.iter(&Ctx::new(&RuntimeOptions::default())).unwrap();
+    let mut out = Vec::new();
+    while let Some(r) = it.next().unwrap() {
+        out.push(r.as_bytes().to_vec());
+    }
+    out
+}
+
+#[test]
+fn a_parallel_interleave_and_text_lines_read_a_bucket_as_local_files() {
+    use sluice_runtime::stage::{Dataset, OpenTfRecord, files};
+    use sluice_runtime::text::{TextOptions, lines_file};
+    let Some(f) = fixture() else { return };
+    let local = format!("{}/part-*.tfrecord*", f.local.path().display());
+    for bucket in ["data", "faulty-data"] {
+        let remote = format!("s3://{bucket}/train/part-*.tfrecord*");
+        let open = || OpenTfRecord::new(ReaderOptions::default());
+        let want = drain(&files(&local).unwrap().interleave(open(), 3, 4).num_parallel(2));
+        let got = drain(&files(&remote).unwrap().interleave(open(), 3, 4).num_parallel(2));
+        assert_eq!(want.len(), 1800);
+        assert!(got == want, "{bucket}: the interleave of objects differs from the local one");
+    }
+    let lines = drain(&lines_file("s3://data/train/notes.txt", TextOptions::default()));
+    assert_eq!(lines, [b"alpha".to_vec(), b"beta".to_vec(), b"gamma".to_vec()]);
 }

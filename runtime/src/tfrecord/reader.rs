@@ -184,6 +184,19 @@ pub fn open_with_size(path: impl AsRef<Path>, opts: &ReaderOptions) -> Result<(F
 }
 
 impl<R: Read> RecordReader<R> {
+    /// An I/O error of an object read mid-stream (a permanent store failure: 403, the
+    /// object replaced) also names the record being read; a local file's is left as the
+    /// operating system said it.
+    fn locate_io(&self, e: io::Error) -> io::Error {
+        if !crate::storage::is_url(&self.path) {
+            return e;
+        }
+        io::Error::new(
+            e.kind(),
+            format!("{e}, while reading record {} at byte offset {}", self.record, self.offset),
+        )
+    }
+
     /// A reader over an uncompressed stream; `path` names it in errors.
     pub fn new(input: R, path: impl Into<PathBuf>, opts: ReaderOptions) -> Self {
         let buffer_size = opts.buffer_size.max(HEADER_LEN + FOOTER_LEN);
@@ -288,7 +301,7 @@ impl<R: Read> RecordReader<R> {
                 }
                 Err(Fault::Io(e)) => {
                     self.done = true;
-                    return Err(Error::io(&self.path, e));
+                    return Err(Error::io(&self.path, self.locate_io(e)));
                 }
                 Err(Fault::Corrupt(kind, extent)) => match self.opts.on_corrupt {
                     CorruptPolicy::Fail => {

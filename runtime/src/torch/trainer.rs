@@ -128,13 +128,23 @@ impl<M: Send> Trainer<M> {
             let cores = std::thread::available_parallelism().map_or(1, usize::from);
             tch::set_num_threads(i32::try_from((cores / cpu_replicas).max(1)).unwrap_or(1));
         }
+        // The initial values come from the CPU's generator whatever the devices: a CUDA
+        // device's generator draws other numbers from the same seed, so without this a
+        // model on GPUs would not start where the same seed starts it on the CPU (found by
+        // `cuda_replicas_train_like_one_cpu_replica` on the first GPU run). A trainer whose
+        // first device is the CPU builds there directly, as before.
+        let reference = (devices[0] != Device::Cpu).then(|| {
+            let vs = nn::VarStore::new(Device::Cpu);
+            let _ = build(&vs.root());
+            vs
+        });
         let mut replicas: Vec<Replica<M>> = Vec::with_capacity(devices.len());
         let mut names: Vec<String> = Vec::new();
         for &device in devices {
             let mut vs = nn::VarStore::new(device);
             let model = build(&vs.root());
-            if let Some(first) = replicas.first() {
-                vs.copy(&first.vs).map_err(torch_err("replicas of different models"))?;
+            if let Some(from) = replicas.first().map(|r| &r.vs).or(reference.as_ref()) {
+                vs.copy(from).map_err(torch_err("replicas of different models"))?;
             }
             let variables = vs.variables();
             let mut trainable: Vec<(String, Tensor)> =

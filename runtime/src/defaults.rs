@@ -10,6 +10,14 @@ pub const INTERLEAVE_BUFFER_PER_SLOT: usize = 64;
 /// to fit a larger record.
 pub const READ_BUFFER_BYTES: usize = 1 << 20;
 
+/// The bytes of one ranged GET of an object being read from an object store
+/// (`storage::ObjectReader`; `SLUICE_STORAGE_CHUNK` overrides it at run time).
+pub const OBJECT_READ_CHUNK_BYTES: usize = 8 << 20;
+
+/// Ranged GETs running ahead of the reader of one object (`SLUICE_STORAGE_IN_FLIGHT`
+/// overrides it): an open object holds at most this many chunks plus the one being read.
+pub const OBJECT_READS_IN_FLIGHT: usize = 4;
+
 /// The bytes of records one window of a global shuffle reads at once.
 pub const GLOBAL_SHUFFLE_WINDOW_BYTES: u64 = 8 << 20;
 

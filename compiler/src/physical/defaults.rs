@@ -10,6 +10,10 @@ mod runtime;
 pub const INTERLEAVE_BUFFER_PER_SLOT: u64 = runtime::INTERLEAVE_BUFFER_PER_SLOT as u64;
 /// The read buffer of one open TFRecord file.
 pub const READ_BUFFER_BYTES: u64 = runtime::READ_BUFFER_BYTES as u64;
+/// The read-ahead of one file read from an object store: the ranged GETs in flight and
+/// the chunk being read.
+pub const OBJECT_READ_AHEAD_BYTES: u64 =
+    ((runtime::OBJECT_READS_IN_FLIGHT + 1) * runtime::OBJECT_READ_CHUNK_BYTES) as u64;
 /// The bytes of records in one window of a global shuffle.
 pub const GLOBAL_SHUFFLE_WINDOW_BYTES: u64 = runtime::GLOBAL_SHUFFLE_WINDOW_BYTES;
 /// The depth an automatic prefetch starts at.

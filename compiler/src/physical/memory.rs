@@ -16,6 +16,9 @@ pub(super) struct Cx<'a> {
     pub(super) params: &'a [ParamDecl],
     /// Rows in one element at the current stage (the product of the batch sizes below).
     pub(super) rows: u64,
+    /// The files the readers keep open at once (each with a read buffer; from an object
+    /// store, each with `OBJECT_READ_AHEAD_BYTES` of ranged GETs).
+    pub(super) open_files: u64,
 }
 
 impl Cx<'_> {
@@ -74,6 +77,7 @@ impl Cx<'_> {
         let cycle = self.cycle(&il.cycle_length);
         let workers = workers.min(cycle.max(1));
         let held = workers.saturating_mul(1 + READ_BATCHES_HANDOVER_PER_THREAD);
+        self.open_files = self.open_files.saturating_add(workers);
         Figures {
             threads,
             held,
@@ -157,6 +161,7 @@ impl Cx<'_> {
                 let cycle = self.cycle(&i.cycle_length);
                 let per_slot = if workers > 1 { INTERLEAVE_BUFFER_PER_SLOT } else { 1 };
                 let held = cycle.saturating_mul(per_slot);
+                self.open_files = self.open_files.saturating_add(cycle);
                 let bytes =
                     held.saturating_mul(elem(self)).saturating_add(cycle.saturating_mul(READ_BUFFER_BYTES));
                 Figures { threads, held, bytes }

@@ -78,6 +78,10 @@ pub struct PhysicalPlan {
     pub memory_bound: u64,
     /// The assumptions the bound rests on (empty when it is exact).
     pub assumptions: Vec<&'static str>,
+    /// The files the readers keep open at once: read from an object store, each adds
+    /// `OBJECT_READ_AHEAD_BYTES` of ranged GETs in flight to the bound (which files are
+    /// objects is known only at run time, from the patterns' values).
+    pub open_files: u64,
     /// The declared budget.
     pub budget: Option<u64>,
     /// Where the tail after `batch` runs.
@@ -94,7 +98,7 @@ pub fn plan(
     device: Device,
     options: Options,
 ) -> Result<PhysicalPlan, Box<Diagnostic>> {
-    let mut cx = memory::Cx { assumptions: Vec::new(), options, params, rows: 1 };
+    let mut cx = memory::Cx { assumptions: Vec::new(), options, params, rows: 1, open_files: 0 };
     let (stages, tail) = lower::lower(plan, &mut cx);
     let memory_bound = stages
         .iter()
@@ -104,7 +108,15 @@ pub fn plan(
         .fold(0u64, u64::saturating_add);
     cx.assumptions.sort_unstable();
     cx.assumptions.dedup();
-    let physical = PhysicalPlan { stages, tail, memory_bound, assumptions: cx.assumptions, budget, device };
+    let physical = PhysicalPlan {
+        stages,
+        tail,
+        memory_bound,
+        assumptions: cx.assumptions,
+        open_files: cx.open_files,
+        budget,
+        device,
+    };
     if let Some(b) = budget
         && memory_bound > b
     {
@@ -192,6 +204,17 @@ impl PhysicalPlan {
             let _ = write!(out, ", assuming {}", self.assumptions.join(", "));
         }
         out.push('\n');
+        if self.open_files > 0 {
+            let ahead = defaults::OBJECT_READ_AHEAD_BYTES;
+            let _ = writeln!(
+                out,
+                "from an object store: + {} of read-ahead ({} open file{} at most, {} of ranged GETs each)",
+                human(self.open_files.saturating_mul(ahead)),
+                self.open_files,
+                if self.open_files == 1 { "" } else { "s" },
+                human(ahead)
+            );
+        }
         out
     }
 }

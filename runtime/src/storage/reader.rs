@@ -26,15 +26,15 @@ use tokio::task::JoinHandle;
 use super::rt;
 use super::store::{Object, Retry, env_num, gave_up, is_transient, stalled, to_io};
 
-/// The size of one ranged GET (`SLUICE_STORAGE_CHUNK` overrides it). Not in the
-/// runtime's `defaults.rs`: the physical plan does not know which files are remote, so
-/// the read-ahead is stated beside its bound (README, ARCHITECTURE) instead of in it.
-pub const STORAGE_CHUNK_BYTES: usize = 8 << 20;
+/// The size of one ranged GET (`SLUICE_STORAGE_CHUNK` overrides it). From the runtime's
+/// `defaults.rs`, which the physical plan reads too: `explain` states the read-ahead of
+/// its open files beside the memory bound, for when they are objects.
+pub const STORAGE_CHUNK_BYTES: usize = crate::defaults::OBJECT_READ_CHUNK_BYTES;
 
 /// Ranged GETs in flight per object being read (`SLUICE_STORAGE_IN_FLIGHT` overrides it):
 /// an open object holds at most this many chunks fetched ahead plus the one being read,
 /// 40 MiB by default.
-pub const STORAGE_IN_FLIGHT: usize = 4;
+pub const STORAGE_IN_FLIGHT: usize = crate::defaults::OBJECT_READS_IN_FLIGHT;
 
 /// How an object is read: the size of each ranged GET, how many run ahead, and the retry
 /// policy.

@@ -255,49 +255,43 @@ impl Index {
         data: &Path,
         index: &Path,
     ) -> Result<()> {
-        let stale = |what: String| {
-            bad(
-                index,
-                format!(
-                    "stale index: {what}; {} changed since it was indexed (rerun `sluice index {}`)",
-                    data.display(),
-                    data.display()
-                ),
-            )
-        };
-        if object.size != self.file_len {
-            return Err(stale(format!(
-                "it describes {} bytes but the object has {}",
-                self.file_len, object.size
-            )));
-        }
-        let (head, tail) = object_fingerprint(object, object.size).map_err(|e| Error::io(data, e))?;
-        if head != self.head_crc || tail != self.tail_crc {
-            return Err(stale("the checksum of the object's first or last 4 KiB differs".to_string()));
-        }
-        Ok(())
+        self.check_fingerprint("object", object.size, data, index, || object_fingerprint(object, object.size))
     }
 
     /// Checks that the open data file `file` is the one this index was built from: same
     /// length, same first and last 4 KiB. A mismatch is a stale index.
     pub fn check_matches(&self, file: &File, data: &Path, index: &Path) -> Result<()> {
         let len = file.metadata().map_err(|e| Error::io(data, e))?.len();
-        let stale = |what: String| {
+        self.check_fingerprint("file", len, data, index, || fingerprint(file, len))
+    }
+
+    /// The data's length `len` and then its first and last 4 KiB's checksums (computed by
+    /// `head_tail` only when the length matches) against the index's: a mismatch is a
+    /// stale index naming `what` the data is.
+    fn check_fingerprint(
+        &self,
+        what: &str,
+        len: u64,
+        data: &Path,
+        index: &Path,
+        head_tail: impl FnOnce() -> std::io::Result<(u32, u32)>,
+    ) -> Result<()> {
+        let stale = |why: String| {
             bad(
                 index,
                 format!(
-                    "stale index: {what}; {} changed since it was indexed (rerun `sluice index {}`)",
+                    "stale index: {why}; {} changed since it was indexed (rerun `sluice index {}`)",
                     data.display(),
                     data.display()
                 ),
             )
         };
         if len != self.file_len {
-            return Err(stale(format!("it describes {} bytes but the file has {len}", self.file_len)));
+            return Err(stale(format!("it describes {} bytes but the {what} has {len}", self.file_len)));
         }
-        let (head, tail) = fingerprint(file, len).map_err(|e| Error::io(data, e))?;
+        let (head, tail) = head_tail().map_err(|e| Error::io(data, e))?;
         if head != self.head_crc || tail != self.tail_crc {
-            return Err(stale("the checksum of the file's first or last 4 KiB differs".to_string()));
+            return Err(stale(format!("the checksum of the {what}'s first or last 4 KiB differs")));
         }
         Ok(())
     }

@@ -14,16 +14,15 @@
 //! Python side raises `CompileError` from it.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode, Stdio};
+use std::process::{ExitCode, Stdio};
 
 use anyhow::Context as _;
 use clap::Args;
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 use sluice_compiler::diagnostic::{line_col, render};
 
 use super::Failure;
-use super::run::{Cache, Profile, SLUICE_SOURCES, this_build, toml_string, write_if_changed};
+use super::run::{Cache, SLUICE_SOURCES, toml_string};
 
 #[derive(Debug, Args)]
 pub struct PythonLibArgs {
@@ -101,19 +100,7 @@ struct PythonLib {
 
 impl PythonLib {
     fn new(cache: &Cache, code: &str, pipelines: &[String], file: &Path) -> PythonLib {
-        let mut h = Sha256::new();
-        for part in [
-            code,
-            "python-lib",
-            env!("CARGO_PKG_VERSION"),
-            SLUICE_SOURCES,
-            &this_build(),
-            cache.profile.dir(),
-        ] {
-            h.update(part.as_bytes());
-            h.update([0]);
-        }
-        let hash: String = h.finalize()[..16].iter().map(|b| format!("{b:02x}")).collect();
+        let hash = cache.key(&[code, "python-lib"]);
         let package = format!("sluice_py_{}", &hash[..16]);
         let files = vec![
             ("Cargo.toml", manifest(&package, file)),
@@ -136,23 +123,10 @@ impl PythonLib {
 
     /// Writes the crate and builds it (cargo's progress on stderr), keeping the library.
     fn build(&self, cache: &Cache) -> Result<PathBuf, Failure> {
-        let sources = Path::new(SLUICE_SOURCES);
-        for (path, text) in &self.files {
-            write_if_changed(&self.dir.join(path), text.as_bytes())?;
-        }
-        for name in ["Cargo.lock", "rust-toolchain.toml"] {
-            if let Ok(bytes) = std::fs::read(sources.join(name)) {
-                write_if_changed(&self.dir.join(name), &bytes)?;
-            }
-        }
-        let mut cargo = Command::new(&cache.cargo);
-        cargo.arg("build").arg("--manifest-path").arg(self.dir.join("Cargo.toml"));
-        if cache.profile == Profile::Release {
-            cargo.arg("--release");
-        }
+        let mut cargo = cache.cargo_build(&self.dir, &self.files)?;
         // Cargo's progress goes to our stderr (the Python caller's); stdout is our answer.
-        cargo.env("CARGO_TARGET_DIR", &cache.target).stdout(Stdio::null());
         let status = cargo
+            .stdout(Stdio::null())
             .status()
             .with_context(|| format!("cannot run cargo ({})", cache.cargo.display()))
             .map_err(Failure::Data)?;
@@ -162,14 +136,7 @@ impl PythonLib {
                 self.dir.display()
             )));
         }
-        let built = cache.target.join(cache.profile.dir()).join(library_file(&self.package));
-        let kept = self.kept();
-        let tmp = self.dir.join(format!(".lib.{}", std::process::id()));
-        std::fs::copy(&built, &tmp)
-            .and_then(|_| std::fs::rename(&tmp, &kept))
-            .with_context(|| format!("cannot keep the library {} as {}", built.display(), kept.display()))
-            .map_err(Failure::Data)?;
-        Ok(kept)
+        cache.keep(&library_file(&self.package), &self.kept())
     }
 }
 

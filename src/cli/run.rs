@@ -271,6 +271,63 @@ impl Cache {
         let cargo = std::env::var_os("CARGO").filter(|c| !c.is_empty()).unwrap_or_else(|| "cargo".into());
         Ok(Cache { runs: dir.join("run"), target, profile, cargo })
     }
+
+    /// The cache key of a generated crate: a hash of `parts` (its code first), the sluice
+    /// version and sources, this executable's build and the profile, in hex.
+    pub(super) fn key(&self, parts: &[&str]) -> String {
+        let mut h = Sha256::new();
+        let build = this_build();
+        let common = [env!("CARGO_PKG_VERSION"), SLUICE_SOURCES, &build, self.profile.dir()];
+        for part in parts.iter().chain(&common) {
+            h.update(part.as_bytes());
+            h.update([0]);
+        }
+        h.finalize()[..16].iter().fold(String::new(), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        })
+    }
+
+    /// Writes a generated crate into `dir` (its `files`, then sluice's `Cargo.lock` and
+    /// toolchain, so that it builds with the same dependency versions and compiler) and
+    /// returns the `cargo build` of it in this cache's target directory and profile.
+    pub(super) fn cargo_build(&self, dir: &Path, files: &[(&str, String)]) -> Result<Command, Failure> {
+        let sources = Path::new(SLUICE_SOURCES);
+        if !sources.join("Cargo.toml").is_file() {
+            return Err(Failure::Data(anyhow::anyhow!(
+                "sluice builds pipelines against the sluice sources at {}, which are gone; reinstall sluice",
+                sources.display()
+            )));
+        }
+        for (path, text) in files {
+            write_if_changed(&dir.join(path), text.as_bytes())?;
+        }
+        for name in ["Cargo.lock", "rust-toolchain.toml"] {
+            if let Ok(bytes) = std::fs::read(sources.join(name)) {
+                write_if_changed(&dir.join(name), &bytes)?;
+            }
+        }
+        let mut cargo = Command::new(&self.cargo);
+        cargo.arg("build").arg("--manifest-path").arg(dir.join("Cargo.toml"));
+        if self.profile == Profile::Release {
+            cargo.arg("--release");
+        }
+        cargo.env("CARGO_TARGET_DIR", &self.target);
+        Ok(cargo)
+    }
+
+    /// Copies the artifact cargo built as `file` in the target directory to `kept`,
+    /// atomically (the kept file appears complete or not at all).
+    pub(super) fn keep(&self, file: &str, kept: &Path) -> Result<PathBuf, Failure> {
+        let built = self.target.join(self.profile.dir()).join(file);
+        let dir = kept.parent().unwrap_or(Path::new("."));
+        let tmp = dir.join(format!(".keep.{}", std::process::id()));
+        std::fs::copy(&built, &tmp)
+            .and_then(|_| std::fs::rename(&tmp, kept))
+            .with_context(|| format!("cannot keep {} as {}", built.display(), kept.display()))
+            .map_err(Failure::Data)?;
+        Ok(kept.to_path_buf())
+    }
 }
 
 /// The runner crate of one generated file.
@@ -289,15 +346,7 @@ struct Runner {
 
 impl Runner {
     fn new(cache: &Cache, code: &str, pipelines: &[String], file: &Path) -> Runner {
-        let mut h = Sha256::new();
-        for part in [code, env!("CARGO_PKG_VERSION"), SLUICE_SOURCES, &this_build(), cache.profile.dir()] {
-            h.update(part.as_bytes());
-            h.update([0]);
-        }
-        let hash: String = h.finalize()[..16].iter().fold(String::new(), |mut s, b| {
-            let _ = write!(s, "{b:02x}");
-            s
-        });
+        let hash = cache.key(&[code]);
         let package = format!("sluice-run-{}", &hash[..16]);
         let stem = file.file_stem().map(|s| s.to_string_lossy()).unwrap_or_default();
         let mut bin: String = stem
@@ -325,28 +374,7 @@ impl Runner {
     /// Writes the crate, builds it with cargo (its output shown only on failure) and keeps
     /// the binary in the crate directory.
     fn build(&self, cache: &Cache) -> Result<PathBuf, Failure> {
-        let sources = Path::new(SLUICE_SOURCES);
-        if !sources.join("Cargo.toml").is_file() {
-            return Err(Failure::Data(anyhow::anyhow!(
-                "sluice run builds pipelines against the sluice sources at {}, which are gone; reinstall sluice",
-                sources.display()
-            )));
-        }
-        for (path, text) in &self.files {
-            write_if_changed(&self.dir.join(path), text.as_bytes())?;
-        }
-        // The same dependency versions as sluice itself, and its toolchain.
-        for name in ["Cargo.lock", "rust-toolchain.toml"] {
-            if let Ok(bytes) = std::fs::read(sources.join(name)) {
-                write_if_changed(&self.dir.join(name), &bytes)?;
-            }
-        }
-        let mut cargo = Command::new(&cache.cargo);
-        cargo.arg("build").arg("--manifest-path").arg(self.dir.join("Cargo.toml"));
-        if cache.profile == Profile::Release {
-            cargo.arg("--release");
-        }
-        cargo.env("CARGO_TARGET_DIR", &cache.target);
+        let mut cargo = cache.cargo_build(&self.dir, &self.files)?;
         let out = cargo
             .output()
             .with_context(|| format!("cannot run cargo ({})", cache.cargo.display()))
@@ -365,18 +393,8 @@ impl Runner {
                 self.dir.display()
             )));
         }
-        let built = cache.target.join(cache.profile.dir()).join(format!(
-            "{}{}",
-            self.package,
-            std::env::consts::EXE_SUFFIX
-        ));
-        let kept = self.dir.join(&self.bin);
-        let tmp = self.dir.join(format!(".{}.{}", self.bin, std::process::id()));
-        std::fs::copy(&built, &tmp)
-            .and_then(|_| std::fs::rename(&tmp, &kept))
-            .with_context(|| format!("cannot keep the runner {} as {}", built.display(), kept.display()))
-            .map_err(Failure::Data)?;
-        Ok(kept)
+        let built = format!("{}{}", self.package, std::env::consts::EXE_SUFFIX);
+        cache.keep(&built, &self.dir.join(&self.bin))
     }
 }
 

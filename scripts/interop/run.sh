@@ -55,7 +55,18 @@ else
     SLUICE="$TARGET_DIR/release/sluice"
 fi
 [[ -x "$SLUICE" ]] || die "no sluice binary at $SLUICE"
-echo "interop: sluice $SLUICE, python $PY (TensorFlow $TF_VERSION), work dir $TMP"
+# The runners `sluice show|run` compile for the checks below: unoptimized, in the target
+# directory the cargo tests' runners use (the runtime is compiled there already when
+# `cargo test` ran first, as in scripts/test), so each check compiles only its generated
+# crate. The values are the same in either profile (no fast-math); only speed differs,
+# and these datasets are small.
+export SLUICE_RUN_PROFILE="${SLUICE_RUN_PROFILE:-dev}"
+if [[ -z "${SLUICE_TARGET_DIR:-}" ]]; then
+    RUN_TARGET="${CARGO_TARGET_DIR:-target}"
+    [[ "$RUN_TARGET" == /* ]] || RUN_TARGET="$ROOT/$RUN_TARGET"
+    export SLUICE_TARGET_DIR="$RUN_TARGET/tmp/sluice-run-target"
+fi
+echo "interop: sluice $SLUICE, python $PY (TensorFlow $TF_VERSION), work dir $TMP, runners $SLUICE_RUN_PROFILE in $SLUICE_TARGET_DIR"
 
 # ---------------------------------------------------------------- bookkeeping
 PASS=0

@@ -82,10 +82,7 @@ impl<T: Element, D: Dataset<Item = Option<T>>> Dataset for Somes<D> {
 
     /// Records its input position at `output` and goes on below with it.
     fn positions(&self, epoch: u64, output: u64, found: &mut Vec<StagePosition>) {
-        if let Some(input) = self.passes.input_at(epoch, output) {
-            found.push(StagePosition { output, input });
-            self.input.positions(epoch, input, found);
-        }
+        self.passes.descend(&self.input, epoch, output, found);
     }
 
     /// From the input position a resumed context holds for it; otherwise by pulling the

@@ -10,7 +10,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use super::Ctx;
+use super::{Ctx, Dataset, StagePosition};
 
 /// The position records of a stage's last top-level passes, by epoch: at most two (the
 /// running one and the one before it, or the next one started ahead of time).
@@ -41,6 +41,16 @@ impl PassPositions {
     pub fn input_at(&self, epoch: u64, output: u64) -> Option<u64> {
         let pass = self.passes.lock().expect("positions lock").iter().find(|(e, _)| *e == epoch).cloned();
         pass.and_then(|(_, p)| p.input_at(output))
+    }
+
+    /// [`Dataset::positions`](super::Dataset::positions) of a stage that records its input
+    /// position (`filter`, `somes`): its own at `output`, if remembered, then its input's
+    /// at that input position.
+    pub fn descend<D: Dataset>(&self, input: &D, epoch: u64, output: u64, found: &mut Vec<StagePosition>) {
+        if let Some(at) = self.input_at(epoch, output) {
+            found.push(StagePosition { output, input: at });
+            input.positions(epoch, at, found);
+        }
     }
 }
 

@@ -1,8 +1,10 @@
-//! More of the `sluice` tool on objects: `bench read` and `bench pipeline` of a URL prefix
+//! More of the `sluice` tool on objects: `bench read`, `bench pipeline` and `bench
+//! shuffle` of a URL prefix
 //! (against the local S3 server, s3s-fs on 127.0.0.1) count what they count for the local
 //! directory; `sluice index --check` of objects, with the index beside the object, in
 //! `--index-dir` or in `$SLUICE_INDEX_DIR`, and a stale index (the object replaced) failing
-//! naming the object's URL; and single objects over plain `http://` from a small
+//! naming the object's URL; a global shuffle of objects reading its indexes from
+//! `$SLUICE_INDEX_DIR`; and single objects over plain `http://` from a small
 //! static-file server on loopback (`runtime/tests/support/http.rs`, no credentials):
 //! `cat` byte-identical to the local file, a 404 failing after one request, and a
 //! pipeline's `tfrecords` reading it. The S3 tests skip without s3s-fs unless
@@ -78,11 +80,26 @@ fn bench_reads_a_bucket_prefix_as_a_directory() {
     assert_eq!(got["records"], want["records"]);
     assert_eq!(got["records"].as_u64(), Some(3000));
 
+    // `bench shuffle` indexes the objects (beside them) and shuffles them globally.
+    let o = json(dir.path(), &env, &["bench", "shuffle", "--json", "--repeat", "1", "s3://data/tabular"]);
+    assert_eq!(o["records"].as_u64(), Some(3000));
+    assert!(server.root.path().join("data/tabular/tabular-00002-of-00003.tfrecord.idx").is_file());
+
     // A prefix with no TFRecord objects, and no object of that name: exit 2 naming it.
     let o = sluice(dir.path(), &env, &["bench", "read", "s3://data/nothing"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
     assert!(text(&o.stderr).contains("s3://data/nothing"), "{}", text(&o.stderr));
 }
+
+/// A global shuffle (which reads through the record indexes).
+const GLOBAL: &str = r#"
+pipeline global(files: glob, seed: u64 = 5) {
+    schema { x: f32[16], label: i64, id: i64 }
+    tfrecords(files);
+    shuffle(global, seed: seed);
+    map { parse_example(); }
+}
+"#;
 
 #[test]
 fn index_check_of_objects_finds_stale_indexes_wherever_they_are() {
@@ -118,6 +135,34 @@ fn index_check_of_objects_finds_stale_indexes_wherever_they_are() {
     let o = sluice(dir.path(), &env_dir, &["index", "--check", "s3://data/tabular"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert!(text(&o.stdout).contains(&local_idx.display().to_string()), "{}", text(&o.stdout));
+
+    // A global shuffle of the objects finds their indexes in `$SLUICE_INDEX_DIR` (those
+    // beside the objects removed) and gives what it gives from the local files.
+    for i in 0..3 {
+        std::fs::remove_file(
+            server.root.path().join(format!("data/tabular/tabular-0000{i}-of-00003.tfrecord.idx")),
+        )
+        .unwrap();
+    }
+    let o = sluice(dir.path(), &env, &["index", local.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let pipe = dir.path().join("global.pipe");
+    std::fs::write(&pipe, GLOBAL).unwrap();
+    let show = |env: &[(&str, String)], files: String| {
+        let set = format!("files={files}");
+        let o = sluice(dir.path(), env, &["show", pipe.to_str().unwrap(), "-n", "all", "--set", &set]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        text(&o.stdout)
+    };
+    let want = show(&env, format!("{}/*.tfrecord", local.display()));
+    assert_eq!(want.lines().count(), 900, "one line per record");
+    assert!(
+        show(&env_dir, "s3://data/tabular/*.tfrecord".to_string()) == want,
+        "the shuffle from s3 differs"
+    );
+
+    let o = sluice(dir.path(), &env, &["index", "s3://data/tabular/"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
 
     // The object replaced by another shard's records: every index of it is stale, an error
     // (exit 1) naming the object's URL and the index.

@@ -548,8 +548,17 @@ mod tests {
 
     #[test]
     fn index_path_appends_idx() {
-        assert_eq!(index_path("d/a.tfrecord"), PathBuf::from("d/a.tfrecord.idx"));
-        assert_eq!(index_path("noext"), PathBuf::from("noext.idx"));
+        assert_eq!(index_path_in("d/a.tfrecord", None), PathBuf::from("d/a.tfrecord.idx"));
+        assert_eq!(index_path_in("noext", None), PathBuf::from("noext.idx"));
+    }
+
+    #[test]
+    fn an_index_dir_holds_the_index_by_the_data_file_name() {
+        let at = |data: &str, dir: &str| index_path_in(data, Some(Path::new(dir)));
+        assert_eq!(at("d/a.tfrecord", "/idx"), PathBuf::from("/idx/a.tfrecord.idx"));
+        assert_eq!(at("s3://b/p/a.tfrecord", "/idx"), PathBuf::from("/idx/a.tfrecord.idx"));
+        assert_eq!(at("s3://b/p/a.tfrecord", "s3://c/idx/"), PathBuf::from("s3://c/idx/a.tfrecord.idx"));
+        assert_eq!(at("/data/a.tfrecord", "gs://c"), PathBuf::from("gs://c/a.tfrecord.idx"));
     }
 
     #[test]

@@ -11,7 +11,7 @@
 //! objects): each index is then written beside its object, or in `--index-dir` (a local
 //! directory or a URL prefix; default `$SLUICE_INDEX_DIR`, where the runtime looks too).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
@@ -68,13 +68,13 @@ pub fn run(args: IndexArgs) -> Result<ExitCode, Failure> {
 
 /// Loads `path`'s index from `at` (format, checksum, fingerprint) and compares its
 /// offsets with a fresh scan of the file.
-fn check(path: &PathBuf, at: &PathBuf) -> Result<Index, Failure> {
+fn check(path: &PathBuf, at: &Path) -> Result<Index, Failure> {
     let stored = Index::load_at(path, at)?;
     let fresh = build_index(path)?;
     if stored.offsets() != fresh.offsets() {
         let k = stored.offsets().iter().zip(fresh.offsets()).take_while(|(a, b)| a == b).count();
         return Err(Error::Index {
-            path: at.clone(),
+            path: at.to_path_buf(),
             reason: format!(
                 "the index does not match {}'s records from record {k} on (rerun `sluice index {}`)",
                 path.display(),

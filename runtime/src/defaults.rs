@@ -18,6 +18,12 @@ pub const OBJECT_READ_CHUNK_BYTES: usize = 8 << 20;
 /// overrides it): an open object holds at most this many chunks plus the one being read.
 pub const OBJECT_READS_IN_FLIGHT: usize = 4;
 
+/// The ranged GETs an open object runs ahead beyond its first one draw on one pool of
+/// this many bytes for the whole process (`SLUICE_STORAGE_READ_AHEAD` overrides it): so
+/// `n` open objects hold at most `min(n × (in_flight + 1), 2n) × chunk + this`, and many
+/// open objects (a wide interleave) do not each get the full read-ahead.
+pub const OBJECT_READ_AHEAD_SHARED_BYTES: usize = 128 << 20;
+
 /// The bytes of records one window of a global shuffle reads at once.
 pub const GLOBAL_SHUFFLE_WINDOW_BYTES: u64 = 8 << 20;
 

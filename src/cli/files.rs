@@ -33,11 +33,13 @@ pub fn check_files(paths: &[PathBuf]) -> Result<(), Failure> {
 }
 
 /// Expands directories into their `*.tfrecord[.gz|.zlib]` files (sorted); files stay.
+/// A URL is a directory too when it ends in `/` or does not name a TFRecord file and
+/// its prefix holds TFRecord objects ([`expand_url_dir`]).
 pub fn expand_dirs(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Failure> {
     let mut out = Vec::new();
     for p in paths {
         if storage::is_url(p) {
-            out.push(p.clone());
+            out.extend(expand_url_dir(p)?);
             continue;
         }
         let meta = std::fs::metadata(p).map_err(|e| Failure::Usage(format!("{}: {e}", p.display())))?;
@@ -57,6 +59,33 @@ pub fn expand_dirs(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Failure> {
         out.extend(found);
     }
     Ok(out)
+}
+
+/// A URL argument as the objects it stands for: itself when it names a TFRecord object
+/// (`….tfrecord[.gz|.zlib]`, not checked here: opening it says if it is missing), else
+/// the `*.tfrecord[.gz|.zlib]` objects under it as a directory (one listing, sorted),
+/// else itself when it is an object (a `HEAD`). Neither is a usage error naming the URL.
+fn expand_url_dir(url: &Path) -> Result<Vec<PathBuf>, Failure> {
+    let text = url.to_string_lossy();
+    // A web server has no listing: an `https://` URL is one object.
+    let web = text.starts_with("http://") || text.starts_with("https://");
+    if web || (!text.ends_with('/') && is_tfrecord_name(url)) {
+        return Ok(vec![url.to_path_buf()]);
+    }
+    let dir = text.trim_end_matches('/');
+    let pattern = PathBuf::from(format!("{dir}/*.tfrecord*"));
+    let found: Vec<PathBuf> = storage::glob::expand(&pattern)
+        .map_err(|e| Failure::Usage(e.to_string()))?
+        .into_iter()
+        .filter(|f| is_tfrecord_name(f))
+        .collect();
+    if !found.is_empty() {
+        return Ok(found);
+    }
+    if !text.ends_with('/') && storage::exists(url).map_err(|e| Failure::Usage(e.to_string()))? {
+        return Ok(vec![url.to_path_buf()]);
+    }
+    Err(Failure::Usage(format!("{text}: no such object, and no *.tfrecord objects under this prefix")))
 }
 
 fn is_tfrecord_name(p: &Path) -> bool {

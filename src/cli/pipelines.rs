@@ -2,7 +2,9 @@
 //! (`bench/tfdata_bench.py`), built by hand with the runtime API, each computing
 //! what its tf.data counterpart computes. The same protocol as the peer: read every file
 //! once (page cache), warm up on a separate pass, then time one full epoch; peak RSS is
-//! the process's whole life.
+//! the process's whole life. The data directory may be a URL prefix
+//! (`s3://bucket/data`): the objects are then streamed by ranged GETs in every pass, with
+//! nothing to warm.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -20,7 +22,7 @@ pub struct PipelineArgs {
     /// read, parse_tabular, shuffle_tabular, map_per_record, image_raw, jpeg; or memory (the bounded-memory
     /// check: interleave → parse → shuffle(10000) → batch(64) over image records).
     name: String,
-    /// Directory of `*.tfrecord` shards (made by `sluice gen`).
+    /// Directory of `*.tfrecord` shards (made by `sluice gen`), or a URL prefix of them.
     data: PathBuf,
     /// Batches (or records, for `read`) pulled before timing.
     #[arg(long, default_value_t = 5)]
@@ -105,7 +107,8 @@ fn run_epoch<D: Dataset>(
 }
 
 pub fn run(args: PipelineArgs) -> Result<ExitCode, Failure> {
-    let pattern = format!("{}/*.tfrecord*", args.data.display());
+    let dir = args.data.to_string_lossy();
+    let pattern = format!("{}/*.tfrecord*", dir.trim_end_matches('/'));
     let file_list = files(&pattern).map_err(|e| Failure::Usage(e.to_string()))?;
     let mut file_bytes = 0u64;
     for f in file_list.paths() {
@@ -178,8 +181,12 @@ pub fn run(args: PipelineArgs) -> Result<ExitCode, Failure> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Reads a file once so the timed epoch reads from the page cache; returns its size.
+/// Reads a file once so the timed epoch reads from the page cache; returns its size. An
+/// object is not read (nothing caches it): its size comes from a `HEAD`.
 fn warm(path: &std::path::Path) -> std::io::Result<u64> {
+    if sluice_runtime::storage::is_url(path) {
+        return sluice_runtime::storage::size(path);
+    }
     let mut f = std::fs::File::open(path)?;
     std::io::copy(&mut f, &mut std::io::sink())
 }

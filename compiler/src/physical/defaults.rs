@@ -14,6 +14,11 @@ pub const READ_BUFFER_BYTES: u64 = runtime::READ_BUFFER_BYTES as u64;
 /// the chunk being read.
 pub const OBJECT_READ_AHEAD_BYTES: u64 =
     ((runtime::OBJECT_READS_IN_FLIGHT + 1) * runtime::OBJECT_READ_CHUNK_BYTES) as u64;
+/// What one open object keeps of its read-ahead for itself (the chunk being read and the
+/// first ahead); the rest comes from a pool for the whole process.
+pub const OBJECT_READ_AHEAD_OWN_BYTES: u64 = 2 * runtime::OBJECT_READ_CHUNK_BYTES as u64;
+/// The process-wide pool of read-ahead beyond each open object's own.
+pub const OBJECT_READ_AHEAD_SHARED_BYTES: u64 = runtime::OBJECT_READ_AHEAD_SHARED_BYTES as u64;
 /// The bytes of records in one window of a global shuffle.
 pub const GLOBAL_SHUFFLE_WINDOW_BYTES: u64 = runtime::GLOBAL_SHUFFLE_WINDOW_BYTES;
 /// The depth an automatic prefetch starts at.

@@ -206,14 +206,33 @@ impl PhysicalPlan {
         out.push('\n');
         if self.open_files > 0 {
             let ahead = defaults::OBJECT_READ_AHEAD_BYTES;
-            let _ = writeln!(
-                out,
-                "from an object store: + {} of read-ahead ({} open file{} at most, {} of ranged GETs each)",
-                human(self.open_files.saturating_mul(ahead)),
+            let each = self.open_files.saturating_mul(ahead);
+            let own = defaults::OBJECT_READ_AHEAD_OWN_BYTES;
+            let pooled =
+                self.open_files.saturating_mul(own).saturating_add(defaults::OBJECT_READ_AHEAD_SHARED_BYTES);
+            let files = format!(
+                "{} open file{} at most",
                 self.open_files,
-                if self.open_files == 1 { "" } else { "s" },
-                human(ahead)
+                if self.open_files == 1 { "" } else { "s" }
             );
+            let _ = if each <= pooled {
+                writeln!(
+                    out,
+                    "from an object store: + {} of read-ahead ({files}, {} of ranged GETs each)",
+                    human(each),
+                    human(ahead)
+                )
+            } else {
+                writeln!(
+                    out,
+                    "from an object store: + {} of read-ahead ({files}, {} of ranged GETs each, beyond {} \
+                     each from one pool of {})",
+                    human(pooled),
+                    human(ahead),
+                    human(own),
+                    human(defaults::OBJECT_READ_AHEAD_SHARED_BYTES)
+                )
+            };
         }
         out
     }

@@ -3,7 +3,11 @@
 //!
 //! **Bounded read-ahead:** an open object holds at most `in_flight` chunks being fetched
 //! or fetched and waiting, plus the one being read: `(in_flight + 1) × chunk` bytes
-//! ([`ReadOptions::read_ahead_bytes`]), whatever the object's size.
+//! ([`ReadOptions::read_ahead_bytes`]), whatever the object's size. Only its first chunk
+//! ahead is its own: the others are taken from one pool for the whole process
+//! ([`ReadOptions::shared`] bytes, given back as each is read), so `n` open objects hold
+//! at most `min((in_flight + 1) × chunk × n, 2 × chunk × n + shared)`. A reader that
+//! finds the pool empty goes on with its one chunk ahead (it never waits for the pool).
 //!
 //! **Exact resume:** a chunk is one byte range; when its GET fails or stalls part-way
 //! (connection reset, 5xx, 503 throttling, no bytes for the stall timeout), the bytes
@@ -17,6 +21,7 @@ use std::io::{self, Read};
 use std::ops::Range;
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::{Bytes, BytesMut};
 use futures_util::StreamExt;
@@ -36,6 +41,13 @@ pub const STORAGE_CHUNK_BYTES: usize = crate::defaults::OBJECT_READ_CHUNK_BYTES;
 /// 40 MiB by default.
 pub const STORAGE_IN_FLIGHT: usize = crate::defaults::OBJECT_READS_IN_FLIGHT;
 
+/// The process-wide pool of read-ahead beyond each open object's first chunk ahead
+/// (`SLUICE_STORAGE_READ_AHEAD` overrides it).
+pub const STORAGE_SHARED_READ_AHEAD: usize = crate::defaults::OBJECT_READ_AHEAD_SHARED_BYTES;
+
+/// Bytes of the shared pool taken now, by every open reader of the process.
+static SHARED_TAKEN: AtomicU64 = AtomicU64::new(0);
+
 /// How an object is read: the size of each ranged GET, how many run ahead, and the retry
 /// policy.
 #[derive(Debug, Clone, Copy)]
@@ -44,23 +56,33 @@ pub struct ReadOptions {
     pub chunk: usize,
     /// Ranged GETs in flight at once (at least 1).
     pub in_flight: usize,
+    /// Bytes of the process-wide pool the GETs beyond each reader's first one draw on.
+    pub shared: u64,
     /// Retries, backoff and the stall timeout.
     pub retry: Retry,
 }
 
 impl ReadOptions {
-    /// The defaults ([`STORAGE_CHUNK_BYTES`], [`STORAGE_IN_FLIGHT`]),
-    /// overridden by `SLUICE_STORAGE_CHUNK` and `SLUICE_STORAGE_IN_FLIGHT`, and
-    /// [`Retry::from_env`].
+    /// The defaults ([`STORAGE_CHUNK_BYTES`], [`STORAGE_IN_FLIGHT`],
+    /// [`STORAGE_SHARED_READ_AHEAD`]), overridden by `SLUICE_STORAGE_CHUNK`,
+    /// `SLUICE_STORAGE_IN_FLIGHT` and `SLUICE_STORAGE_READ_AHEAD`, and [`Retry::from_env`].
     pub fn from_env() -> ReadOptions {
         let chunk = env_num("SLUICE_STORAGE_CHUNK").map_or(STORAGE_CHUNK_BYTES, |n| n as usize);
         let in_flight = env_num("SLUICE_STORAGE_IN_FLIGHT").map_or(STORAGE_IN_FLIGHT, |n| n as usize);
-        ReadOptions { chunk: chunk.max(1), in_flight: in_flight.max(1), retry: Retry::from_env() }
+        let shared = env_num("SLUICE_STORAGE_READ_AHEAD").unwrap_or(STORAGE_SHARED_READ_AHEAD as u64);
+        ReadOptions { chunk: chunk.max(1), in_flight: in_flight.max(1), shared, retry: Retry::from_env() }
     }
 
     /// The most bytes one open object holds: the chunks in flight and the one being read.
     pub fn read_ahead_bytes(&self) -> u64 {
         (self.in_flight as u64 + 1) * self.chunk as u64
+    }
+
+    /// The most bytes `open` open objects hold together: each its own two chunks (the one
+    /// read and the first ahead), and the shared pool.
+    pub fn read_ahead_bytes_of(&self, open: u64) -> u64 {
+        let own = open.saturating_mul(self.read_ahead_bytes());
+        own.min(open.saturating_mul(2 * self.chunk as u64).saturating_add(self.shared))
     }
 }
 
@@ -76,6 +98,9 @@ pub struct ObjectReader {
     /// The chunk being read and how far.
     current: Bytes,
     pos: usize,
+    /// The sizes of the pending chunks taken from the shared pool, oldest first (all
+    /// pending chunks but the oldest one).
+    borrowed: VecDeque<u64>,
 }
 
 impl ObjectReader {
@@ -93,6 +118,7 @@ impl ObjectReader {
             pending: VecDeque::new(),
             current: Bytes::new(),
             pos: 0,
+            borrowed: VecDeque::new(),
         }
     }
 
@@ -101,10 +127,22 @@ impl ObjectReader {
         self.object.size
     }
 
-    /// Requests chunks until `in_flight` are pending or the object is all requested.
+    /// Requests chunks until `in_flight` are pending, the shared pool has no room for
+    /// one more beyond the first, or the object is all requested.
     fn top_up(&mut self) {
         while self.pending.len() < self.opts.in_flight && self.next_fetch < self.object.size {
             let end = (self.next_fetch + self.opts.chunk as u64).min(self.object.size);
+            if !self.pending.is_empty() {
+                let n = end - self.next_fetch;
+                let limit = self.opts.shared;
+                let took = SHARED_TAKEN.fetch_update(Ordering::AcqRel, Ordering::Acquire, |t| {
+                    t.checked_add(n).filter(|&after| after <= limit)
+                });
+                if took.is_err() {
+                    break;
+                }
+                self.borrowed.push_back(n);
+            }
             let (object, retry) = (self.object.clone(), self.opts.retry);
             self.pending.push_back(rt::spawn(fetch(object, self.next_fetch..end, retry)));
             self.next_fetch = end;
@@ -117,6 +155,11 @@ impl Read for ObjectReader {
         if self.pos == self.current.len() {
             self.top_up();
             let Some(next) = self.pending.pop_front() else { return Ok(0) };
+            // The next pending chunk, if any, is now the first ahead: its own, no longer
+            // borrowed. (The borrowed sizes are the chunks after the first, oldest first.)
+            if let Some(n) = self.borrowed.pop_front() {
+                SHARED_TAKEN.fetch_sub(n, Ordering::AcqRel);
+            }
             self.current =
                 rt::block_on(next).map_err(|e| io::Error::other(format!("{e} ({})", self.object.url)))??;
             self.pos = 0;
@@ -135,6 +178,7 @@ impl Drop for ObjectReader {
         for h in &self.pending {
             h.abort();
         }
+        SHARED_TAKEN.fetch_sub(self.borrowed.iter().sum::<u64>(), Ordering::AcqRel);
     }
 }
 
@@ -240,4 +284,41 @@ pub fn fetch_ranges(object: &Arc<Object>, ranges: &[Range<u64>], retry: Retry) -
         }
         Ok(out)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use object_store::memory::InMemory;
+    use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+
+    /// Readers of one in-memory object: the first ahead of each is its own, the GETs
+    /// beyond it share the pool, which a reader gives back as it reads and when dropped;
+    /// one that finds the pool full still reads its object whole and in order.
+    #[test]
+    fn read_ahead_beyond_the_first_chunk_comes_from_one_pool() {
+        let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+        let data: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
+        let key = object_store::path::Path::from("pool/a");
+        rt::block_on(store.put(&key, PutPayload::from(data.clone()))).unwrap();
+        let object = Object { store, key, url: "mem://pool/a".into(), size: data.len() as u64, e_tag: None };
+        let opts = ReadOptions { chunk: 1000, in_flight: 4, shared: 2000, retry: Retry::from_env() };
+        assert_eq!(ReadOptions { shared: 1 << 30, ..opts }.read_ahead_bytes_of(2), 2 * 5000);
+        assert_eq!(opts.read_ahead_bytes_of(1), 2000 + 2000);
+        assert_eq!(opts.read_ahead_bytes_of(3), 3 * 2000 + 2000);
+        let before = SHARED_TAKEN.load(Ordering::Acquire);
+        let mut a = ObjectReader::new(object.clone(), ReadOptions { shared: before + 2000, ..opts });
+        let mut b = ObjectReader::new(object, ReadOptions { shared: before + 2000, ..opts });
+        let mut byte = [0u8; 1];
+        a.read_exact(&mut byte).unwrap();
+        // `a` has its own chunk ahead and two from the pool; the pool is then full.
+        assert_eq!((a.pending.len(), a.borrowed.len()), (3, 2));
+        b.read_exact(&mut byte).unwrap();
+        assert_eq!((b.pending.len(), b.borrowed.len()), (1, 0), "the pool is full: one ahead");
+        let mut rest = Vec::new();
+        b.read_to_end(&mut rest).unwrap();
+        assert_eq!([&byte[..], &rest].concat(), data);
+        drop(a);
+        assert_eq!(SHARED_TAKEN.load(Ordering::Acquire), before, "all given back");
+    }
 }

@@ -7,7 +7,11 @@
 //! file's whole name with `.idx` appended (`train-00000-of-00016.tfrecord` →
 //! `train-00000-of-00016.tfrecord.idx`). `sluice index FILE...` writes it ([`write_index`]);
 //! it is written beside the data as `NAME.idx.tmp-PID` and renamed into place, so an
-//! index file is either complete or absent.
+//! index file is either complete or absent. The data may be an object (`s3://…`): its
+//! index is then an object beside it, uploaded whole. When `SLUICE_INDEX_DIR` is set (a
+//! local directory or a URL prefix; for a bucket one cannot write to) every index is
+//! `$SLUICE_INDEX_DIR/NAME.idx` instead, for writing and for reading alike
+//! ([`index_path_in`]; `sluice index --index-dir` names it per command).
 //!
 //! # Format (version 1, little-endian)
 //!
@@ -79,9 +83,30 @@ const MIN_EXTENT: u64 = (HEADER_LEN + FOOTER_LEN) as u64;
 /// plus framing. A longer record could not have been indexed by [`build_index`].
 pub const MAX_EXTENT: u64 = (1 << 30) + MIN_EXTENT;
 
-/// The index file of the TFRecord file `data`: its name with `.idx` appended.
+/// The environment variable naming a directory (local, or a URL prefix) that holds the
+/// indexes instead of the data's own directory: for data in a bucket one cannot write to.
+pub const INDEX_DIR_ENV: &str = "SLUICE_INDEX_DIR";
+
+/// The index file of the TFRecord file `data`: its name with `.idx` appended, beside it,
+/// or in the directory [`INDEX_DIR_ENV`] names when it is set ([`index_path_in`]).
 pub fn index_path(data: impl AsRef<Path>) -> PathBuf {
-    let mut name = data.as_ref().as_os_str().to_owned();
+    let dir = std::env::var_os(INDEX_DIR_ENV).filter(|d| !d.is_empty()).map(PathBuf::from);
+    index_path_in(data, dir.as_deref())
+}
+
+/// The index file of `data` in the directory `dir` (a local directory or a URL prefix):
+/// `dir/NAME.idx` for the data's file name `NAME`; beside the data when `dir` is `None`.
+/// Data files of one name in two directories need two index directories.
+pub fn index_path_in(data: impl AsRef<Path>, dir: Option<&Path>) -> PathBuf {
+    let data = data.as_ref();
+    let mut name = match dir {
+        None => data.as_os_str().to_owned(),
+        Some(dir) => {
+            let file = data.to_str().and_then(|s| s.rsplit('/').next()).map(std::ffi::OsString::from);
+            let file = file.or_else(|| data.file_name().map(ToOwned::to_owned)).unwrap_or_default();
+            storage::join(dir, &file.to_string_lossy()).into_os_string()
+        }
+    };
     name.push(".idx");
     PathBuf::from(name)
 }
@@ -175,74 +200,37 @@ impl Index {
         Ok(index)
     }
 
-    /// Loads the index of the TFRecord file `data` from [`index_path`]`(data)` and checks
-    /// it against `data`. A missing index, a damaged one or a stale one is an
+    /// Loads the index of the TFRecord file or object `data` from [`index_path`]`(data)`
+    /// and checks it against `data`. A missing index, a damaged one or a stale one is an
     /// [`Error::Index`] naming the index file and saying to run `sluice index`.
     pub fn load(data: impl AsRef<Path>) -> Result<Index> {
         let data = data.as_ref();
+        Index::load_at(data, &index_path(data))
+    }
+
+    /// Loads the index at `index` (a local file or an object, beside `data` or elsewhere)
+    /// and checks it against the file or object `data`.
+    pub fn load_at(data: &Path, index: &Path) -> Result<Index> {
+        if storage::is_url(data) {
+            let object = Arc::new(storage::Object::head(data).map_err(|e| Error::io(data, e))?);
+            return Index::load_for_object(&object, data, index);
+        }
         let file = File::open(data).map_err(|e| Error::io(data, e))?;
-        Index::load_for(&file, data, &index_path(data))
+        Index::load_for(&file, data, index)
     }
 
     /// Loads the index at `index` and checks it against the open data file `file`
     /// (named `data` in errors).
     pub fn load_for(file: &File, data: &Path, index: &Path) -> Result<Index> {
-        // An index is a regular file, as data files are: opening a FIFO would wait for a
-        // writer forever, and a device has no size. Checked before opening it, and again
-        // on what was opened.
-        let regular = |m: &std::fs::Metadata| {
-            if m.is_file() {
-                Ok(())
-            } else {
-                Err(bad(index, "not a regular file (an index is a file `sluice index` writes)".to_string()))
-            }
-        };
-        match std::fs::metadata(index) {
-            Ok(m) => regular(&m)?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(bad(
-                    index,
-                    format!("no index for {} (run `sluice index {}`)", data.display(), data.display()),
-                ));
-            }
-            Err(e) => return Err(Error::io(index, e)),
-        }
-        let mut f = File::open(index).map_err(|e| Error::io(index, e))?;
-        let meta = f.metadata().map_err(|e| Error::io(index, e))?;
-        regular(&meta)?;
-        let size = meta.len();
-        // Validate the fixed part before allocating for the offsets: the declared count
-        // must match the index's size and fit in the data file.
-        let mut head = [0u8; HEAD_LEN];
-        let n = read_up_to(&mut f, &mut head).map_err(|e| Error::io(index, e))?;
-        check_head(&head[..n], size, index)?;
-        let mut bytes = Vec::with_capacity(size as usize);
-        bytes.extend_from_slice(&head);
-        std::io::Read::read_to_end(&mut f, &mut bytes).map_err(|e| Error::io(index, e))?;
-        if bytes.len() as u64 != size {
-            return Err(bad(index, "the index changed while it was read".to_string()));
-        }
-        let idx = Index::from_bytes(&bytes, index)?;
+        let idx = Index::from_bytes(&read_index_bytes(data, index)?, index)?;
         idx.check_matches(file, data, index)?;
         Ok(idx)
     }
 
-    /// Loads the index object `index` (beside the object `data`) and checks it against
+    /// Loads the index at `index` (an object, or a local file) and checks it against
     /// `object` (what a `HEAD` of `data` said): the counterpart of [`Index::load_for`].
     pub fn load_for_object(object: &Arc<storage::Object>, data: &Path, index: &Path) -> Result<Index> {
-        let bytes = match storage::read(index) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(bad(
-                    index,
-                    format!("no index for {} (run `sluice index {}`)", data.display(), data.display()),
-                ));
-            }
-            Err(e) => return Err(Error::io(index, e)),
-        };
-        let n = bytes.len().min(HEAD_LEN);
-        check_head(&bytes[..n], bytes.len() as u64, index)?;
-        let idx = Index::from_bytes(&bytes, index)?;
+        let idx = Index::from_bytes(&read_index_bytes(data, index)?, index)?;
         idx.check_matches_object(object, data, index)?;
         Ok(idx)
     }
@@ -372,6 +360,54 @@ fn bad(path: &Path, reason: String) -> Error {
     Error::Index { path: path.to_path_buf(), reason }
 }
 
+/// The bytes of the index file or object `index` of `data`, its fixed part checked before
+/// the rest is read. Missing, it is an [`Error::Index`] saying to run `sluice index`.
+fn read_index_bytes(data: &Path, index: &Path) -> Result<Vec<u8>> {
+    let missing =
+        || bad(index, format!("no index for {} (run `sluice index {}`)", data.display(), data.display()));
+    if storage::is_url(index) {
+        let bytes = match storage::read(index) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(missing()),
+            Err(e) => return Err(Error::io(index, e)),
+        };
+        let n = bytes.len().min(HEAD_LEN);
+        check_head(&bytes[..n], bytes.len() as u64, index)?;
+        return Ok(bytes);
+    }
+    // An index is a regular file, as data files are: opening a FIFO would wait for a
+    // writer forever, and a device has no size. Checked before opening it, and again on
+    // what was opened.
+    let regular = |m: &std::fs::Metadata| {
+        if m.is_file() {
+            Ok(())
+        } else {
+            Err(bad(index, "not a regular file (an index is a file `sluice index` writes)".to_string()))
+        }
+    };
+    match std::fs::metadata(index) {
+        Ok(m) => regular(&m)?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(missing()),
+        Err(e) => return Err(Error::io(index, e)),
+    }
+    let mut f = File::open(index).map_err(|e| Error::io(index, e))?;
+    let meta = f.metadata().map_err(|e| Error::io(index, e))?;
+    regular(&meta)?;
+    let size = meta.len();
+    // Validate the fixed part before allocating for the offsets: the declared count must
+    // match the index's size and fit in the data file.
+    let mut head = [0u8; HEAD_LEN];
+    let n = read_up_to(&mut f, &mut head).map_err(|e| Error::io(index, e))?;
+    check_head(&head[..n], size, index)?;
+    let mut bytes = Vec::with_capacity(size as usize);
+    bytes.extend_from_slice(&head);
+    std::io::Read::read_to_end(&mut f, &mut bytes).map_err(|e| Error::io(index, e))?;
+    if bytes.len() as u64 != size {
+        return Err(bad(index, "the index changed while it was read".to_string()));
+    }
+    Ok(bytes)
+}
+
 /// Reads into `buf` until it is full or the stream ends; the bytes read.
 fn read_up_to(f: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
     let mut n = 0;
@@ -457,8 +493,14 @@ pub fn build_index(path: impl AsRef<Path>) -> Result<Index> {
 /// file renamed into place). Returns the index and where it was written.
 pub fn write_index(path: impl AsRef<Path>) -> Result<(Index, PathBuf)> {
     let path = path.as_ref();
+    write_index_to(path, index_path(path))
+}
+
+/// Builds the index of `path` and writes it to `dest` (a local file, written to a
+/// temporary file renamed into place, or an object, one upload): complete or absent.
+pub fn write_index_to(path: impl AsRef<Path>, dest: PathBuf) -> Result<(Index, PathBuf)> {
+    let path = path.as_ref();
     let index = build_index(path)?;
-    let dest = index_path(path);
     if storage::is_url(&dest) {
         // Beside the object: one upload, which appears whole or not at all.
         let mut w = storage::ObjectWriter::create(&dest).map_err(|e| Error::io(&dest, e))?;
@@ -506,8 +548,17 @@ mod tests {
 
     #[test]
     fn index_path_appends_idx() {
-        assert_eq!(index_path("d/a.tfrecord"), PathBuf::from("d/a.tfrecord.idx"));
-        assert_eq!(index_path("noext"), PathBuf::from("noext.idx"));
+        assert_eq!(index_path_in("d/a.tfrecord", None), PathBuf::from("d/a.tfrecord.idx"));
+        assert_eq!(index_path_in("noext", None), PathBuf::from("noext.idx"));
+    }
+
+    #[test]
+    fn an_index_dir_holds_the_index_by_the_data_file_name() {
+        let at = |data: &str, dir: &str| index_path_in(data, Some(Path::new(dir)));
+        assert_eq!(at("d/a.tfrecord", "/idx"), PathBuf::from("/idx/a.tfrecord.idx"));
+        assert_eq!(at("s3://b/p/a.tfrecord", "/idx"), PathBuf::from("/idx/a.tfrecord.idx"));
+        assert_eq!(at("s3://b/p/a.tfrecord", "s3://c/idx/"), PathBuf::from("s3://c/idx/a.tfrecord.idx"));
+        assert_eq!(at("/data/a.tfrecord", "gs://c"), PathBuf::from("gs://c/a.tfrecord.idx"));
     }
 
     #[test]

@@ -26,7 +26,7 @@ mod input;
 mod reader;
 mod writer;
 
-pub use index::{Index, build_index, index_path, write_index};
+pub use index::{INDEX_DIR_ENV, Index, build_index, index_path, index_path_in, write_index, write_index_to};
 pub use indexed::{CoalesceOptions, IndexedFile, RecordRequest, check_record, read_records};
 pub(crate) use input::open_input_sniffed;
 pub use input::{Compression, Input, detect_compression, detect_text_compression};

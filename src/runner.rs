@@ -3,8 +3,8 @@
 //! generated runner binary is [`main`] over the file's pipelines.
 //!
 //! A run makes the parameters from `--set NAME=VALUE` pairs, builds the dataset once and
-//! pulls `--epochs` full passes from it (a fresh stream each, the turns overlapped unless
-//! `--no-overlap`: `runner/epochs.rs`), then reports records, batches, time (and each
+//! pulls `--epochs` full passes from it (a fresh stream each; with `--overlap` each turn
+//! overlapped: `runner/epochs.rs`), then reports records, batches, time (and each
 //! epoch's), throughput, peak RSS and the per-stage statistics with the bottleneck named:
 //! as text, or as one JSON object on stdout with `--json`.
 //!
@@ -46,7 +46,7 @@ pub struct RunArgs {
     pub set: Vec<(String, String)>,
     /// Full passes over the dataset.
     pub epochs: u64,
-    /// Start each epoch's pass before the last one ends (`--no-overlap`: false).
+    /// Start each epoch's pass before the last one ends (`--overlap`).
     pub overlap: bool,
     /// Print one JSON object on stdout instead of the text report.
     pub json: bool,
@@ -75,7 +75,7 @@ impl Default for RunArgs {
         RunArgs {
             set: Vec::new(),
             epochs: 1,
-            overlap: true,
+            overlap: false,
             json: false,
             progress: true,
             memory_budget: None,
@@ -431,7 +431,7 @@ pub fn peak_rss_bytes() -> u64 {
 pub type Pipeline = fn(&RunArgs) -> ExitCode;
 
 /// The `main` of a generated runner binary over its file's pipelines (name and `run`):
-/// `[PIPELINE] [--set NAME=VALUE]... [--epochs N] [--no-overlap] [--json] [--no-progress]
+/// `[PIPELINE] [--set NAME=VALUE]... [--epochs N] [--overlap] [--json] [--no-progress]
 /// [--memory-budget-mb N] [--show N|all]`. PIPELINE may be left out when there is one.
 pub fn main(pipelines: &[(&str, Pipeline)]) -> ExitCode {
     let mut argv = std::env::args_os();
@@ -461,7 +461,7 @@ enum Command {
 
 fn usage(program: &str, names: &[&str]) -> String {
     format!(
-        "usage: {program} [PIPELINE] [--set NAME=VALUE]... [--epochs N] [--no-overlap] [--json] [--no-progress] \
+        "usage: {program} [PIPELINE] [--set NAME=VALUE]... [--epochs N] [--overlap] [--json] [--no-progress] \
          [--memory-budget-mb N] [--show N|all] [--output DIR [--shards N] [--compression none|gzip]]\npipelines: {}\n",
         names.join(", ")
     )
@@ -536,11 +536,11 @@ fn parse(argv: impl IntoIterator<Item = OsString>, names: &[&str]) -> Result<Com
                     _ => return Err(format!("`--compression {v}`: expected `none` or `gzip`")),
                 });
             }
-            "--json" | "--no-progress" | "--no-overlap" if inline.is_some() => {
+            "--json" | "--no-progress" | "--overlap" if inline.is_some() => {
                 return Err(format!("`{flag}` takes no value"));
             }
             "--json" => args.json = true,
-            "--no-overlap" => args.overlap = false,
+            "--overlap" => args.overlap = true,
             "--no-progress" => args.progress = false,
             f if f.starts_with('-') && f.len() > 1 => return Err(format!("unknown flag `{f}`")),
             _ if pipeline.is_some() => return Err(format!("unexpected argument `{arg}`")),
@@ -590,7 +590,7 @@ mod tests {
                 "--epochs=2",
                 "--json",
                 "--no-progress",
-                "--no-overlap",
+                "--overlap",
                 "--memory-budget-mb",
                 "4",
                 "--show=all",
@@ -600,7 +600,7 @@ mod tests {
         let expected = RunArgs {
             set: vec![("n".into(), "3".into()), ("files".into(), "a=b".into())],
             epochs: 2,
-            overlap: false,
+            overlap: true,
             json: true,
             progress: false,
             memory_budget: Some(4 << 20),

@@ -2,10 +2,10 @@
 //! context (a reshuffling `shuffle` or a random op sees a new one; the statistics add up),
 //! with the epoch turns overlapped.
 //!
-//! **Overlap.** Without it, each pass starts when the last one has delivered its last
-//! element, so every turn waits for the new pass's start-up (threads, files, the shuffle
-//! buffer's fill, AUTOTUNE) while the old pass's tail leaves cores idle. With it (the
-//! default; `--no-overlap` turns it off), the pass of epoch `e + 1` is started once pass
+//! **Overlap.** Without it (the default), each pass starts when the last one has delivered
+//! its last element, so every turn waits for the new pass's start-up (threads, files, the
+//! shuffle buffer's fill, AUTOTUNE) while the old pass's tail leaves cores idle. With it
+//! (`--overlap`), the pass of epoch `e + 1` is started once pass
 //! `e` has delivered all but [`LEAD_DIVISOR`]th of the elements the pass before it gave
 //! (at least one before its end): it computes its first elements, up to its own buffers,
 //! while pass `e` drains. The first turn is not overlapped (no pass has been counted yet).
@@ -14,6 +14,11 @@
 //! changes no element and no order: only timing. Memory: while both run, at most one more
 //! pipeline's buffers; AUTOTUNE's reservations of both come from the one memory budget.
 //! An error starting the pass ahead is reported at its turn, as without overlap.
+//!
+//! It is off by default because on a pipeline that already keeps every core busy (such as
+//! `image_raw` on 2 cores) the pass ahead only competes with the current one and its
+//! buffers are fresh memory: measured there, 4 epochs ran slower and peaked higher with it
+//! (BENCHMARKS.md, "Epoch turns"). It pays where the turn leaves cores idle.
 
 use std::time::Instant;
 

@@ -3,9 +3,10 @@
 //! generated runner binary is [`main`] over the file's pipelines.
 //!
 //! A run makes the parameters from `--set NAME=VALUE` pairs, builds the dataset once and
-//! pulls `--epochs` full passes from it (a fresh stream each), then reports records,
-//! batches, time, throughput, peak RSS and the per-stage statistics with the bottleneck
-//! named: as text, or as one JSON object on stdout with `--json`.
+//! pulls `--epochs` full passes from it (a fresh stream each; with `--overlap` each turn
+//! overlapped: `runner/epochs.rs`), then reports records, batches, time (and each
+//! epoch's), throughput, peak RSS and the per-stage statistics with the bottleneck named:
+//! as text, or as one JSON object on stdout with `--json`.
 //!
 //! With `--show N` (`sluice show`) it prints the first `N` elements of one pass as JSON
 //! lines instead (`runner/show.rs`: the `Show` impls of `abi::show`), then stops pulling.
@@ -32,6 +33,7 @@ use sluice_runtime::abi::show::Show;
 use sluice_runtime::stage::{Ctx, Dataset, RuntimeOptions, StatsReport};
 use sluice_runtime::tfrecord::{Compression, ReaderStats};
 
+mod epochs;
 mod export;
 mod show;
 
@@ -44,6 +46,8 @@ pub struct RunArgs {
     pub set: Vec<(String, String)>,
     /// Full passes over the dataset.
     pub epochs: u64,
+    /// Start each epoch's pass before the last one ends (`--overlap`).
+    pub overlap: bool,
     /// Print one JSON object on stdout instead of the text report.
     pub json: bool,
     /// Show a progress bar on stderr (only when stderr is a terminal).
@@ -71,6 +75,7 @@ impl Default for RunArgs {
         RunArgs {
             set: Vec::new(),
             epochs: 1,
+            overlap: false,
             json: false,
             progress: true,
             memory_budget: None,
@@ -192,14 +197,18 @@ struct Outcome {
     records: u64,
     batches: u64,
     elapsed: Duration,
+    /// Each epoch's seconds, turn to turn (they add up to `elapsed`).
+    epoch_seconds: Vec<f64>,
     report: StatsReport,
     /// What the TFRecord readers delivered and skipped (`on_corrupt: skip|skip_file`).
     io: ReaderStats,
+    /// The corrupt records skipped in each epoch.
+    epoch_skipped: Vec<u64>,
     /// The memory budget AUTOTUNE ran within, in bytes (`None`: unlimited).
     budget: Option<usize>,
 }
 
-/// Pulls `args.epochs` full passes from `ds`, each from a fresh stream. With a `bar`, a
+/// Pulls `args.epochs` full passes from `ds` ([`epochs::each_pass`]). With a `bar`, a
 /// thread redraws it ten times a second from a counter the passes store to, so the bar
 /// costs a plain store per element.
 fn run_epochs<D>(ds: &D, args: &RunArgs, bar: Option<&ProgressBar>) -> sluice_runtime::Result<Outcome>
@@ -241,26 +250,36 @@ where
     let ctx = Ctx::new(&RuntimeOptions { memory_budget: args.memory_budget, cores: None });
     let start = Instant::now();
     let (mut records, mut batches) = (0u64, 0u64);
-    for epoch in 0..args.epochs {
+    let mut current = u64::MAX;
+    // One context for every pass: each is its own epoch (a reshuffling `shuffle` or a
+    // random op sees a new one) and the statistics add up over them.
+    let passes = epochs::each_pass(ds, &ctx, args.epochs, args.overlap, |epoch, item| {
         if let Some(bar) = bar
             && args.epochs > 1
+            && epoch != current
         {
+            current = epoch;
             bar.set_message(format!(" epoch {}/{}", epoch + 1, args.epochs));
         }
-        // One context for every pass: each is its own epoch (a reshuffling `shuffle` or a
-        // random op sees a new one) and the statistics add up over them.
-        for item in ds.stream_in(&ctx.with_epoch(epoch))? {
-            let item = item?;
-            records += item.rows();
-            batches += u64::from(item.is_batch());
-            position.store(records, Ordering::Relaxed);
-        }
-    }
+        records += item.rows();
+        batches += u64::from(item.is_batch());
+        position.store(records, Ordering::Relaxed);
+    })?;
     let elapsed = start.elapsed();
     let mut report = ctx.report();
     report.wall = elapsed;
     let io = ctx.reader_stats();
-    Ok(Outcome { epochs: args.epochs, records, batches, elapsed, report, io, budget: args.memory_budget })
+    Ok(Outcome {
+        epochs: args.epochs,
+        records,
+        batches,
+        elapsed,
+        epoch_seconds: passes.iter().map(|p| p.seconds).collect(),
+        report,
+        io,
+        epoch_skipped: (0..args.epochs).map(|e| ctx.reader_stats_of(e).skipped_records).collect(),
+        budget: args.memory_budget,
+    })
 }
 
 /// What the readers skipped, for the text report: nothing when nothing was; else a
@@ -296,8 +315,9 @@ fn skipped_text(io: &ReaderStats) -> String {
     out
 }
 
-/// What the readers skipped, for `--json`: always there, zeros when nothing was.
-fn skipped_json(io: &ReaderStats) -> Value {
+/// What the readers skipped, for `--json`: always there, zeros when nothing was;
+/// `per_epoch` counts each epoch's skipped records.
+fn skipped_json(io: &ReaderStats, per_epoch: &[u64]) -> Value {
     let events: Vec<Value> = io
         .events
         .iter()
@@ -315,6 +335,7 @@ fn skipped_json(io: &ReaderStats) -> Value {
         "records": io.skipped_records,
         "bytes": io.skipped_bytes,
         "files": io.skipped_files,
+        "per_epoch": per_epoch,
         "events": events,
     })
 }
@@ -332,8 +353,12 @@ impl Outcome {
             Some(b) => format!(" (AUTOTUNE budget {:.1} MB)", b as f64 / 1e6),
             None => String::new(),
         };
+        let each = match self.epoch_seconds.as_slice() {
+            [] | [_] => String::new(),
+            s => format!(" ({} s)", s.iter().map(|s| format!("{s:.2}")).collect::<Vec<_>>().join(" + ")),
+        };
         let mut text = format!(
-            "{name}: {} records in {} batches{epochs}, {:.2} s: {:.0} records/s, peak RSS {:.1} MB{budget}\n{}\n",
+            "{name}: {} records in {} batches{epochs}, {:.2} s{each}: {:.0} records/s, peak RSS {:.1} MB{budget}\n{}\n",
             self.records,
             self.batches,
             self.elapsed.as_secs_f64(),
@@ -353,12 +378,13 @@ impl Outcome {
             "records": self.records,
             "batches": self.batches,
             "seconds": self.elapsed.as_secs_f64(),
+            "epoch_seconds": self.epoch_seconds,
             "records_per_sec": self.records_per_sec(),
             "peak_rss_bytes": peak_rss,
             "memory_budget_bytes": self.budget,
             "stages": stages_json(&self.report),
             "bottleneck": self.report.bottleneck().map(|b| b.name.clone()),
-            "skipped": skipped_json(&self.io),
+            "skipped": skipped_json(&self.io, &self.epoch_skipped),
         })
     }
 }
@@ -405,7 +431,7 @@ pub fn peak_rss_bytes() -> u64 {
 pub type Pipeline = fn(&RunArgs) -> ExitCode;
 
 /// The `main` of a generated runner binary over its file's pipelines (name and `run`):
-/// `[PIPELINE] [--set NAME=VALUE]... [--epochs N] [--json] [--no-progress]
+/// `[PIPELINE] [--set NAME=VALUE]... [--epochs N] [--overlap] [--json] [--no-progress]
 /// [--memory-budget-mb N] [--show N|all]`. PIPELINE may be left out when there is one.
 pub fn main(pipelines: &[(&str, Pipeline)]) -> ExitCode {
     let mut argv = std::env::args_os();
@@ -435,7 +461,7 @@ enum Command {
 
 fn usage(program: &str, names: &[&str]) -> String {
     format!(
-        "usage: {program} [PIPELINE] [--set NAME=VALUE]... [--epochs N] [--json] [--no-progress] \
+        "usage: {program} [PIPELINE] [--set NAME=VALUE]... [--epochs N] [--overlap] [--json] [--no-progress] \
          [--memory-budget-mb N] [--show N|all] [--output DIR [--shards N] [--compression none|gzip]]\npipelines: {}\n",
         names.join(", ")
     )
@@ -510,8 +536,11 @@ fn parse(argv: impl IntoIterator<Item = OsString>, names: &[&str]) -> Result<Com
                     _ => return Err(format!("`--compression {v}`: expected `none` or `gzip`")),
                 });
             }
-            "--json" | "--no-progress" if inline.is_some() => return Err(format!("`{flag}` takes no value")),
+            "--json" | "--no-progress" | "--overlap" if inline.is_some() => {
+                return Err(format!("`{flag}` takes no value"));
+            }
             "--json" => args.json = true,
+            "--overlap" => args.overlap = true,
             "--no-progress" => args.progress = false,
             f if f.starts_with('-') && f.len() > 1 => return Err(format!("unknown flag `{f}`")),
             _ if pipeline.is_some() => return Err(format!("unexpected argument `{arg}`")),
@@ -561,6 +590,7 @@ mod tests {
                 "--epochs=2",
                 "--json",
                 "--no-progress",
+                "--overlap",
                 "--memory-budget-mb",
                 "4",
                 "--show=all",
@@ -570,6 +600,7 @@ mod tests {
         let expected = RunArgs {
             set: vec![("n".into(), "3".into()), ("files".into(), "a=b".into())],
             epochs: 2,
+            overlap: true,
             json: true,
             progress: false,
             memory_budget: Some(4 << 20),
@@ -665,6 +696,10 @@ mod tests {
             assert!(stages[0][key].is_number(), "{key}: {out}");
         }
         assert!(v.get("bottleneck").is_some());
+        let each = v["epoch_seconds"].as_array().unwrap();
+        assert_eq!(each.len(), 3, "{out}");
+        assert!(each.iter().all(|s| s.as_f64().is_some_and(|s| s >= 0.0)), "{out}");
+        assert_eq!(v["skipped"]["per_epoch"], json!([0, 0, 0]), "{out}");
     }
 
     #[test]

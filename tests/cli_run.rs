@@ -152,6 +152,7 @@ fn run_builds_once_then_reuses_the_runner() {
     let expected = [
         "batches",
         "bottleneck",
+        "epoch_seconds",
         "epochs",
         "memory_budget_bytes",
         "peak_rss_bytes",
@@ -336,6 +337,15 @@ fn run_reports_what_the_readers_skipped() {
     let text = stdout(&o);
     assert!(text.contains("skipped 1 corrupt record ("), "{text}");
     assert!(text.contains(&format!("{}: record 0 at byte offset 0: ", shards[0].display())), "{text}");
+    // Three epochs, each pass started ahead of its turn (after the first): each epoch
+    // counts its own pass's skip.
+    let o = sluice_in(dir.path(), &["run", file, "--set", &files, "--json", "--epochs", "3", "--overlap"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(v["records"].as_u64(), Some(3 * 29), "{v}");
+    assert_eq!(v["skipped"]["records"].as_u64(), Some(3), "{v}");
+    assert_eq!(v["skipped"]["per_epoch"], serde_json::json!([1, 1, 1]), "{v}");
+    assert_eq!(v["epoch_seconds"].as_array().map(Vec::len), Some(3), "{v}");
 }
 
 const CACHED: &str = r#"

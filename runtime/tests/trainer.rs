@@ -375,6 +375,58 @@ fn the_epoch_report_counts_skipped_records() {
     }
 }
 
+/// With epoch turns overlapped, the pass started ahead reads (and skips the corrupt record
+/// of) the next epoch while the current one still trains: each epoch's report counts its
+/// own pass's skip only. The last step of each epoch waits until the pass ahead has
+/// counted its skip, so the overlap this checks always happens.
+#[test]
+fn overlapped_epochs_count_each_pass_s_skipped_records_in_its_own_epoch() {
+    use sluice_runtime::stage::{Dataset, Files, Record, tfrecords};
+    use sluice_runtime::tfrecord::{self, Compression, CorruptPolicy, ReaderOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rows.tfrecord");
+    let mut w = tfrecord::create(&path, Compression::None).unwrap();
+    // Three records, the second corrupt: two batches, which the feeding thread's queue
+    // holds whole, so the pass ahead reads its file to the end (and adds its counts)
+    // while the current epoch still trains.
+    for i in 0..3u8 {
+        w.write_record(&[i; 8]).unwrap();
+    }
+    w.finish().unwrap();
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[24 + 12] ^= 0xff;
+    std::fs::write(&path, bytes).unwrap();
+    let options = ReaderOptions { on_corrupt: CorruptPolicy::Skip, ..ReaderOptions::default() };
+    let ds =
+        tfrecords(Files::from_paths(vec![path]), options, 1).map(|r: Record| batch(usize::from(r[0]) * 4, 4));
+    let ctx = Ctx::new(&RuntimeOptions::default());
+    let mut t = trainer(1, nn::Adam::default());
+    t.overlap_epochs(3);
+    let mut overlapped = Vec::new();
+    for epoch in 0..3 {
+        let mut ahead_counted = false;
+        let mut after = |step: u64, _: &[TensorBatch]| {
+            if step == 1 && epoch < 2 {
+                // Both this pass's skip and the one ahead: up to 10 s for the pass ahead.
+                for _ in 0..1000 {
+                    if ctx.reader_stats().skipped_records == epoch + 2 {
+                        ahead_counted = true;
+                        break;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+            }
+            Ok(true)
+        };
+        let r = t.train_epoch_from(&ds, &ctx, epoch, 0, &task, &mut after).unwrap();
+        assert_eq!((r.steps, r.skipped_records, r.skipped_files), (2, 1, 0), "epoch {epoch}: {r}");
+        assert_eq!(r.started_ahead, epoch > 0, "epoch {epoch}");
+        overlapped.push(ahead_counted);
+    }
+    assert_eq!(overlapped, [true, true, false], "the next pass read its file during each turn");
+    assert_eq!(ctx.reader_stats().skipped_records, 3);
+}
+
 /// A `map(on_error: skip)` in the pipeline: the epoch report counts the elements it
 /// dropped in that pass (not the passes before) and says so.
 #[test]

@@ -1,4 +1,4 @@
-//! `sluice run FILE.pipe [PIPELINE] [--set NAME=VALUE]... [--epochs N] [--json]
+//! `sluice run FILE.pipe [PIPELINE] [--set NAME=VALUE]... [--epochs N] [--overlap] [--json]
 //! [--output DIR [--shards N] [--compression none|gzip]]`: compiles
 //! a pipeline file to Rust, builds it into a runner binary and runs it (the report of
 //! `sluice::__private::runner`).
@@ -44,6 +44,10 @@ pub struct RunArgs {
     /// Full passes over the data.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
     epochs: u64,
+    /// Start each epoch's pass while the previous one drains (from the second turn on; the
+    /// elements and their order are the same; memory: up to one more pipeline's buffers).
+    #[arg(long)]
+    overlap: bool,
     /// Print one JSON object (records, batches, seconds, records_per_sec, peak_rss_bytes,
     /// stages, bottleneck) instead of the text report.
     #[arg(long)]
@@ -173,6 +177,9 @@ fn passthrough(args: &RunArgs) -> Vec<OsString> {
         out.extend(["--set".into(), s.into()]);
     }
     out.extend(["--epochs".into(), args.epochs.to_string().into()]);
+    if args.overlap {
+        out.push("--overlap".into());
+    }
     if args.json {
         out.push("--json".into());
     }

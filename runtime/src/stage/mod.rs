@@ -172,13 +172,15 @@ pub struct RuntimeOptions {
 }
 
 /// What every stage of one running pipeline shares: statistics, the memory budget, the
-/// number of cores, and the TFRecord readers' skip counts.
+/// number of cores, and the TFRecord readers' skip counts (kept per epoch, so that a pass
+/// started ahead of its turn never counts in the current one's).
 #[derive(Debug)]
 pub struct Runtime {
     stages: Mutex<Vec<Arc<StageStats>>>,
     budget: MemoryBudget,
     cores: usize,
-    io: Mutex<ReaderStats>,
+    /// The readers' counts by epoch, in epoch order.
+    io: Mutex<std::collections::BTreeMap<u64, ReaderStats>>,
     started: Instant,
     consumer_wait_ns: std::sync::atomic::AtomicU64,
 }
@@ -210,7 +212,7 @@ impl Ctx {
                 stages: Mutex::new(Vec::new()),
                 budget: MemoryBudget::new(options.memory_budget.unwrap_or(usize::MAX)),
                 cores: cores.max(1),
-                io: Mutex::new(ReaderStats::default()),
+                io: Mutex::new(std::collections::BTreeMap::new()),
                 started: Instant::now(),
                 consumer_wait_ns: std::sync::atomic::AtomicU64::new(0),
             }),
@@ -280,14 +282,26 @@ impl Ctx {
         self.rt.cores
     }
 
-    /// Adds a finished TFRecord reader's counts (records, skipped corrupt records).
+    /// Adds a finished TFRecord reader's counts (records, skipped corrupt records) to this
+    /// context's epoch.
     pub fn add_reader_stats(&self, stats: &ReaderStats) {
-        self.rt.io.lock().expect("io stats lock").merge(stats);
+        self.rt.io.lock().expect("io stats lock").entry(self.epoch).or_default().merge(stats);
     }
 
-    /// What the TFRecord readers of this pipeline delivered and skipped so far.
+    /// What the TFRecord readers of this pipeline delivered and skipped so far, over every
+    /// epoch (skip events in epoch order).
     pub fn reader_stats(&self) -> ReaderStats {
-        self.rt.io.lock().expect("io stats lock").clone()
+        let io = self.rt.io.lock().expect("io stats lock");
+        io.values().fold(ReaderStats::default(), |mut all, e| {
+            all.merge(e);
+            all
+        })
+    }
+
+    /// What the readers of the passes of `epoch` delivered and skipped so far: a pass
+    /// started ahead (for the next epoch) counts in its own epoch, not in this one.
+    pub fn reader_stats_of(&self, epoch: u64) -> ReaderStats {
+        self.rt.io.lock().expect("io stats lock").get(&epoch).cloned().unwrap_or_default()
     }
 
     /// Adds time the consumer spent waiting for the pipeline.

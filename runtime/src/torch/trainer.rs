@@ -46,6 +46,7 @@ use crate::dist::Collective;
 use crate::error::{Error, Result};
 use crate::stage::Ctx;
 use crate::stage::PipelineState;
+use crate::tfrecord::ReaderStats;
 
 /// What a task computes on one replica's part of a batch.
 #[derive(Debug)]
@@ -88,11 +89,13 @@ pub struct Trainer<M> {
 }
 
 /// A training pass started before its turn: of the dataset at `dataset` (its address:
-/// the same object the previous pass ran), for `epoch`, from its first batch.
+/// the same object the previous pass ran), for `epoch`, from its first batch, with what
+/// the readers had counted for `epoch` when it started.
 struct NextPass {
     dataset: usize,
     epoch: u64,
     batches: DeviceBatches,
+    skipped_before: ReaderStats,
 }
 
 impl<M> std::fmt::Debug for Trainer<M> {
@@ -543,12 +546,15 @@ impl<M: Send> Trainer<M> {
     {
         let start = Instant::now();
         let train = after.is_some();
-        let skipped_before = ctx.reader_stats();
+        let mut skipped_before = ctx.reader_stats_of(epoch);
         let dropped_before = ctx.report().skipped_errors();
         // The address identifies the dataset object a pass started ahead belongs to.
         let address = dataset as *const D as *const () as usize;
         let ahead = match self.next.take() {
-            Some(n) if train && skip == 0 && n.dataset == address && n.epoch == epoch => Some(n.batches),
+            Some(n) if train && skip == 0 && n.dataset == address && n.epoch == epoch => {
+                skipped_before = n.skipped_before;
+                Some(n.batches)
+            }
             // An evaluation between two training epochs leaves the next one running.
             other => {
                 if !train {
@@ -571,8 +577,9 @@ impl<M: Send> Trainer<M> {
             let t = Instant::now();
             let next = if stopping { None } else { batches.next() };
             if train && self.next.is_none() && epoch + 1 < self.overlap_until && batches.producer_done() {
+                let skipped_before = ctx.reader_stats_of(epoch + 1);
                 let b = dataset.feed(&ctx.with_epoch(epoch + 1), &self.devices(), 0)?;
-                self.next = Some(NextPass { dataset: address, epoch: epoch + 1, batches: b });
+                self.next = Some(NextPass { dataset: address, epoch: epoch + 1, batches: b, skipped_before });
             }
             let (parts, global_rows) = match &self.cross {
                 None => match next {
@@ -634,8 +641,9 @@ impl<M: Send> Trainer<M> {
         if let Some(cross) = &self.cross {
             cross.reduce_totals(&mut report.totals)?;
         }
-        // What this pass's readers skipped (the context's counts add up over passes).
-        let io = ctx.reader_stats();
+        // What this pass's readers skipped: the context counts by epoch, so a pass started
+        // ahead for the next epoch never counts here.
+        let io = ctx.reader_stats_of(epoch);
         report.skipped_records = io.skipped_records - skipped_before.skipped_records;
         report.skipped_files = io.skipped_files - skipped_before.skipped_files;
         report.skipped_elements = ctx.report().skipped_errors().saturating_sub(dropped_before);

@@ -36,8 +36,9 @@
 //! hold at most `2 · n + 1` windows of records (each an arena of the window's record
 //! extents), consumed windows kept for reuse at most one per reader, and each reader one
 //! coalescing buffer (at most 1 MiB, or the longest record).
-//! The memory maps are address space backed by the page cache, not the process's own
-//! memory. Nothing grows with the dataset but the indexes.
+//! The memory maps are backed by the page cache, not the process's own memory (though
+//! the pages a pass touched count in its resident set, as file-backed pages). Nothing
+//! else grows with the dataset but the indexes.
 //!
 //! # Errors
 //!

@@ -301,15 +301,15 @@ pub fn read_window(
     let map_of = |r: &RecordRequest| maps.get(r.file as usize).copied().flatten();
     let mut unmapped = 0;
     for i in 0..requests.len() {
-        if let Some(r) = requests.get(i + 2 * AHEAD) {
-            if map_of(r).is_some() {
-                files[r.file as usize].index.prefetch(r.record);
-            }
+        if let Some(r) = requests.get(i + 2 * AHEAD)
+            && map_of(r).is_some()
+        {
+            files[r.file as usize].index.prefetch(r.record);
         }
-        if let Some(r) = requests.get(i + AHEAD) {
-            if let (Some(map), Some((at, len))) = (map_of(r), files[r.file as usize].index.extent(r.record)) {
-                map.prefetch(at, len);
-            }
+        if let Some(r) = requests.get(i + AHEAD)
+            && let (Some(map), Some((at, len))) = (map_of(r), files[r.file as usize].index.extent(r.record))
+        {
+            map.prefetch(at, len);
         }
         let r = requests[i];
         let file = file_of(&r)?;

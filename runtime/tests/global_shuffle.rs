@@ -1,7 +1,8 @@
 //! `global_shuffle`: every record of every file exactly once per epoch, a new order per
 //! epoch and per seed, the same order for the same seed and epoch whatever the window and
 //! threads, exact suffixes and slices of positions, corrupt records under each policy,
-//! missing and stale indexes, and statistics.
+//! missing and stale indexes, files cut short mid-pass, memory-mapped and `pread` reads
+//! alike, and statistics.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -111,11 +112,13 @@ fn the_order_does_not_depend_on_window_threads_or_coalescing() {
     let paths = dataset(dir.path(), &lens, 100);
     let reference = pass(&global_shuffle(&paths, 11).unwrap().window(1).num_parallel(1), 4);
     assert_each_once(&reference, &lens);
-    let no_coalescing = CoalesceOptions { max_gap: 0, max_span: 1, verify_crc: true };
-    let all_coalesced = CoalesceOptions { max_gap: u64::MAX, max_span: u64::MAX, verify_crc: false };
+    let no_coalescing = CoalesceOptions { max_gap: 0, max_span: 1, verify_crc: true, map: false };
+    let all_coalesced =
+        CoalesceOptions { max_gap: u64::MAX, max_span: u64::MAX, verify_crc: false, map: false };
     for window in [1, 2, 7, 64, 1000, 5000] {
         for threads in [1, 2, 3, 8] {
-            for read in [CoalesceOptions::default(), no_coalescing, all_coalesced] {
+            let pread = CoalesceOptions { map: false, ..CoalesceOptions::default() };
+            for read in [CoalesceOptions::default(), pread, no_coalescing, all_coalesced] {
                 let ds =
                     global_shuffle(&paths, 11).unwrap().window(window).num_parallel(threads).coalesce(read);
                 assert_eq!(pass(&ds, 4), reference, "window {window}, {threads} threads, {read:?}");
@@ -203,6 +206,57 @@ fn a_file_changed_after_the_stage_was_made_fails_the_next_pass() {
     }
 }
 
+#[test]
+fn mapped_and_pread_reads_deliver_the_same_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let lens = [500, 0, 37, 900];
+    let paths = dataset(dir.path(), &lens, 300);
+    let bytes = |map: bool, threads: usize| {
+        let read = CoalesceOptions { map, ..CoalesceOptions::default() };
+        let ds = global_shuffle(&paths, 5).unwrap().window(100).num_parallel(threads).coalesce(read);
+        let ctx = Ctx::new(&RuntimeOptions::default()).with_epoch(2);
+        ds.stream_in(&ctx).unwrap().map(|r| r.unwrap().into_bytes()).collect::<Vec<_>>()
+    };
+    let mapped = bytes(true, 1);
+    assert_eq!(mapped.len(), 1437);
+    for (i, r) in mapped.iter().enumerate() {
+        let (f, k) = name(r).split_once('/').map(|(f, k)| (f.parse().unwrap(), k.parse().unwrap())).unwrap();
+        assert_eq!(r, &payload(f, k, 300), "record {i}");
+    }
+    assert_eq!(bytes(false, 1), mapped);
+    assert_eq!(bytes(true, 2), mapped);
+    assert_eq!(bytes(false, 3), mapped);
+}
+
+#[test]
+fn a_file_cut_short_mid_pass_fails_it_naming_the_file() {
+    for (threads, map) in [(1, true), (1, false), (2, true), (2, false)] {
+        let dir = tempfile::tempdir().unwrap();
+        // 2 files × 3000 records of 200 bytes: 158 pages each, 94 windows of 64.
+        let paths = dataset(dir.path(), &[3000, 3000], 200);
+        let read = CoalesceOptions { map, ..CoalesceOptions::default() };
+        let ds = global_shuffle(&paths, 3).unwrap().window(64).num_parallel(threads).coalesce(read);
+        let mut stream = ds.stream().unwrap();
+        for _ in 0..10 {
+            stream.next().unwrap().unwrap();
+        }
+        // Cut file 1 to a quarter under the pass: what is left of the pass touches pages
+        // past its new end (a plain load from a memory map of them raises SIGBUS).
+        let len = std::fs::metadata(&paths[1]).unwrap().len();
+        std::fs::OpenOptions::new().write(true).open(&paths[1]).unwrap().set_len(len / 4).unwrap();
+        let err = stream.find_map(Result::err).expect("an error before the pass ends");
+        match err {
+            Error::Index { path, reason } => {
+                assert_eq!(path, index_path(&paths[1]), "{threads} threads, map {map}");
+                assert!(reason.contains("stale index"), "{reason}");
+                assert!(reason.contains(&paths[1].display().to_string()), "{reason}");
+            }
+            e => panic!("{threads} threads, map {map}: unexpected {e}"),
+        }
+        assert!(stream.next().is_none(), "the pass ends at its error");
+    }
+}
+
 /// A dataset of 3 files × 200 records of 50 bytes (extent 66) with record 100 of file 1
 /// damaged in its payload (outside the fingerprinted first and last 4 KiB).
 fn damaged(dir: &Path) -> Vec<PathBuf> {
@@ -217,8 +271,9 @@ fn damaged(dir: &Path) -> Vec<PathBuf> {
 fn a_corrupt_record_fails_the_pass_naming_it() {
     let dir = tempfile::tempdir().unwrap();
     let paths = damaged(dir.path());
-    for threads in [1, 2] {
-        let ds = global_shuffle(&paths, 8).unwrap().window(32).num_parallel(threads);
+    for (threads, map) in [(1, true), (2, true), (1, false), (2, false)] {
+        let read = CoalesceOptions { map, ..CoalesceOptions::default() };
+        let ds = global_shuffle(&paths, 8).unwrap().window(32).num_parallel(threads).coalesce(read);
         let mut delivered = 0u64;
         let mut err = None;
         for r in ds.stream().unwrap() {

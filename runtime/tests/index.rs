@@ -277,8 +277,9 @@ fn batched_reads_return_every_requested_record_in_its_slot() {
         vec![(1, 40), (0, 7), (0, 299), (0, 8), (1, 0), (0, 150), (1, 41), (0, 7), (0, 0), (1, 49)];
     for opts in [
         CoalesceOptions::default(),
-        CoalesceOptions { max_gap: 0, max_span: 1, verify_crc: true },
-        CoalesceOptions { max_gap: u64::MAX, max_span: u64::MAX, verify_crc: true },
+        CoalesceOptions { map: false, ..CoalesceOptions::default() },
+        CoalesceOptions { max_gap: 0, max_span: 1, verify_crc: true, map: false },
+        CoalesceOptions { max_gap: u64::MAX, max_span: u64::MAX, verify_crc: true, map: false },
     ] {
         let mut reqs: Vec<RecordRequest> = wanted
             .iter()
@@ -293,8 +294,9 @@ fn batched_reads_return_every_requested_record_in_its_slot() {
             assert_eq!(out[slot].as_ref().unwrap().as_ref().unwrap(), want, "slot {slot}");
         }
         let expect_reads = match opts.max_span {
-            1 => 9,        // one per distinct record (the duplicate shares its read)
-            u64::MAX => 2, // one per file
+            _ if opts.map => 0, // every record copied from a memory map: no read
+            1 => 9,             // one per distinct record (the duplicate shares its read)
+            u64::MAX => 2,      // one per file
             _ => reads,
         };
         assert_eq!(reads, expect_reads, "{opts:?}");
@@ -311,16 +313,20 @@ fn batched_reads_report_corrupt_records_in_their_slot_and_go_on() {
     bytes[150 * 66 + 2] ^= 1; // record 150's length field
     std::fs::write(&path, &bytes).unwrap();
     let files = vec![IndexedFile::open(&path).unwrap()];
-    let mut reqs: Vec<RecordRequest> =
+    let reqs: Vec<RecordRequest> =
         (140..160).map(|k| RecordRequest { file: 0, record: k, slot: (k - 140) as u32 }).collect();
-    let mut out = vec![None; 20];
-    read_records(&files, &mut reqs, &CoalesceOptions::default(), &mut Vec::new(), &mut out).unwrap();
-    for (i, o) in out.iter().enumerate() {
-        let k = 140 + i;
-        match o.as_ref().unwrap() {
-            Err(CorruptKind::LengthCrc { .. }) if k == 150 => {}
-            Ok(v) if k != 150 => assert_eq!(v, &recs[k]),
-            other => panic!("record {k}: {other:?}"),
+    for map in [true, false] {
+        let mut reqs = reqs.clone();
+        let mut out = vec![None; 20];
+        let opts = CoalesceOptions { map, ..CoalesceOptions::default() };
+        read_records(&files, &mut reqs, &opts, &mut Vec::new(), &mut out).unwrap();
+        for (i, o) in out.iter().enumerate() {
+            let k = 140 + i;
+            match o.as_ref().unwrap() {
+                Err(CorruptKind::LengthCrc { .. }) if k == 150 => {}
+                Ok(v) if k != 150 => assert_eq!(v, &recs[k]),
+                other => panic!("record {k}, map {map}: {other:?}"),
+            }
         }
     }
 }
@@ -336,6 +342,42 @@ fn reading_a_file_cut_short_after_opening_is_a_stale_index() {
     assert!(why.contains("stale index"), "{why}");
     let (_, why) = index_error(f.read_record(99, true).unwrap_err());
     assert!(why.contains("shorter than its index says"), "{why}");
+}
+
+#[test]
+fn a_file_cut_short_under_its_memory_map_is_a_stale_index_not_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    // 3000 records of 200 bytes (extent 216): 158 pages.
+    let recs: Vec<Vec<u8>> = (0..3000).map(|i| record(i, 200)).collect();
+    for map in [true, false] {
+        let path = indexed(dir.path(), &format!("cut-{map}"), &recs);
+        let files = vec![IndexedFile::open(&path).unwrap()];
+        let opts = CoalesceOptions { map, ..CoalesceOptions::default() };
+        let read = |records: std::ops::Range<u64>| {
+            let mut reqs: Vec<RecordRequest> = records
+                .clone()
+                .map(|k| RecordRequest { file: 0, record: k, slot: (k - records.start) as u32 })
+                .collect();
+            let mut out = vec![None; reqs.len()];
+            read_records(&files, &mut reqs, &opts, &mut Vec::new(), &mut out).map(|_| out)
+        };
+        // Read (and map) the whole file, then cut it to a quarter: records past the cut
+        // lie on pages that are gone (a load from them would raise SIGBUS), and the one
+        // the cut splits on a page that holds zeros after the cut.
+        let out = read(0..3000).unwrap();
+        assert_eq!(out[2999].as_ref().unwrap().as_ref().unwrap(), &recs[2999]);
+        let len = std::fs::metadata(&path).unwrap().len();
+        std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(len / 4).unwrap();
+        // Records before the cut still read.
+        let out = read(0..10).unwrap();
+        assert_eq!(out[9].as_ref().unwrap().as_ref().unwrap(), &recs[9], "map {map}");
+        for range in [2990..3000, 740..760, 0..3000] {
+            let (p, why) = index_error(read(range.clone()).unwrap_err());
+            assert_eq!(p, index_path(&path), "map {map}, {range:?}");
+            assert!(why.contains("stale index"), "map {map}, {range:?}: {why}");
+            assert!(why.contains(&path.display().to_string()), "{why}");
+        }
+    }
 }
 
 proptest! {

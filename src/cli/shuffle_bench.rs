@@ -6,8 +6,9 @@
 //! `--repeat` passes, every record delivered as an owned `Record` and its length summed:
 //! the sequential reader on one thread (payloads lent, no allocation), the sequential
 //! TFRecord source stage on one thread (one `Vec` per record, as the shuffle delivers),
-//! and `global_shuffle` on one thread and on `--threads` threads. Ratios are the
-//! shuffle's records/s over the sequential stage's.
+//! and `global_shuffle` on one thread and on `--threads` threads, and on one thread with
+//! its memory maps off (every record by `pread`, as objects in a store are read). Ratios
+//! are the shuffle's records/s over the sequential stage's.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -55,18 +56,17 @@ pub fn run(args: ShuffleArgs) -> Result<ExitCode, Failure> {
     let index = Pass { records: 0, seconds: t.elapsed().as_secs_f64() };
     let reader = median(repeat, || reader_pass(&files, 1))?;
     let stage = median(repeat, || sequential_stage(&files))?;
-    let make = |n: usize| -> Result<GlobalShuffle, Failure> {
+    let make = |n: usize, map: bool| -> Result<GlobalShuffle, Failure> {
         let mut ds = global_shuffle(&files, 1)?.num_parallel(n);
         if let Some(w) = args.window {
             ds = ds.window(w);
         }
-        if let Some(gap) = args.max_gap {
-            ds = ds.coalesce(CoalesceOptions { max_gap: gap, ..CoalesceOptions::default() });
-        }
-        Ok(ds)
+        let max_gap = args.max_gap.unwrap_or(CoalesceOptions::default().max_gap);
+        Ok(ds.coalesce(CoalesceOptions { max_gap, map, ..CoalesceOptions::default() }))
     };
-    let one = make(1)?;
-    let par = make(threads)?;
+    let one = make(1, true)?;
+    let par = make(threads, true)?;
+    let pread = make(1, false)?;
     let mut epoch = 0;
     let shuffle1 = median(repeat, || {
         epoch += 1;
@@ -75,6 +75,10 @@ pub fn run(args: ShuffleArgs) -> Result<ExitCode, Failure> {
     let shuffle_n = median(repeat, || {
         epoch += 1;
         shuffle_pass(&par, epoch)
+    })?;
+    let shuffle_pread = median(repeat, || {
+        epoch += 1;
+        shuffle_pass(&pread, epoch)
     })?;
     let records = reader.records;
     let gbps = |p: Pass| file_bytes as f64 / p.seconds / 1e9;
@@ -92,8 +96,10 @@ pub fn run(args: ShuffleArgs) -> Result<ExitCode, Failure> {
             "stage_seq": m(stage),
             "global_shuffle_1": m(shuffle1),
             "global_shuffle_n": m(shuffle_n),
+            "global_shuffle_1_pread": m(shuffle_pread),
             "ratio_1_thread": rps(shuffle1) / rps(stage),
             "ratio_n_threads": rps(shuffle_n) / rps(stage),
+            "ratio_1_thread_pread": rps(shuffle_pread) / rps(stage),
         });
         outln!("{v}");
     } else {
@@ -111,10 +117,12 @@ pub fn run(args: ShuffleArgs) -> Result<ExitCode, Failure> {
         row("sequential source stage, 1 thread", stage)?;
         row("global shuffle, 1 thread", shuffle1)?;
         row(&format!("global shuffle, {threads} threads"), shuffle_n)?;
+        row("global shuffle, 1 thread, pread", shuffle_pread)?;
         outln!(
-            "  global shuffle / sequential stage     {:.2}x (1 thread)  {:.2}x ({threads} threads)",
+            "  global shuffle / sequential stage     {:.2}x (1 thread)  {:.2}x ({threads} threads)  {:.2}x (1 thread, pread)",
             rps(shuffle1) / rps(stage),
-            rps(shuffle_n) / rps(stage)
+            rps(shuffle_n) / rps(stage),
+            rps(shuffle_pread) / rps(stage)
         );
     }
     Ok(ExitCode::SUCCESS)

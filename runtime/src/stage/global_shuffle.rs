@@ -18,9 +18,13 @@
 //!
 //! Positions are taken a window at a time (by default about 8 MiB of records:
 //! 8 MiB / the mean record extent, between 256 and 65 536 records). A window's records
-//! are mapped to (file, record), sorted by file and offset, read with positioned reads
-//! that coalesce nearby records ([`read_records`]), checked (length checksum, the extent
-//! the index gives, payload checksum), and then handed out in permutation order. With
+//! are mapped to (file, record) and read into one arena ([`read_window`]): copied out of
+//! a read-only memory map of each local file (a `memcpy` a record; a file cut short under
+//! the map is an error, never SIGBUS), or, for objects in a store and with
+//! [`CoalesceOptions::map`] off, sorted by file and offset and read with positioned reads
+//! that coalesce nearby records. Each is checked (length checksum, the extent the index
+//! gives, payload checksum) and handed out in permutation order, its payload copied from
+//! the arena into the record's own vector. With
 //! `num_parallel(n > 1)` (the default `Auto` uses the pipeline's cores) worker threads
 //! read whole windows ahead, at most `2 · n` windows beyond the consumer; with 1 the
 //! consumer's thread reads them.
@@ -29,8 +33,12 @@
 //!
 //! The permutation is a few words; the prefix sums are one `u64` per file; each file's
 //! index is 8 bytes per record, loaded once when the stage is made; the windows in flight
-//! hold at most `2 · n + 1` windows of records and each reader one coalescing buffer (at
-//! most 1 MiB, or the longest record). Nothing grows with the dataset but the indexes.
+//! hold at most `2 · n + 1` windows of records (each an arena of the window's record
+//! extents), consumed windows kept for reuse at most one per reader, and each reader one
+//! coalescing buffer (at most 1 MiB, or the longest record).
+//! The memory maps are backed by the page cache, not the process's own memory (though
+//! the pages a pass touched count in its resident set, as file-backed pages). Nothing
+//! else grows with the dataset but the indexes.
 //!
 //! # Errors
 //!
@@ -55,7 +63,7 @@ use super::{Ctx, DataIter, Dataset, FileId, Origin, Parallelism, Record, StageSt
 use crate::error::{CorruptKind, Error, Result};
 use crate::permutation::Permutation;
 use crate::tfrecord::{
-    CoalesceOptions, CorruptPolicy, IndexedFile, ReaderStats, RecordRequest, SkipEvent, read_records,
+    CoalesceOptions, CorruptPolicy, IndexedFile, Landed, ReaderStats, RecordRequest, SkipEvent, read_window,
 };
 
 /// Distinguishes the global shuffle's permutation from other uses of the same seed.
@@ -316,7 +324,8 @@ impl GlobalShuffle {
             ctx: ctx.clone(),
             files: self.files.clone(),
             on_corrupt: self.on_corrupt,
-            current: Vec::new().into_iter(),
+            current: Window::default(),
+            at: 0,
             source,
             abandoned: vec![false; self.files.len()],
             ids: self.files.iter().map(|f| FileId::of(f.path())).collect(),
@@ -339,11 +348,19 @@ struct Plan {
     stats: Arc<StageStats>,
 }
 
-/// One record of a window, in permutation order.
+/// One record of a window, in permutation order: its payload's bytes in the window's
+/// arena, or why it is corrupt.
 struct Slot {
     file: u32,
     record: u64,
-    data: Result<Vec<u8>, CorruptKind>,
+    data: Landed,
+}
+
+/// A window read: its records' extents in one arena, and its slots in permutation order.
+#[derive(Default)]
+struct Window {
+    arena: Vec<u8>,
+    slots: Vec<Slot>,
 }
 
 /// A reader's reusable buffers.
@@ -351,6 +368,8 @@ struct Slot {
 struct Buffers {
     scratch: Vec<u8>,
     requests: Vec<RecordRequest>,
+    /// A window given back by the consumer, its buffers reused by the next.
+    spare: Window,
 }
 
 impl Plan {
@@ -359,35 +378,33 @@ impl Plan {
     }
 
     /// Reads window `w`: its records in permutation order.
-    fn read(&self, w: u64, buf: &mut Buffers) -> Result<Vec<Slot>> {
+    fn read(&self, w: u64, buf: &mut Buffers) -> Result<Window> {
         let t = Instant::now();
         let lo = self.start + w * self.window;
         let hi = (lo + self.window).min(self.end);
+        let mut window = std::mem::take(&mut buf.spare);
+        window.slots.clear();
         buf.requests.clear();
         for (slot, p) in (lo..hi).enumerate() {
             let g = self.perm.get(p);
             let (file, record) = locate(&self.starts, g)
                 .ok_or_else(|| Error::Invalid(format!("global record {g} is past the dataset's end")))?;
             buf.requests.push(RecordRequest { file: file as u32, record, slot: slot as u32 });
+            window.slots.push(Slot { file: file as u32, record, data: Ok(0..0) });
         }
-        let n = buf.requests.len();
-        let mut meta = vec![(0u32, 0u64); n];
-        for r in &buf.requests {
-            meta[r.slot as usize] = (r.file, r.record);
+        let Window { arena, slots } = &mut window;
+        let mut landed = 0;
+        read_window(&self.files, &mut buf.requests, &self.read, &mut buf.scratch, arena, |slot, data| {
+            // Every request lands once, in its own slot (made just above).
+            slots[slot as usize].data = data;
+            landed += 1;
+            Ok(())
+        })?;
+        if landed != slots.len() {
+            return Err(Error::Invalid(format!("{landed} of a window's {} records were read", slots.len())));
         }
-        let mut data: Vec<Option<Result<Vec<u8>, CorruptKind>>> = (0..n).map(|_| None).collect();
-        read_records(&self.files, &mut buf.requests, &self.read, &mut buf.scratch, &mut data)?;
-        let slots = meta
-            .into_iter()
-            .zip(data)
-            .map(|((file, record), data)| {
-                let data = data
-                    .ok_or_else(|| Error::Invalid(format!("record {record} of file {file} was not read")))?;
-                Ok(Slot { file, record, data })
-            })
-            .collect::<Result<Vec<_>>>();
         self.stats.add_busy(t.elapsed());
-        slots
+        Ok(window)
     }
 }
 
@@ -403,7 +420,7 @@ enum Source {
 
 impl Source {
     /// The next window, `None` after the last.
-    fn next_window(&mut self) -> Option<Result<Vec<Slot>>> {
+    fn next_window(&mut self) -> Option<Result<Window>> {
         match self {
             Source::Inline { plan, next, buffers } => {
                 if *next >= plan.windows() {
@@ -413,6 +430,19 @@ impl Source {
                 Some(plan.read(*next - 1, buffers))
             }
             Source::Workers(w) => w.next_window(),
+        }
+    }
+
+    /// Gives a consumed window back, its buffers to be reused.
+    fn recycle(&mut self, window: Window) {
+        match self {
+            Source::Inline { buffers, .. } => buffers.spare = window,
+            Source::Workers(w) => {
+                let mut spare = w.shared.spare.lock().unwrap_or_else(PoisonError::into_inner);
+                if spare.len() < w.handles.len() {
+                    spare.push(window);
+                }
+            }
         }
     }
 
@@ -437,6 +467,8 @@ struct Shared {
     /// Signalled when the consumer takes a window (workers wait on it for room).
     room: Condvar,
     cancel: AtomicBool,
+    /// Consumed windows, for the workers to reuse (at most one per worker).
+    spare: Mutex<Vec<Window>>,
 }
 
 struct WorkState {
@@ -445,7 +477,7 @@ struct WorkState {
     /// The next window the consumer takes.
     next_deliver: u64,
     /// Windows read and not yet taken, by number.
-    finished: BTreeMap<u64, Result<Vec<Slot>>>,
+    finished: BTreeMap<u64, Result<Window>>,
     /// Windows claimed beyond `next_deliver` at most (the bound on memory).
     depth: u64,
 }
@@ -470,6 +502,7 @@ impl Workers {
             ready: Condvar::new(),
             room: Condvar::new(),
             cancel: AtomicBool::new(false),
+            spare: Mutex::new(Vec::new()),
         });
         let mut workers = Workers { shared, handles: Vec::with_capacity(threads) };
         for i in 0..threads {
@@ -490,7 +523,7 @@ impl Workers {
         Ok(workers)
     }
 
-    fn next_window(&mut self) -> Option<Result<Vec<Slot>>> {
+    fn next_window(&mut self) -> Option<Result<Window>> {
         let shared = &*self.shared;
         let mut st = shared.lock();
         loop {
@@ -545,6 +578,9 @@ fn work(shared: &Shared) {
             st.next_claim += 1;
             st.next_claim - 1
         };
+        if let Some(window) = shared.spare.lock().unwrap_or_else(PoisonError::into_inner).pop() {
+            buffers.spare = window;
+        }
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| plan.read(w, &mut buffers)))
             .unwrap_or_else(|payload| Err(Error::from_panic(plan.stats.name(), payload)));
         shared.lock().finished.insert(w, r);
@@ -558,7 +594,9 @@ pub struct GlobalShuffleIter {
     ctx: Ctx,
     files: Arc<[IndexedFile]>,
     on_corrupt: CorruptPolicy,
-    current: std::vec::IntoIter<Slot>,
+    /// The window being handed out, and the next of its slots.
+    current: Window,
+    at: usize,
     source: Source,
     abandoned: Vec<bool>,
     /// The files' numbers, for the origins of their records.
@@ -622,9 +660,13 @@ impl DataIter for GlobalShuffleIter {
             if self.done {
                 return Ok(None);
             }
-            let Some(slot) = self.current.next() else {
+            let Some(slot) = self.current.slots.get_mut(self.at) else {
                 match self.source.next_window() {
-                    Some(Ok(w)) => self.current = w.into_iter(),
+                    Some(Ok(w)) => {
+                        let done = std::mem::replace(&mut self.current, w);
+                        self.at = 0;
+                        self.source.recycle(done);
+                    }
                     Some(Err(e)) => {
                         self.finish();
                         return Err(e);
@@ -633,20 +675,23 @@ impl DataIter for GlobalShuffleIter {
                 }
                 continue;
             };
-            if self.abandoned[slot.file as usize] {
+            self.at += 1;
+            let (file, record) = (slot.file, slot.record);
+            if self.abandoned[file as usize] {
                 // A record of a file abandoned under `skip_file`: counted, not delivered.
                 self.reader.skipped_records += 1;
                 continue;
             }
-            match slot.data {
-                Ok(v) => {
+            match std::mem::replace(&mut slot.data, Ok(0..0)) {
+                Ok(range) => {
+                    let v = self.current.arena[range].to_vec();
                     self.reader.records += 1;
                     self.reader.bytes += v.len() as u64;
                     self.stats.produced(v.len());
-                    return Ok(Some(Record::new(v, Origin::new(self.ids[slot.file as usize], slot.record))));
+                    return Ok(Some(Record::new(v, Origin::new(self.ids[file as usize], record))));
                 }
                 Err(kind) => {
-                    if let Some(e) = self.corrupt(slot.file, slot.record, kind) {
+                    if let Some(e) = self.corrupt(file, record, kind) {
                         self.finish();
                         return Err(e);
                     }

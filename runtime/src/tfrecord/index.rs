@@ -141,6 +141,15 @@ impl Index {
         &self.offsets
     }
 
+    /// Hints the processor to fetch record `k`'s index entry into cache (for random
+    /// lookups a few records ahead); does nothing for a record that does not exist.
+    #[inline]
+    pub fn prefetch(&self, k: u64) {
+        if let Some(at) = usize::try_from(k).ok().and_then(|k| self.offsets.get(k)) {
+            super::mapped::prefetch(std::ptr::from_ref(at).cast());
+        }
+    }
+
     /// Record `k`'s byte offset and extent (header, payload and footer), if it exists.
     #[inline]
     pub fn extent(&self, k: u64) -> Option<(u64, u64)> {

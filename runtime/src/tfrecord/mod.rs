@@ -17,17 +17,22 @@
 //!
 //! An uncompressed file may also have an [`index`] (`FILE.idx`, written by
 //! `sluice index`): the offset of every record, so that [`IndexedFile`] can read record
-//! `k` directly, and [`read_records`] many records in offset order with nearby ones
-//! coalesced. The streaming reader never needs or reads an index.
+//! `k` directly, and [`read_window`] many records at once: copied out of a read-only
+//! memory map of the file (guarded against the file being cut short under it), or in
+//! offset order with nearby ones coalesced into one `pread`. The streaming reader never
+//! needs or reads an index.
 
 pub mod index;
 mod indexed;
 mod input;
+mod mapped;
 mod reader;
 mod writer;
 
 pub use index::{INDEX_DIR_ENV, Index, build_index, index_path, index_path_in, write_index, write_index_to};
-pub use indexed::{CoalesceOptions, IndexedFile, RecordRequest, check_record, read_records};
+pub use indexed::{
+    CoalesceOptions, IndexedFile, Landed, RecordRequest, check_record, read_records, read_window,
+};
 pub(crate) use input::open_input_sniffed;
 pub use input::{Compression, Input, detect_compression, detect_text_compression};
 pub use reader::{

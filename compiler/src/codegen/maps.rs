@@ -295,7 +295,7 @@ impl Gen<'_> {
         for (name, t, dims, r) in &cols {
             let (c, l, id) = (format_ident!("c_{}", name), local(name), field_ident(name));
             let per: usize = dims.iter().product();
-            decls.extend(quote!(let mut #c: ::std::vec::Vec<#t> = ::std::vec::Vec::with_capacity(n * #per);));
+            decls.extend(quote!(let mut #c: ::std::vec::Vec<#t> = __sl::ops::column(n * #per);));
             if !written.contains(name) {
                 puts.extend(match r {
                     Repr::Scalar => quote!(#c.push(#l);),

@@ -170,9 +170,7 @@ impl Gen<'_> {
                     let Some(dims) = fixed_dims(ty) else { return Ok(None) };
                     let n: usize = dims.iter().product();
                     let d = self.default_of(f, true)?;
-                    decls.push(
-                        quote!(let mut #c: ::std::vec::Vec<#t> = ::std::vec::Vec::with_capacity(n * #n);),
-                    );
+                    decls.push(quote!(let mut #c: ::std::vec::Vec<#t> = __sl::ops::column(n * #n);));
                     per_row.push(quote!(__sl::parse::fixed::<#t>(#s, #e, #n, #d, &mut #c)));
                     finish.push(quote!(#id: __sl::Dense::new(::std::vec![n #(, #dims)*], #c)?));
                 }

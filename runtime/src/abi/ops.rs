@@ -475,6 +475,14 @@ pub fn put<T: Copy>(column: &mut Vec<T>, values: &[T], per: usize, field: &str) 
     Ok(())
 }
 
+/// An empty batch column buffer with room for `values` values: a recycled one (the
+/// buffer of a dropped batch, its pages already mapped) when there is one, see
+/// [`recycle`](crate::column::recycle).
+#[inline]
+pub fn column<T: Scalar>(values: usize) -> Vec<T> {
+    crate::column::recycle::vec_with_capacity(values)
+}
+
 /// `f` of each value of `values` appended to a batch column that holds `per` values a
 /// row: `put(column, Array::map(values, f))` without the tensor in between.
 #[inline]

@@ -80,7 +80,13 @@ impl FromFeature for f32 {
     fn packed_exact(entry: &Entry<'_>, n: usize, out: &mut Vec<Self>) -> bool {
         match entry.packed(2) {
             Some(bytes) if bytes.len() == 4 * n => {
-                out.extend(bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])));
+                out.reserve(n);
+                let spare = &mut out.spare_capacity_mut()[..n];
+                for (slot, c) in spare.iter_mut().zip(bytes.chunks_exact(4)) {
+                    slot.write(f32::from_le_bytes([c[0], c[1], c[2], c[3]]));
+                }
+                // SAFETY: the loop wrote all `n` slots (`bytes` holds exactly `n` values).
+                unsafe { out.set_len(out.len() + n) };
                 true
             }
             _ => false,
@@ -484,5 +490,63 @@ mod sequence_tests {
             e.to_string(),
             "malformed tf.train.SequenceExample: field runs past the end of its message at byte 3"
         );
+    }
+}
+
+#[cfg(test)]
+mod fast_path_tests {
+    use super::*;
+
+    /// A length-delimited field `key` holding `body` (bodies under 128 bytes).
+    fn field(key: &[u8], body: &[u8]) -> Vec<u8> {
+        let mut out = key.to_vec();
+        out.push(u8::try_from(body.len()).unwrap());
+        out.extend_from_slice(body);
+        out
+    }
+
+    /// An Example of one feature `name` whose `Feature` message is `feature`.
+    fn example(name: &[u8], feature: &[u8]) -> Vec<u8> {
+        let entry = [field(&[0x0A], name), field(&[0x12], feature)].concat();
+        field(&[0x0A], &field(&[0x0A], &entry))
+    }
+
+    fn floats(values: &[f32]) -> Vec<u8> {
+        values.iter().flat_map(|v| v.to_le_bytes()).collect()
+    }
+
+    fn parse_x(record: &[u8]) -> Result<Vec<f32>, ParseError> {
+        let entry = ExampleView::new(record).entries().next().expect("one entry").map_err(malformed)?;
+        let mut out = vec![7.0];
+        fixed::<f32>("x", Some(entry), 2, None, &mut out)?;
+        Ok(out)
+    }
+
+    #[test]
+    fn every_encoding_of_a_float_list_gives_the_same_values() {
+        let packed = floats(&[1.5, -2.0]);
+        let usual = field(&[0x12], &field(&[0x0A], &packed));
+        // The list's key as a two-byte varint: not the fast path, the same values.
+        let long_key = field(&[0x92, 0x00], &field(&[0x0A], &packed));
+        // Unpacked values (fixed32 fields of their own).
+        let unpacked = field(&[0x12], &[&[0x0D][..], &packed[..4], &[0x0D], &packed[4..]].concat());
+        for feature in [usual, long_key, unpacked] {
+            assert_eq!(parse_x(&example(b"x", &feature)), Ok(vec![7.0, 1.5, -2.0]), "{feature:?}");
+        }
+        // A wrong count is still the general path's error.
+        let three = field(&[0x12], &field(&[0x0A], &floats(&[1.0, 2.0, 3.0])));
+        assert!(matches!(parse_x(&example(b"x", &three)), Err(ParseError::WrongLength { .. })));
+    }
+
+    #[test]
+    fn feature_names_are_checked_as_utf8() {
+        let feature = field(&[0x12], &field(&[0x0A], &floats(&[1.0, 2.0])));
+        let named = |name: &[u8]| {
+            let record = example(name, &feature);
+            ExampleView::new(&record).entries().next().expect("one entry").map(|e| e.name().to_string())
+        };
+        assert_eq!(named(b"x").unwrap(), "x");
+        assert_eq!(named("é".as_bytes()).unwrap(), "é");
+        assert!(named(&[b'x', 0xFF]).is_err(), "not UTF-8");
     }
 }

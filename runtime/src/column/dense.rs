@@ -12,7 +12,7 @@ use crate::stage::Element;
 /// A dense column: `n` rows of one shape in one contiguous row-major buffer of shape
 /// `[n, ...row_shape]`. `R` is the type of one row (`T` for scalars, `[T; N]`,
 /// `Vec<T>` for padded vectors, [`Tensor<T>`](super::Tensor)).
-pub struct Dense<T, R = T> {
+pub struct Dense<T: Scalar, R = T> {
     shape: Vec<usize>,
     data: Vec<T>,
     row_len: usize,
@@ -66,13 +66,13 @@ impl<T: Scalar, R> Dense<T, R> {
     }
 
     /// The buffer, without copying.
-    pub fn into_vec(self) -> Vec<T> {
-        self.data
+    pub fn into_vec(mut self) -> Vec<T> {
+        std::mem::take(&mut self.data)
     }
 
     /// The shape and the buffer, without copying.
-    pub fn into_parts(self) -> (Vec<usize>, Vec<T>) {
-        (self.shape, self.data)
+    pub fn into_parts(mut self) -> (Vec<usize>, Vec<T>) {
+        (std::mem::take(&mut self.shape), std::mem::take(&mut self.data))
     }
 
     /// The buffer's element type.
@@ -88,6 +88,14 @@ impl<T: Scalar, R> Dense<T, R> {
     /// True when the column has no rows.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+/// A dropped column's buffer goes back to [`recycle`](super::recycle) for the next
+/// batch (a big one; a small one is freed).
+impl<T: Scalar, R> Drop for Dense<T, R> {
+    fn drop(&mut self) {
+        super::recycle::give(std::mem::take(&mut self.data));
     }
 }
 
@@ -160,9 +168,9 @@ pub struct DenseBuilder<T, R = T> {
     row: PhantomData<fn() -> R>,
 }
 
-impl<T, R> DenseBuilder<T, R> {
+impl<T: Scalar, R> DenseBuilder<T, R> {
     fn with_capacity(values: usize) -> Self {
-        DenseBuilder { data: Vec::with_capacity(values), rows: 0, row: PhantomData }
+        DenseBuilder { data: super::recycle::vec_with_capacity(values), rows: 0, row: PhantomData }
     }
 }
 

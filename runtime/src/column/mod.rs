@@ -35,6 +35,7 @@ mod dense;
 mod named;
 mod pool;
 mod ragged;
+pub mod recycle;
 mod tensor;
 mod text;
 mod tuple;

@@ -340,7 +340,7 @@ impl<'a> Entry<'a> {
             match field {
                 1 => {
                     let key = r.expect_sub(field, wire_type)?;
-                    name = std::str::from_utf8(key.rest()).map_err(|_| key.err(WireErrorKind::BadUtf8))?;
+                    name = utf8(key.rest()).ok_or_else(|| key.err(WireErrorKind::BadUtf8))?;
                 }
                 2 => {
                     value = Some(r.expect_sub(field, wire_type)?);
@@ -373,27 +373,49 @@ impl<'a> Entry<'a> {
     /// `None` for any other encoding (which [`feature`](Entry::feature) handles).
     #[inline]
     pub fn packed(&self, list_field: u32) -> Option<&'a [u8]> {
-        let mut feature = self.value?;
-        let (f, wire_type) = feature.key().ok()?;
-        if f != list_field || wire_type != LEN {
+        // The usual bytes, read straight off the slice: the list's one-byte key and
+        // length (the rest of the feature), the packed field's key `0x0A` and length
+        // (the rest of the list). Anything else, a longer encoding of the same keys
+        // included, is left to the general path.
+        let rest = self.value?.rest();
+        let (&key, rest) = rest.split_first()?;
+        if u32::from(key) != (list_field << 3) | u32::from(LEN) {
             return None;
         }
-        let mut list = feature.sub().ok()?;
-        if !feature.at_end() {
+        let rest = whole(rest)?;
+        let (&key, rest) = rest.split_first()?;
+        if key != (1 << 3) | LEN {
             return None;
         }
-        let (f, wire_type) = list.key().ok()?;
-        if f != 1 || wire_type != LEN {
-            return None;
-        }
-        let packed = list.sub().ok()?;
-        list.at_end().then(|| packed.rest())
+        whole(rest)
     }
 
     /// Where the entry lies in its record, to come back to it with [`feature_at`].
     pub(crate) fn loc(&self) -> EntryLoc {
         EntryLoc { body: (self.body.pos, self.body.end()), value: self.value.map(|v| (v.pos, v.end())) }
     }
+}
+
+/// `bytes` as a string if they are UTF-8: a check of one word at a time when they are
+/// ASCII, as feature names almost always are.
+#[inline]
+fn utf8(bytes: &[u8]) -> Option<&str> {
+    if bytes.is_ascii() {
+        // SAFETY: ASCII bytes are valid UTF-8.
+        Some(unsafe { std::str::from_utf8_unchecked(bytes) })
+    } else {
+        std::str::from_utf8(bytes).ok()
+    }
+}
+
+/// The body of a length-delimited field whose length prefix starts `bytes`, when that
+/// body is the whole rest of `bytes` (nothing after it).
+#[inline]
+fn whole(bytes: &[u8]) -> Option<&[u8]> {
+    let mut r = Reader::new(bytes);
+    let len = r.varint().ok()?;
+    let body = r.rest();
+    (len == body.len() as u64).then_some(body)
 }
 
 /// Where an [`Entry`] lies in its record: byte ranges of its body and of its single

@@ -36,6 +36,14 @@ pub struct RecordBatch {
     sources: Vec<(usize, Origin)>,
 }
 
+/// A dropped batch's buffer goes back to [`recycle`](crate::column::recycle) for the
+/// next batch (a big one; a small one is freed).
+impl Drop for RecordBatch {
+    fn drop(&mut self) {
+        crate::column::recycle::give(std::mem::take(&mut self.data));
+    }
+}
+
 impl PartialEq for RecordBatch {
     fn eq(&self, other: &Self) -> bool {
         self.data == other.data && self.offsets == other.offsets
@@ -49,7 +57,7 @@ impl RecordBatch {
     pub fn with_capacity(records: usize, bytes: usize) -> Self {
         let mut offsets = Vec::with_capacity(records + 1);
         offsets.push(0);
-        RecordBatch { data: Vec::with_capacity(bytes), offsets, sources: Vec::new() }
+        RecordBatch { data: crate::column::recycle::vec_with_capacity(bytes), offsets, sources: Vec::new() }
     }
 
     /// An empty batch with room for `records` records of `bytes` bytes in all, each of
@@ -366,8 +374,12 @@ fn worker<I: DataIter<Item = PathBuf>, F: BatchFn>(
                 Ok(Some((index, record))) => {
                     batch.push_from(record, Origin::new(file, index));
                     if batch.len() == n {
+                        // Room for a little more than this batch's bytes, so that a next
+                        // batch of slightly longer records does not outgrow (and copy) its
+                        // buffer, and a recycled buffer fits the next request.
                         let bytes = batch.bytes();
-                        let full = std::mem::replace(&mut batch, RecordBatch::with_capacity(n, bytes));
+                        let room = bytes + bytes / 8;
+                        let full = std::mem::replace(&mut batch, RecordBatch::with_capacity(n, room));
                         let out = match call(f, full) {
                             Ok(out) => out,
                             Err(e) => {

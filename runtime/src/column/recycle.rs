@@ -1,0 +1,128 @@
+//! Recycled batch buffers: the large buffers of batch columns and record batches go
+//! back to a small process-wide free list when their batch is dropped, and the next
+//! batch of the same type and size takes one from there instead of a fresh allocation.
+//!
+//! A batch column of megabytes allocated and freed per batch costs the kernel's page
+//! faults and page zeroing every time (the allocator returns big blocks to the system
+//! between batches); a recycled buffer's pages are already mapped. Batches are often
+//! filled on a worker thread and dropped on the consumer's, so the list is shared, not
+//! per thread: one short lock per buffer, a few per batch.
+//!
+//! Only buffers of at least [`MIN_BYTES`] are kept, at most [`KEEP`] of them and
+//! [`KEEP_BYTES`] in all (the list never holds more than that much idle memory; beyond
+//! it a buffer is freed as before). A taken buffer is empty, so what is written into it
+//! is exactly what a fresh `Vec::with_capacity` would hold.
+
+use std::any::Any;
+use std::sync::{Mutex, PoisonError};
+
+/// The smallest buffer worth keeping, in bytes: below it the allocator reuses memory
+/// without the kernel's help.
+pub const MIN_BYTES: usize = 64 << 10;
+/// At most this many idle buffers are kept.
+pub const KEEP: usize = 4;
+/// At most this many idle bytes are kept.
+pub const KEEP_BYTES: usize = 32 << 20;
+
+#[derive(Default)]
+struct Free {
+    /// Idle buffers: each a `Vec<T>` of some `T`, with its capacity in bytes.
+    list: Vec<(Box<dyn Any + Send>, usize)>,
+    bytes: usize,
+}
+
+static FREE: Mutex<Free> = Mutex::new(Free { list: Vec::new(), bytes: 0 });
+
+/// An empty `Vec<T>` with room for at least `capacity` values: an idle buffer of the
+/// same type when one is big enough, else a new allocation (`Vec::with_capacity`).
+#[inline]
+pub fn vec_with_capacity<T: Copy + Send + 'static>(capacity: usize) -> Vec<T> {
+    let want = capacity.saturating_mul(size_of::<T>());
+    if want < MIN_BYTES {
+        return Vec::with_capacity(capacity);
+    }
+    let reused = FREE.lock().unwrap_or_else(PoisonError::into_inner).take::<T>(want);
+    reused.unwrap_or_else(|| Vec::with_capacity(capacity))
+}
+
+/// Gives `v`'s allocation back for a later [`vec_with_capacity`], or frees it when it
+/// is small or bigger than the list may hold.
+#[inline]
+pub fn give<T: Copy + Send + 'static>(v: Vec<T>) {
+    let have = v.capacity().saturating_mul(size_of::<T>());
+    if !(MIN_BYTES..=KEEP_BYTES).contains(&have) {
+        return;
+    }
+    let evicted = FREE.lock().unwrap_or_else(PoisonError::into_inner).keep(Box::new(v), have);
+    // Freed after the lock is released.
+    drop(evicted);
+}
+
+impl Free {
+    /// The first idle `Vec<T>` of at least `want` bytes, emptied.
+    fn take<T: Copy + Send + 'static>(&mut self, want: usize) -> Option<Vec<T>> {
+        let i = self.list.iter().position(|(b, have)| *have >= want && b.is::<Vec<T>>())?;
+        let (buffer, have) = self.list.swap_remove(i);
+        self.bytes -= have;
+        let mut v = *buffer.downcast::<Vec<T>>().ok()?;
+        v.clear();
+        Some(v)
+    }
+
+    /// Keeps `buffer` (of `have` <= [`KEEP_BYTES`] bytes), making room by taking out the
+    /// oldest idle buffers (one no batch has taken for a while is of a size or type no
+    /// longer in use); returns those, to be freed.
+    fn keep(&mut self, buffer: Box<dyn Any + Send>, have: usize) -> Vec<Box<dyn Any + Send>> {
+        let mut evicted = Vec::new();
+        while !self.list.is_empty() && (self.list.len() >= KEEP || self.bytes + have > KEEP_BYTES) {
+            let (old, bytes) = self.list.remove(0);
+            self.bytes -= bytes;
+            evicted.push(old);
+        }
+        self.bytes += have;
+        self.list.push((buffer, have));
+        evicted
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // On a list of its own: the process-wide one is shared with every other test.
+    #[test]
+    fn a_kept_buffer_is_taken_again_empty_by_its_type_and_size_and_the_list_stays_bounded() {
+        let mut free = Free::default();
+        let n = MIN_BYTES / 4 * 3;
+        let mut v: Vec<f32> = Vec::with_capacity(n);
+        v.extend((0..n).map(|i| i as f32));
+        let ptr = v.as_ptr();
+        assert!(free.keep(Box::new(v), n * 4).is_empty());
+        // Another type or a bigger size does not take it.
+        assert!(free.take::<u32>(n * 4).is_none());
+        assert!(free.take::<f32>(n * 8).is_none());
+        let again = free.take::<f32>(n * 4 - 4).expect("kept");
+        assert_eq!(again.as_ptr(), ptr, "the same allocation");
+        assert!(again.is_empty() && again.capacity() >= n);
+        assert!(free.take::<f32>(4).is_none(), "taken once");
+        // At most KEEP buffers and KEEP_BYTES bytes; the oldest go first.
+        for i in 0..KEEP + 2 {
+            let evicted = free.keep(Box::new(vec![i as u8; MIN_BYTES]), MIN_BYTES);
+            assert_eq!(evicted.len(), usize::from(i >= KEEP));
+        }
+        assert_eq!((free.list.len(), free.bytes), (KEEP, KEEP * MIN_BYTES));
+        let first = free.take::<u8>(MIN_BYTES).expect("kept");
+        assert_eq!(first.capacity(), MIN_BYTES);
+        let evicted = free.keep(Box::new(Vec::<u8>::with_capacity(KEEP_BYTES)), KEEP_BYTES);
+        assert_eq!(evicted.len(), KEEP - 1, "room made for a buffer of KEEP_BYTES");
+        assert_eq!((free.list.len(), free.bytes), (1, KEEP_BYTES));
+    }
+
+    #[test]
+    fn small_buffers_and_their_requests_bypass_the_list() {
+        // Below MIN_BYTES nothing is kept or looked up (no lock is taken).
+        let v = vec_with_capacity::<u16>(16);
+        assert!(v.capacity() >= 16 && v.is_empty());
+        give(v);
+    }
+}

@@ -103,15 +103,17 @@ fn the_bench_pipelines_run_from_a_bucket_as_from_disk() {
     }
 }
 
-/// Streaming ~48 MB of images through 4 open objects, each with at most 3 × 256 KiB read
-/// ahead (3 MiB in all, 16 times less than the data): the peak RSS stays within 32 MiB of
-/// the same run from the local files (the TLS and HTTP client and the storage runtime's
-/// threads included).
+/// Streaming ~111 MB of images through 4 open objects, each with at most 3 × 256 KiB read
+/// ahead (3 MiB in all, 35 times less than the data): the peak RSS stays within 64 MiB of
+/// the same run from the local files, well under the data's size. The margin holds the
+/// TLS and HTTP client and the storage runtime's threads (about 20 MiB) and the recycled
+/// batch buffers (`column::recycle`, up to 32 MiB idle), which one run may end with full
+/// and the other empty, as the reader's and the consumer's pace differ.
 #[test]
 fn streaming_from_a_bucket_keeps_memory_bounded() {
     let Some(server) = S3Server::start() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let local = generate(&server, dir.path(), "image", "4000", "4");
+    let local = generate(&server, dir.path(), "image", "9000", "4");
     let bytes: u64 = std::fs::read_dir(&local).unwrap().map(|e| e.unwrap().metadata().unwrap().len()).sum();
     let env = [("SLUICE_STORAGE_CHUNK", "262144"), ("SLUICE_STORAGE_IN_FLIGHT", "2")];
     let read_ahead = 4 * 3 * 262_144;
@@ -121,7 +123,9 @@ fn streaming_from_a_bucket_keeps_memory_bounded() {
     let got = run_json(&server, dir.path(), &env, "image_raw.pipe", "s3://data/image/*.tfrecord");
     assert_eq!(got["records"], want["records"]);
     let (peak, base) = (got["peak_rss_bytes"].as_u64().unwrap(), want["peak_rss_bytes"].as_u64().unwrap());
-    assert!(peak <= base + (32 << 20), "peak RSS {peak} from s3 against {base} from disk");
+    let margin = 64 << 20;
+    assert!(bytes >= margin * 3 / 2, "the data ({bytes} bytes) is well over the margin");
+    assert!(peak <= base + margin, "peak RSS {peak} from s3 against {base} from disk");
 }
 
 /// A pipeline of records, for `--output`.

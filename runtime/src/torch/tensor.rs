@@ -372,7 +372,10 @@ impl TensorBatch {
             Device::Cpu => t.shallow_clone(),
             _ => {
                 let t = if t.is_contiguous() { t.shallow_clone() } else { t.contiguous() };
-                t.pin_memory(device).to_device_(device, t.kind(), true, false)
+                // `_pin_memory` with the target device: `pin_memory(device)` logs a
+                // deprecation warning on every call (PyTorch 2.11), and its `is_pinned`
+                // check is moot here, the batch is always pageable memory.
+                t.internal_pin_memory(device).to_device_(device, t.kind(), true, false)
             }
         })
     }

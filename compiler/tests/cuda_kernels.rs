@@ -216,3 +216,9 @@ fn every_kernel_the_repository_generates_compiles_to_ptx() {
         compiles_to_ptx(k);
     }
 }
+
+#[test]
+fn kernels_and_their_launch_agree_on_the_values_per_thread() {
+    // The compiler writes kernels for V values a thread; the runtime sizes the grid for it.
+    assert_eq!(sluice_compiler::codegen::cuda::VALUES_PER_THREAD, sluice_runtime::cuda::VALUES_PER_THREAD);
+}

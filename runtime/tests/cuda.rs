@@ -11,8 +11,8 @@ use sluice_runtime::abi::ops::{self, Flip, element_rng};
 use sluice_runtime::column::Tensor;
 use sluice_runtime::cuda::philox::host::{self, Draw};
 use sluice_runtime::cuda::{
-    GpuTail, KernelArg, PHILOX_CUDA, compile_ptx, cpu_fallback_reason, gpu_available, note_cpu_fallback,
-    nvrtc_available,
+    GpuTail, KernelArg, PHILOX_CUDA, VALUES_PER_THREAD, compile_ptx, cpu_fallback_reason, gpu_available,
+    note_cpu_fallback, nvrtc_available,
 };
 use sluice_runtime::rng::{Philox, philox4x32};
 
@@ -148,21 +148,24 @@ fn crop_draws_match_random_crop() {
 }
 
 /// A kernel in the ABI `GpuTail` launches: a batch of `u8` images `[b, h, w, c]`,
-/// `random_flip` (operation 0) and a cast to `f32`, one thread per output value.
+/// `random_flip` (operation 0) and a cast to `f32`, one thread per `VALUES_PER_THREAD`
+/// output values.
 fn flip_kernel() -> String {
+    let vpt = VALUES_PER_THREAD;
     format!(
         "{PHILOX_CUDA}
 extern \"C\" __global__ void sluice_test_flip(const unsigned char *in, float *out, unsigned long long n,
                                              unsigned long long seed, unsigned long long epoch,
                                              unsigned long long first_index, unsigned int h, unsigned int w,
                                              unsigned int c) {{
-    unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    unsigned long long per = (unsigned long long)h * w * c;
-    unsigned long long b = i / per, r = i % per;
-    unsigned long long y = r / ((unsigned long long)w * c), x = (r / c) % w, ch = r % c;
-    if (sluice_flip_draw(seed, 0, epoch, first_index + b)) x = w - 1 - x;
-    out[i] = (float)in[b * per + (y * w + x) * c + ch];
+    unsigned long long base = ((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x) * {vpt}ull;
+    for (unsigned long long i = base; i < base + {vpt}ull && i < n; ++i) {{
+        unsigned long long per = (unsigned long long)h * w * c;
+        unsigned long long b = i / per, r = i % per;
+        unsigned long long y = r / ((unsigned long long)w * c), x = (r / c) % w, ch = r % c;
+        if (sluice_flip_draw(seed, 0, epoch, first_index + b)) x = w - 1 - x;
+        out[i] = (float)in[b * per + (y * w + x) * c + ch];
+    }}
 }}
 "
     )

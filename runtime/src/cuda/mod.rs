@@ -36,7 +36,7 @@ use crate::error::Error;
 pub use cudarc;
 pub use nvrtc::{Ptx, compile_ptx};
 pub use philox::PHILOX_CUDA;
-pub use tail::{GpuTail, KernelArg};
+pub use tail::{BLOCK, GpuTail, KernelArg, VALUES_PER_THREAD};
 
 /// Whether NVRTC's library can be loaded (`libnvrtc.so`, `.so.13`… on the library path).
 /// Checked once per process.

@@ -5,12 +5,13 @@
 //! ```c
 //! extern "C" __global__ void NAME(const unsigned char *in, OUT *out, unsigned long long n,
 //!                                 /* the launch's KernelArgs, in order */ ...)
-//! // thread i < n computes out[i] from the batch's bytes `in`
+//! // thread i computes out[V*i .. V*i + V] (those below n) from the batch's bytes `in`
 //! ```
 //!
 //! The staged batch is one byte buffer (several columns lie at offsets the kernel is told
-//! through its arguments or its source); the grid has one thread per output value, blocks
-//! of [`BLOCK`] threads.
+//! through its arguments or its source); the grid has one thread per
+//! [`VALUES_PER_THREAD`] (V) output values, blocks of [`BLOCK`] threads. A thread's
+//! values are consecutive so that their loads are independent and in flight together.
 //!
 //! The flow of batch `k` through slot `k % 2` (two pinned host buffers, two device input
 //! buffers, two streams, events between them):
@@ -27,9 +28,10 @@
 //! after [`GpuTail::launch_raw`], the caller waits with [`GpuTail::synchronize`] or orders
 //! its own stream after [`GpuTail::compute_stream`].
 //!
-//! Not exercised on a GPU yet (written against cudarc 0.19's API and compiled only): the
-//! copies, the launches, the events' ordering and the overlap. What the tests check
-//! without a GPU is that every entry point returns an error instead of panicking.
+//! On a GPU, `scripts/gpu-check` exercises the copies, the launches, the events' ordering
+//! and the overlap (the digits job's `gpu_tail` test and `gpu-bench`, against the CPU
+//! twin bit for bit); without one, the tests check that every entry point returns an error
+//! instead of panicking.
 
 use std::fmt;
 use std::sync::Arc;
@@ -45,6 +47,9 @@ use crate::error::{Error, Result};
 
 /// Threads per block of a launch.
 pub const BLOCK: u32 = 256;
+
+/// Output values per thread of a launch (consecutive ones; see the module doc).
+pub const VALUES_PER_THREAD: usize = 4;
 
 /// A scalar argument of a kernel, after its `in`, `out` and `n` (see the module doc).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -256,7 +261,7 @@ impl GpuTail {
     /// The copy of the staged slot and the launch into `n` values at `out`.
     fn enqueue(&mut self, out: CUdeviceptr, n: usize, args: &[KernelArg]) -> Result<()> {
         let fail = self.failure();
-        let blocks = u32::try_from(n.div_ceil(BLOCK as usize))
+        let blocks = u32::try_from(n.div_ceil(BLOCK as usize * VALUES_PER_THREAD))
             .ok()
             .filter(|&b| b <= i32::MAX as u32)
             .ok_or_else(|| fail(format!("{n} output values are too many for one launch")))?;

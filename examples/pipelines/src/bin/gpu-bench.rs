@@ -107,8 +107,8 @@ fn run() -> Res<()> {
     let mut d_out = stream.alloc_zeros::<f32>(out_len)?;
     let (n, epoch, batch, row0, seed) = (out_len as u64, EPOCH, 0u64, 0u64, SEED);
     let cfg = LaunchConfig {
-        grid_dim: (out_len.div_ceil(256) as u32, 1, 1),
-        block_dim: (256, 1, 1),
+        grid_dim: (out_len.div_ceil(cuda::BLOCK as usize * cuda::VALUES_PER_THREAD) as u32, 1, 1),
+        block_dim: (cuda::BLOCK, 1, 1),
         shared_mem_bytes: 0,
     };
     let timed = |work: &mut dyn FnMut() -> Res<()>| -> Res<f64> {

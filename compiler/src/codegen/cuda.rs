@@ -1,11 +1,11 @@
 //! CUDA C for a chain of per-row operations applied to a batch column: one kernel per
-//! chain, one thread per output value.
+//! chain, each thread [`VALUES_PER_THREAD`] consecutive output values.
 //!
 //! A [`Kernel`] is a column's row type (dtype and row shape) and the operations applied to
 //! every row in order: value operations (`cast`, `scale`, affine arithmetic with a
 //! constant, `normalize` per channel, `clamp`) and layout operations (`transpose` HWC→CHW
 //! and back, `center_crop`, `random_crop`, `random_flip`, `one_hot`). The generated
-//! kernel works backwards (a gather): each thread takes one output value, maps its
+//! kernel works backwards (a gather): for each of its output values a thread maps its
 //! coordinates back through the layout operations to the input value it comes from,
 //! loads it once, and applies the value operations in order, each at its own stage's
 //! coordinates (so `normalize` sees the channel it had at its place in the chain). Fused,

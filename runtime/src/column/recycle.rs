@@ -18,11 +18,11 @@ use std::sync::{Mutex, PoisonError};
 
 /// The smallest buffer worth keeping, in bytes: below it the allocator reuses memory
 /// without the kernel's help.
-pub const MIN_BYTES: usize = 64 << 10;
+pub const MIN_BYTES: usize = crate::defaults::RECYCLE_MIN_BYTES;
 /// At most this many idle buffers are kept.
-pub const KEEP: usize = 4;
-/// At most this many idle bytes are kept.
-pub const KEEP_BYTES: usize = 32 << 20;
+pub const KEEP: usize = crate::defaults::RECYCLE_KEEP;
+/// At most this many idle bytes are kept (`explain`'s memory bound counts them).
+pub const KEEP_BYTES: usize = crate::defaults::RECYCLE_KEEP_BYTES;
 
 #[derive(Default)]
 struct Free {

@@ -80,6 +80,9 @@ pub struct PhysicalPlan {
     /// The idle batch buffers the runtime keeps for recycling, at most (counted in the
     /// bound; 0 without batches).
     pub recycled: u64,
+    /// The largest batch any stage makes, in bytes, at most (0 without batches; exact
+    /// when `assumptions` is empty).
+    pub largest_batch: u64,
     /// The assumptions the bound rests on (empty when it is exact).
     pub assumptions: Vec<&'static str>,
     /// The files the readers keep open at once: read from an object store, each adds
@@ -106,6 +109,7 @@ pub fn plan(
         memory::Cx { assumptions: Vec::new(), options, params, rows: 1, open_files: 0, largest_batch: 0 };
     let (stages, tail) = lower::lower(plan, &mut cx);
     let recycled = cx.recycled();
+    let largest_batch = cx.largest_batch;
     let memory_bound = stages
         .iter()
         .map(|s| &s.figures)
@@ -119,6 +123,7 @@ pub fn plan(
         tail,
         memory_bound,
         recycled,
+        largest_batch,
         assumptions: cx.assumptions,
         open_files: cx.open_files,
         budget,

@@ -15,7 +15,8 @@
 //! Environment: `SLUICE_CACHE_DIR` (else `$XDG_CACHE_HOME/sluice`, else
 //! `$HOME/.cache/sluice`); `SLUICE_TARGET_DIR` for the shared target directory (default
 //! `<cache>/target`); `SLUICE_RUN_PROFILE=dev` builds unoptimized (tests); `CARGO`
-//! names the cargo binary.
+//! names the cargo binary. A runner itself reads `SLUICE_HUGE_PAGES=1`: keep huge pages
+//! where its `main` would ask for small ones (to measure against).
 //!
 //! Exit status: as `sluice check` for the file's diagnostics (1), 2 for a bad invocation,
 //! 1 when the runner does not build; otherwise the runner's own (1 on a data error, 2 on

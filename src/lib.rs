@@ -45,6 +45,8 @@ pub mod __private {
     pub use sluice_runtime::abi::ops::{Array, Cast, Flip};
     pub use sluice_runtime::abi::parse::{ExampleView, ParseError};
     pub use sluice_runtime::abi::{self, FromParam, Rows, located, ops, param, parse};
+    /// Called first by generated runner binaries: 4 KiB pages, not huge ones.
+    pub use sluice_runtime::column::recycle::small_pages;
     pub use sluice_runtime::column::{
         AnyColumn, Batchable, ColumnBuilder, ColumnError, Columns, Dense, IntoAnyColumn, NamedColumns,
         PadLen, PadShape, Ragged, Tensor, Text, check_rows,

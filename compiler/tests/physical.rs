@@ -174,6 +174,13 @@ fn physical_figures_rest_on_the_runtime_defaults() {
         physical::defaults::READ_BATCHES_HANDOVER_PER_THREAD,
         rt::READ_BATCHES_HANDOVER_PER_THREAD as u64
     );
+    assert_eq!(
+        physical::defaults::READ_BATCHES_HANDOVER_BYTES_PER_THREAD,
+        rt::READ_BATCHES_HANDOVER_BYTES_PER_THREAD as u64
+    );
+    assert_eq!(physical::defaults::RECYCLE_MIN_BYTES, sluice_runtime::column::recycle::MIN_BYTES as u64);
+    assert_eq!(physical::defaults::RECYCLE_KEEP, sluice_runtime::column::recycle::KEEP as u64);
+    assert_eq!(physical::defaults::RECYCLE_KEEP_BYTES, sluice_runtime::column::recycle::KEEP_BYTES as u64);
     assert_eq!(physical::defaults::DEVICE_FEED_AHEAD, rt::DEVICE_FEED_AHEAD as u64);
     // A parallel interleave of 4 files holds 64 records per file, plus each file's read
     // buffer; an automatic prefetch holds its starting depth.
@@ -222,4 +229,43 @@ fn a_shuffle_of_read_records_into_batches_runs_over_the_readers_batches() {
     assert!(flat.contains("__sl::shuffle_batches(ds,(1000asusize),(3asu64),(64asusize),false,)"), "{code}");
     let read_batches = &p.physical.stages[1].exec;
     assert!(matches!(read_batches, Exec::ReadBatches { maps, drop_remainder: false, .. } if maps.is_empty()));
+}
+
+/// The memory bound counts the idle batch buffers kept for recycling (at most
+/// `RECYCLE_KEEP` of twice the largest batch, `RECYCLE_KEEP_BYTES` in all; none without
+/// batches), and a reader's hand-over queue of big batches by its bytes.
+#[test]
+fn the_memory_bound_counts_recycled_batch_buffers_and_the_hand_over_by_bytes() {
+    use physical::defaults::*;
+    let plan = |body: &str| {
+        let source = format!("pipeline p(files: glob) {{ {body} }}");
+        let c = sluice_compiler::compile(&source);
+        assert!(c.diagnostics.is_empty(), "{:?}", c.diagnostics);
+        c.pipelines[0].physical.clone()
+    };
+    let stages = |p: &physical::PhysicalPlan| p.nodes().map(|(_, f)| f.bytes).sum::<u64>();
+    // No batches: nothing recycled.
+    let records = plan("tfrecords(files, cycle: 2, parallel: 2); prefetch();");
+    assert_eq!(records.recycled, 0);
+    assert_eq!(records.memory_bound, stages(&records));
+    // Small batches (16 floats × 8 rows): twice KEEP of them.
+    let small = plan(
+        "schema { x: f32[16] } tfrecords(files, cycle: 2, parallel: 2, deterministic: false); \
+         map(parallel: 2) { parse_example(); } batch(1024); prefetch(2);",
+    );
+    assert!(small.recycled > 0 && small.recycled <= RECYCLE_KEEP_BYTES, "{}", small.recycled);
+    assert_eq!(small.memory_bound, stages(&small) + small.recycled);
+    assert!(small.explain().contains("recycled batch buffers: up to "), "{}", small.explain());
+    // Batches of images (256 × 64 × 64 × 3 floats, 12 MiB): the list's byte limit, and
+    // the hand-over queue of 2 threads holds 2 × 16 MiB of them, not 4 batches.
+    let images = plan(
+        "schema { image: bytes } tfrecords(files, cycle: 2, parallel: 2, deterministic: false); \
+         map(parallel: 2) { parse_example(); image = decode_raw(image, u8); \
+         image = reshape(image, [64, 64, 3]); image = cast(image, f32); } batch(256); prefetch(2);",
+    );
+    assert_eq!(images.recycled, RECYCLE_KEEP_BYTES);
+    let read = images.nodes().find(|(n, _)| *n == "ReadBatchesExec").map(|(_, f)| f.clone()).unwrap();
+    let batch = 256 * 64 * 64 * 3 * 4;
+    assert_eq!(read.held, 2 + 2 * READ_BATCHES_HANDOVER_PER_THREAD);
+    assert_eq!(read.bytes, 2 * batch + 2 * READ_BATCHES_HANDOVER_BYTES_PER_THREAD + 2 * READ_BUFFER_BYTES);
 }

@@ -42,5 +42,20 @@ pub const PREFETCH_AUTO_DEPTH: usize = 2;
 /// besides the one it fills.
 pub const READ_BATCHES_HANDOVER_PER_THREAD: usize = 2;
 
+/// The most bytes of finished batches the reader threads of `tfrecord_batches` may queue
+/// for the consumer, per thread (one batch is always let through): a batch of decoded
+/// images (12 MiB in `image_raw`) waits one to a thread, not two.
+pub const READ_BATCHES_HANDOVER_BYTES_PER_THREAD: usize = 16 << 20;
+
+/// Batch buffers smaller than this are not recycled (`column::recycle`).
+pub const RECYCLE_MIN_BYTES: usize = 64 << 10;
+
+/// At most this many idle batch buffers are kept for recycling.
+pub const RECYCLE_KEEP: usize = 4;
+
+/// At most this many bytes of idle batch buffers are kept for recycling (the memory
+/// bound counts them).
+pub const RECYCLE_KEEP_BYTES: usize = 32 << 20;
+
 /// Global batches the device feed prepares ahead of the training loop.
 pub const DEVICE_FEED_AHEAD: usize = 2;

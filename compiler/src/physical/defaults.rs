@@ -25,6 +25,16 @@ pub const GLOBAL_SHUFFLE_WINDOW_BYTES: u64 = runtime::GLOBAL_SHUFFLE_WINDOW_BYTE
 pub const PREFETCH_AUTO_DEPTH: u64 = runtime::PREFETCH_AUTO_DEPTH as u64;
 /// Finished batches each reader thread of a `ReadBatchesExec` may queue.
 pub const READ_BATCHES_HANDOVER_PER_THREAD: u64 = runtime::READ_BATCHES_HANDOVER_PER_THREAD as u64;
+/// The most bytes of finished batches each reader thread of a `ReadBatchesExec` may
+/// queue (one batch always passes).
+pub const READ_BATCHES_HANDOVER_BYTES_PER_THREAD: u64 =
+    runtime::READ_BATCHES_HANDOVER_BYTES_PER_THREAD as u64;
+/// Batch buffers below this size are not kept for recycling.
+pub const RECYCLE_MIN_BYTES: u64 = runtime::RECYCLE_MIN_BYTES as u64;
+/// The most idle batch buffers kept for recycling.
+pub const RECYCLE_KEEP: u64 = runtime::RECYCLE_KEEP as u64;
+/// The most bytes of idle batch buffers kept for recycling.
+pub const RECYCLE_KEEP_BYTES: u64 = runtime::RECYCLE_KEEP_BYTES as u64;
 /// The most elements a parallel map's worker takes at once (a micro-batch).
 pub const MAP_MICRO_BATCH: u64 = runtime::MAP_MICRO_BATCH as u64;
 /// The most bytes of results of one micro-batch of a parallel map.

@@ -19,6 +19,9 @@ pub(super) struct Cx<'a> {
     /// The files the readers keep open at once (each with a read buffer; from an object
     /// store, each with `OBJECT_READ_AHEAD_BYTES` of ranged GETs).
     pub(super) open_files: u64,
+    /// The largest batch any stage makes, in bytes (0: no batches): the idle batch
+    /// buffers kept for recycling are at most `RECYCLE_KEEP` of them ([`Cx::recycled`]).
+    pub(super) largest_batch: u64,
 }
 
 impl Cx<'_> {
@@ -71,18 +74,38 @@ impl Cx<'_> {
     }
 
     /// A `ReadBatchesExec`: each reader thread holds the batch it fills, and the
-    /// hand-over queue two finished batches per thread; `per_batch` bounds one batch.
+    /// hand-over queue two finished batches per thread, of at most
+    /// `READ_BATCHES_HANDOVER_BYTES_PER_THREAD` bytes per thread in all (but always one
+    /// batch); `per_batch` bounds one batch.
     pub(super) fn read_batches(&mut self, il: &Interleave, per_batch: u64) -> Figures {
         let (threads, workers) = self.threads(&il.parallel);
         let cycle = self.cycle(&il.cycle_length);
         let workers = workers.min(cycle.max(1));
-        let held = workers.saturating_mul(1 + READ_BATCHES_HANDOVER_PER_THREAD);
+        let queued = workers.saturating_mul(READ_BATCHES_HANDOVER_PER_THREAD);
+        let queued_bytes = queued
+            .saturating_mul(per_batch)
+            .min(workers.saturating_mul(READ_BATCHES_HANDOVER_BYTES_PER_THREAD).max(per_batch));
         self.open_files = self.open_files.saturating_add(workers);
+        self.largest_batch = self.largest_batch.max(per_batch);
         Figures {
             threads,
-            held,
-            bytes: held.saturating_mul(per_batch).saturating_add(workers.saturating_mul(READ_BUFFER_BYTES)),
+            held: workers.saturating_add(queued),
+            bytes: workers
+                .saturating_mul(per_batch)
+                .saturating_add(queued_bytes)
+                .saturating_add(workers.saturating_mul(READ_BUFFER_BYTES)),
         }
+    }
+
+    /// The idle batch buffers the runtime keeps for recycling (`column::recycle`): at
+    /// most `RECYCLE_KEEP` buffers, each of at most twice the largest batch (a buffer
+    /// that grows doubles), and `RECYCLE_KEEP_BYTES` in all; none without batches big
+    /// enough to be kept.
+    pub(super) fn recycled(&self) -> u64 {
+        if self.largest_batch.saturating_mul(2) < RECYCLE_MIN_BYTES {
+            return 0;
+        }
+        self.largest_batch.saturating_mul(2 * RECYCLE_KEEP).min(RECYCLE_KEEP_BYTES)
     }
 
     /// A map of this stage's elements: one on the consumer's thread holds the element
@@ -122,6 +145,10 @@ impl Cx<'_> {
         }
         let rows = self.rows;
         let elem = |cx: &mut Cx<'_>| cx.element_bytes(&element).saturating_mul(rows);
+        if matches!(element, Element::Batch(_)) {
+            let batch = elem(self);
+            self.largest_batch = self.largest_batch.max(batch);
+        }
         match n {
             Plan::Files(_) | Plan::Range(_) => Figures { threads: "1".into(), held: 0, bytes: 0 },
             // One file at a time, read whole: its element is the one held.

@@ -74,8 +74,15 @@ pub struct PhysicalPlan {
     pub stages: Vec<ExecNode>,
     /// The device tail of a `device cuda` pipeline, after the stages.
     pub tail: Option<(DeviceTailExec, Figures)>,
-    /// The static memory bound: the sum of the stages' bytes.
+    /// The static memory bound: the sum of the stages' bytes and the idle batch buffers
+    /// kept for recycling.
     pub memory_bound: u64,
+    /// The idle batch buffers the runtime keeps for recycling, at most (counted in the
+    /// bound; 0 without batches).
+    pub recycled: u64,
+    /// The largest batch any stage makes, in bytes, at most (0 without batches; exact
+    /// when `assumptions` is empty).
+    pub largest_batch: u64,
     /// The assumptions the bound rests on (empty when it is exact).
     pub assumptions: Vec<&'static str>,
     /// The files the readers keep open at once: read from an object store, each adds
@@ -98,20 +105,25 @@ pub fn plan(
     device: Device,
     options: Options,
 ) -> Result<PhysicalPlan, Box<Diagnostic>> {
-    let mut cx = memory::Cx { assumptions: Vec::new(), options, params, rows: 1, open_files: 0 };
+    let mut cx =
+        memory::Cx { assumptions: Vec::new(), options, params, rows: 1, open_files: 0, largest_batch: 0 };
     let (stages, tail) = lower::lower(plan, &mut cx);
+    let recycled = cx.recycled();
+    let largest_batch = cx.largest_batch;
     let memory_bound = stages
         .iter()
         .map(|s| &s.figures)
         .chain(tail.as_ref().map(|(_, f)| f))
         .map(|f| f.bytes)
-        .fold(0u64, u64::saturating_add);
+        .fold(recycled, u64::saturating_add);
     cx.assumptions.sort_unstable();
     cx.assumptions.dedup();
     let physical = PhysicalPlan {
         stages,
         tail,
         memory_bound,
+        recycled,
+        largest_batch,
         assumptions: cx.assumptions,
         open_files: cx.open_files,
         budget,
@@ -191,6 +203,9 @@ impl PhysicalPlan {
             Device::Cuda => "cuda (the tail after `batch`)",
         };
         let _ = writeln!(out, "device: {device}");
+        if self.recycled > 0 {
+            let _ = writeln!(out, "recycled batch buffers: up to {} idle", human(self.recycled));
+        }
         let _ = write!(out, "memory bound: {}", human(self.memory_bound));
         if let Some(b) = self.budget {
             // The generated `BUDGET`/`options()` carry it to the runtime.

@@ -236,6 +236,24 @@ pub fn decode_raw<T: RawScalar>(bytes: &[u8]) -> Result<Vec<T>, BoxError> {
         )
         .into());
     }
+    let n = bytes.len() / T::SIZE;
+    #[cfg(target_endian = "little")]
+    {
+        // The values' little-endian bytes are their memory: one copy, not one value at
+        // a time (`decode_raw` of an image's bytes was 7 % of `image_raw`).
+        let mut values: Vec<T> = Vec::with_capacity(n);
+        // SAFETY: `RawScalar` is implemented only for primitive integers and floats
+        // (`raw_scalar!`), for which every bit pattern is a value and whose in-memory
+        // form on a little-endian target is their little-endian bytes; `values` has room
+        // for `n` of them, `n * T::SIZE == bytes.len()` bytes, and does not overlap
+        // `bytes`.
+        unsafe {
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), values.as_mut_ptr().cast::<u8>(), bytes.len());
+            values.set_len(n);
+        }
+        Ok(values)
+    }
+    #[cfg(not(target_endian = "little"))]
     Ok(bytes.chunks_exact(T::SIZE).map(T::from_le).collect())
 }
 
@@ -501,8 +519,38 @@ pub fn put_map<T: Scalar, U: Copy>(
         )
         .into());
     }
-    column.extend(values.iter().copied().map(f));
+    extend_mapped(column, values, f);
     Ok(())
+}
+
+/// `column.extend(values.iter().copied().map(f))`, compiled for the widest vectors the
+/// processor has (AVX2 on x86-64, detected at run time; the baseline is SSE2): the
+/// element-wise expression of an image row (`cast(x, f32) / 255.0`, 12,288 values) is
+/// bound by the throughput of its vector division. The values are the same bits on
+/// either path: Rust's float operations are IEEE-exact per operation whatever the
+/// vector width (no contraction into fused operations).
+#[inline]
+fn extend_mapped<T: Copy, U: Copy>(column: &mut Vec<U>, values: &[T], f: impl FnMut(T) -> U) {
+    #[cfg(target_arch = "x86_64")]
+    if values.len() >= WIDE_MIN_VALUES && std::is_x86_feature_detected!("avx2") {
+        // SAFETY: the processor has AVX2 (checked just above).
+        unsafe { extend_mapped_avx2(column, values, f) };
+        return;
+    }
+    column.extend(values.iter().copied().map(f));
+}
+
+/// Rows shorter than this take the baseline loop (the feature check is not worth it).
+const WIDE_MIN_VALUES: usize = 64;
+
+/// [`extend_mapped`]'s loop compiled with AVX2 enabled (`f` is inlined into it).
+///
+/// # Safety
+/// The processor must have AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn extend_mapped_avx2<T: Copy, U: Copy>(column: &mut Vec<U>, values: &[T], f: impl FnMut(T) -> U) {
+    column.extend(values.iter().copied().map(f));
 }
 
 /// `parse_tensor(bytes, dtype, [dims])`: the `tf.io.serialize_tensor` bytes as a tensor
@@ -546,6 +594,46 @@ pub fn parse_tensor_values<T: Scalar + TensorValue>(bytes: &[u8]) -> Result<Vec<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn decode_raw_copies_little_endian_values_and_rejects_partial_ones() {
+        let bytes: Vec<u8> = (0u8..=255).cycle().take(4096).collect();
+        let one_by_one = |size: usize| bytes.chunks_exact(size).map(|c| c.to_vec()).collect::<Vec<_>>();
+        assert_eq!(decode_raw::<u8>(&bytes).unwrap(), bytes);
+        let u16s: Vec<u16> = one_by_one(2).iter().map(|c| u16::from_le_bytes([c[0], c[1]])).collect();
+        assert_eq!(decode_raw::<u16>(&bytes).unwrap(), u16s);
+        let f32s: Vec<u32> = decode_raw::<f32>(&bytes).unwrap().iter().map(|v| v.to_bits()).collect();
+        let want: Vec<u32> =
+            one_by_one(4).iter().map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+        assert_eq!(f32s, want);
+        let i64s = decode_raw::<i64>(&bytes[..16]).unwrap();
+        assert_eq!(
+            i64s,
+            [
+                i64::from_le_bytes(bytes[..8].try_into().unwrap()),
+                i64::from_le_bytes(bytes[8..16].try_into().unwrap())
+            ]
+        );
+        assert!(decode_raw::<u32>(&bytes[..6]).is_err());
+    }
+
+    #[test]
+    fn the_wide_loop_gives_the_bits_of_the_baseline_loop() {
+        // Rows long enough for the vector path; every u8 value, and floats of every kind.
+        let bytes: Vec<u8> = (0u8..=255).cycle().take(12_288).collect();
+        let f = |v: u8| -> f32 { cast::<u8, f32>(v) / 255f32 };
+        let mut wide = Vec::new();
+        extend_mapped(&mut wide, &bytes, f);
+        let base: Vec<f32> = bytes.iter().copied().map(f).collect();
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&wide), bits(&base));
+        let floats: Vec<f32> = (0..4096u32).map(|i| f32::from_bits(i.wrapping_mul(0x9e37_79b9))).collect();
+        let g = |x: f32| -> f32 { (x * 0.37 - 1.5) / 3.0 + x.sqrt() };
+        let mut wide = Vec::new();
+        extend_mapped(&mut wide, &floats, g);
+        let base: Vec<f32> = floats.iter().copied().map(g).collect();
+        assert_eq!(bits(&wide), bits(&base));
+    }
 
     #[test]
     fn put_map_appends_what_put_of_array_map_appends_and_checks_the_row_size() {

@@ -18,11 +18,11 @@ use std::sync::{Mutex, PoisonError};
 
 /// The smallest buffer worth keeping, in bytes: below it the allocator reuses memory
 /// without the kernel's help.
-pub const MIN_BYTES: usize = 64 << 10;
+pub const MIN_BYTES: usize = crate::defaults::RECYCLE_MIN_BYTES;
 /// At most this many idle buffers are kept.
-pub const KEEP: usize = 4;
-/// At most this many idle bytes are kept.
-pub const KEEP_BYTES: usize = 32 << 20;
+pub const KEEP: usize = crate::defaults::RECYCLE_KEEP;
+/// At most this many idle bytes are kept (`explain`'s memory bound counts them).
+pub const KEEP_BYTES: usize = crate::defaults::RECYCLE_KEEP_BYTES;
 
 #[derive(Default)]
 struct Free {
@@ -85,6 +85,26 @@ impl Free {
     }
 }
 
+/// Turns transparent huge pages off for this process (`prctl(PR_SET_THP_DISABLE)`; a
+/// no-op elsewhere than Linux). Generated runners call it first thing: mimalloc asks for
+/// 2 MiB pages for its memory (`MADV_HUGEPAGE`), each resident whole once touched, so a
+/// process whose threads each use a little of many pages keeps far more resident than it
+/// holds (`shuffle_tabular`: 125 MB against 50 MB with 4 KiB pages, at the same CPU
+/// time), and every fresh one costs the kernel 2 MiB of zeroing. The batch buffers,
+/// recycled here, no longer need huge pages to be cheap. `SLUICE_HUGE_PAGES=1` keeps
+/// them (to measure against).
+pub fn small_pages() {
+    if std::env::var_os("SLUICE_HUGE_PAGES").is_some_and(|v| v == "1") {
+        return;
+    }
+    #[cfg(target_os = "linux")]
+    // SAFETY: `prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0)` only sets a flag of this process;
+    // its failure (an old kernel) leaves huge pages as they were, which is harmless.
+    unsafe {
+        libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -116,6 +136,14 @@ mod tests {
         let evicted = free.keep(Box::new(Vec::<u8>::with_capacity(KEEP_BYTES)), KEEP_BYTES);
         assert_eq!(evicted.len(), KEEP - 1, "room made for a buffer of KEEP_BYTES");
         assert_eq!((free.list.len(), free.bytes), (1, KEEP_BYTES));
+    }
+
+    #[test]
+    fn small_pages_turns_huge_pages_off_for_the_process() {
+        small_pages();
+        #[cfg(target_os = "linux")]
+        // SAFETY: reads a flag of this process.
+        assert_eq!(unsafe { libc::prctl(libc::PR_GET_THP_DISABLE, 0, 0, 0, 0) }, 1);
     }
 
     #[test]

@@ -15,7 +15,7 @@
 
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
@@ -280,7 +280,8 @@ impl<D, F> TfRecordBatches<D, F> {
 
 /// What a worker hands over.
 enum Msg<T> {
-    Full(T),
+    /// A finished batch and the bytes it holds in the queue (see [`Gate`]).
+    Full(T, usize),
     /// The worker's last, part-filled batch (possibly empty): it has finished.
     Rest(RecordBatch),
     Failed(Error),
@@ -306,24 +307,28 @@ impl<D: Dataset<Item = PathBuf>, F: BatchFn> Dataset for TfRecordBatches<D, F> {
         ctx.register(&self.stats);
         self.stats.set_parallelism(workers);
         let paths = Arc::new(Mutex::new(self.files.iter(&ctx.nested())?));
-        // Two finished batches per worker may wait: enough to keep the consumer fed.
+        // Two finished batches per worker may wait, and at most their share of bytes:
+        // enough to keep the consumer fed.
         let (tx, rx) = sync_channel(crate::defaults::READ_BATCHES_HANDOVER_PER_THREAD * workers);
+        let gate = Arc::new(Gate::new(crate::defaults::READ_BATCHES_HANDOVER_BYTES_PER_THREAD * workers));
         let threads = (0..workers)
             .map(|_| {
-                let (paths, tx, options, ctx, stats, f) = (
+                let (paths, tx, gate, options, ctx, stats, f) = (
                     paths.clone(),
                     tx.clone(),
+                    gate.clone(),
                     self.options.clone(),
                     ctx.clone(),
                     self.stats.clone(),
                     self.f.clone(),
                 );
                 let n = self.n;
-                std::thread::spawn(move || worker(&paths, &tx, &options, &ctx, &stats, &*f, n))
+                std::thread::spawn(move || worker(&paths, &tx, &gate, &options, &ctx, &stats, &*f, n))
             })
             .collect();
         Ok(TfRecordBatchesIter {
             rx,
+            gate,
             threads,
             running: workers,
             rest: Vec::new(),
@@ -336,10 +341,54 @@ impl<D: Dataset<Item = PathBuf>, F: BatchFn> Dataset for TfRecordBatches<D, F> {
     }
 }
 
+/// The bytes of the finished batches waiting for the consumer, kept within a limit: a
+/// worker waits before queueing a batch that would take them past it, unless none is
+/// waiting (so the queue always takes one batch, however large). Big batches (a batch
+/// of decoded images is megabytes) then wait fewer to a worker than small ones.
+#[derive(Debug)]
+struct Gate {
+    /// (bytes queued, whether the consumer is gone).
+    state: Mutex<(usize, bool)>,
+    changed: Condvar,
+    limit: usize,
+}
+
+impl Gate {
+    fn new(limit: usize) -> Gate {
+        Gate { state: Mutex::new((0, false)), changed: Condvar::new(), limit }
+    }
+
+    /// Waits until `bytes` more may be queued, and counts them; false once the consumer
+    /// is gone.
+    fn enter(&self, bytes: usize) -> bool {
+        let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        while !s.1 && s.0 > 0 && s.0.saturating_add(bytes) > self.limit {
+            s = self.changed.wait(s).unwrap_or_else(PoisonError::into_inner);
+        }
+        s.0 += bytes;
+        !s.1
+    }
+
+    /// `bytes` have left the queue.
+    fn leave(&self, bytes: usize) {
+        let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        s.0 = s.0.saturating_sub(bytes);
+        self.changed.notify_all();
+    }
+
+    /// The consumer is gone: every wait ends.
+    fn close(&self) {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner).1 = true;
+        self.changed.notify_all();
+    }
+}
+
 /// Reads files until there are none left, handing over full batches, then its rest.
+#[allow(clippy::too_many_arguments)]
 fn worker<I: DataIter<Item = PathBuf>, F: BatchFn>(
     paths: &Mutex<I>,
     tx: &SyncSender<Msg<F::Output>>,
+    gate: &Gate,
     options: &ReaderOptions,
     ctx: &Ctx,
     stats: &StageStats,
@@ -387,9 +436,10 @@ fn worker<I: DataIter<Item = PathBuf>, F: BatchFn>(
                                 return;
                             }
                         };
-                        stats.produced(out.byte_size());
+                        let bytes = out.byte_size();
+                        stats.produced(bytes);
                         let t = Instant::now();
-                        if tx.send(Msg::Full(out)).is_err() {
+                        if !gate.enter(bytes) || tx.send(Msg::Full(out, bytes)).is_err() {
                             return;
                         }
                         stats.add_wait_output(t.elapsed());
@@ -419,6 +469,7 @@ fn call<F: BatchFn>(f: &F, batch: RecordBatch) -> Result<F::Output> {
 /// One pass of [`TfRecordBatches`].
 pub struct TfRecordBatchesIter<F: BatchFn> {
     rx: Receiver<Msg<F::Output>>,
+    gate: Arc<Gate>,
     threads: Vec<JoinHandle<()>>,
     running: usize,
     rest: Vec<RecordBatch>,
@@ -439,7 +490,7 @@ impl<F: BatchFn> std::fmt::Debug for TfRecordBatchesIter<F> {
 impl<T> std::fmt::Debug for Msg<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
-            Msg::Full(_) => "Full",
+            Msg::Full(..) => "Full",
             Msg::Rest(_) => "Rest",
             Msg::Failed(_) => "Failed",
         })
@@ -455,7 +506,10 @@ impl<F: BatchFn> DataIter for TfRecordBatchesIter<F> {
         }
         while self.running > 0 {
             match self.rx.recv() {
-                Ok(Msg::Full(b)) => return Ok(Some(b)),
+                Ok(Msg::Full(b, bytes)) => {
+                    self.gate.leave(bytes);
+                    return Ok(Some(b));
+                }
                 Ok(Msg::Rest(b)) => {
                     self.running -= 1;
                     self.rest.push(b);
@@ -506,6 +560,7 @@ impl<F: BatchFn> Drop for TfRecordBatchesIter<F> {
         // after at most the batch it is filling.
         let (_, dead) = sync_channel(0);
         drop(std::mem::replace(&mut self.rx, dead));
+        self.gate.close();
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
@@ -597,5 +652,48 @@ mod tests {
         let mut s = ds.stream().unwrap();
         assert_eq!(s.next().unwrap().unwrap().len(), 10);
         drop(s);
+    }
+
+    #[test]
+    fn the_hand_over_gate_bounds_queued_bytes_lets_one_batch_through_and_opens_when_closed() {
+        let gate = Arc::new(Gate::new(100));
+        assert!(gate.enter(150), "an empty queue takes any batch");
+        let waiter = {
+            let gate = gate.clone();
+            std::thread::spawn(move || gate.enter(10))
+        };
+        // It waits while 150 bytes are queued; 150 leaving lets it in.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert!(!waiter.is_finished());
+        gate.leave(150);
+        assert!(waiter.join().unwrap());
+        assert!(gate.enter(90), "10 + 90 fit the limit");
+        let blocked = {
+            let gate = gate.clone();
+            std::thread::spawn(move || gate.enter(1))
+        };
+        gate.close();
+        assert!(!blocked.join().unwrap(), "closing ends the wait, refused");
+        assert!(!gate.enter(1));
+    }
+
+    #[test]
+    fn batches_bigger_than_the_hand_over_bytes_still_all_arrive() {
+        // Records of 1 MiB in batches of 20: 20 MiB a batch, over the 16 MiB a thread may
+        // queue, so one batch waits at a time.
+        let dir = tempfile::tempdir().unwrap();
+        let record = vec![7u8; 1 << 20];
+        for s in 0..2 {
+            let mut w = create(dir.path().join(format!("f{s}.tfrecord")), Compression::None).unwrap();
+            for _ in 0..50 {
+                w.write_record(&record).unwrap();
+            }
+            w.finish().unwrap();
+        }
+        let fs = files(&format!("{}/*.tfrecord", dir.path().display())).unwrap();
+        let ds = tfrecord_batches(fs, ReaderOptions::default(), 2, 20, false).num_parallel(2);
+        let sizes: Vec<usize> = ds.stream().unwrap().map(|b| b.unwrap().len()).collect();
+        assert_eq!(sizes.iter().sum::<usize>(), 100);
+        assert!(sizes.iter().all(|&n| n == 20), "{sizes:?}");
     }
 }

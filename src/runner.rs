@@ -434,6 +434,9 @@ pub type Pipeline = fn(&RunArgs) -> ExitCode;
 /// `[PIPELINE] [--set NAME=VALUE]... [--epochs N] [--overlap] [--json] [--no-progress]
 /// [--memory-budget-mb N] [--show N|all]`. PIPELINE may be left out when there is one.
 pub fn main(pipelines: &[(&str, Pipeline)]) -> ExitCode {
+    // Batches are allocated and freed over and over: 4 KiB pages, not 2 MiB ones zeroed
+    // whole at each first touch (`huge_pages`).
+    sluice_runtime::huge_pages::disable_for_process();
     let mut argv = std::env::args_os();
     let program = argv.next().map_or_else(|| "runner".into(), |p| p.to_string_lossy().into_owned());
     let names: Vec<&str> = pipelines.iter().map(|(n, _)| *n).collect();

@@ -37,6 +37,7 @@ pub mod defaults;
 pub mod dist;
 pub mod error;
 pub mod example;
+pub mod huge_pages;
 pub mod image;
 pub mod permutation;
 pub mod rng;

@@ -82,10 +82,23 @@ impl FromFeature for f32 {
             Some(bytes) if bytes.len() == 4 * n => {
                 out.reserve(n);
                 let spare = &mut out.spare_capacity_mut()[..n];
+                #[cfg(target_endian = "little")]
+                // SAFETY: `spare` has room for `n` f32s, `4 * n` bytes, which `bytes` holds
+                // exactly; on a little-endian target an f32's bytes in memory are its wire
+                // bytes (what `from_le_bytes` reads), and every bit pattern is an f32. The
+                // two do not overlap (`spare` is the vector's unused capacity).
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        bytes.as_ptr(),
+                        spare.as_mut_ptr().cast::<u8>(),
+                        bytes.len(),
+                    )
+                };
+                #[cfg(not(target_endian = "little"))]
                 for (slot, c) in spare.iter_mut().zip(bytes.chunks_exact(4)) {
                     slot.write(f32::from_le_bytes([c[0], c[1], c[2], c[3]]));
                 }
-                // SAFETY: the loop wrote all `n` slots (`bytes` holds exactly `n` values).
+                // SAFETY: all `n` slots were written (`bytes` holds exactly `n` values).
                 unsafe { out.set_len(out.len() + n) };
                 true
             }
@@ -536,6 +549,19 @@ mod fast_path_tests {
         // A wrong count is still the general path's error.
         let three = field(&[0x12], &field(&[0x0A], &floats(&[1.0, 2.0, 3.0])));
         assert!(matches!(parse_x(&example(b"x", &three)), Err(ParseError::WrongLength { .. })));
+    }
+
+    #[test]
+    fn the_usual_float_list_keeps_every_bit_of_its_values() {
+        // A NaN with a payload, negative zero and a subnormal: copied, not converted.
+        let odd = [f32::from_bits(0x7fc0_1234), -0.0, f32::from_bits(1)];
+        for values in [&odd[..2], &odd[1..]] {
+            let record = example(b"x", &field(&[0x12], &field(&[0x0A], &floats(values))));
+            let got = parse_x(&record).expect("parses");
+            let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&got[1..]), bits(values));
+            assert_eq!(got[0].to_bits(), 7.0f32.to_bits(), "what the column held stays");
+        }
     }
 
     #[test]

@@ -22,6 +22,7 @@
 //! offset order with nearby ones coalesced into one `pread`. The streaming reader never
 //! needs or reads an index.
 
+mod crc;
 pub mod index;
 mod indexed;
 mod input;
@@ -63,7 +64,7 @@ pub fn unmask_crc(masked: u32) -> u32 {
 /// The masked CRC32C of `data`, as stored in a TFRecord.
 #[inline]
 pub fn masked_crc(data: &[u8]) -> u32 {
-    mask_crc(crc32c::crc32c(data))
+    mask_crc(crc::crc32c(data))
 }
 
 /// Encodes the 12-byte header of a record whose payload is `len` bytes.
@@ -71,7 +72,7 @@ pub fn masked_crc(data: &[u8]) -> u32 {
 pub fn encode_header(len: u64) -> [u8; HEADER_LEN] {
     let mut h = [0u8; HEADER_LEN];
     h[..8].copy_from_slice(&len.to_le_bytes());
-    let crc = masked_crc(&h[..8]);
+    let crc = mask_crc(crc::crc32c_u64(len));
     h[8..].copy_from_slice(&crc.to_le_bytes());
     h
 }
@@ -80,10 +81,10 @@ pub fn encode_header(len: u64) -> [u8; HEADER_LEN] {
 /// otherwise.
 #[inline]
 pub fn decode_header(h: &[u8; HEADER_LEN]) -> Result<u64, (u32, u32)> {
-    let len_bytes: [u8; 8] = h[..8].try_into().expect("8 bytes");
+    let len = u64::from_le_bytes(h[..8].try_into().expect("8 bytes"));
     let stored = u32::from_le_bytes(h[8..].try_into().expect("4 bytes"));
-    let computed = masked_crc(&len_bytes);
-    if stored == computed { Ok(u64::from_le_bytes(len_bytes)) } else { Err((stored, computed)) }
+    let computed = mask_crc(crc::crc32c_u64(len));
+    if stored == computed { Ok(len) } else { Err((stored, computed)) }
 }
 
 #[cfg(test)]

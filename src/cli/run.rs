@@ -539,7 +539,7 @@ pub(super) fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<(), Failure>
 mod tests {
     //! The runner crate built from hand-written code that follows the code generator's
     //! contract (`sluice_compiler::codegen`), so the crate, its cache and the runner binary
-    //! are tested apart from the generator. `tests/cli_run.rs` runs `sluice run` whole.
+    //! are tested apart from the generator. `tests/it/cli_run.rs` runs `sluice run` whole.
 
     use std::process::Output;
 

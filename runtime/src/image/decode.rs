@@ -5,7 +5,7 @@
 //! error (as in TensorFlow without `try_recover_truncated`) rather than an image padded
 //! with grey. zune-jpeg's IDCT and chroma upsampling differ slightly from the
 //! libjpeg-turbo TensorFlow uses (default `dct_method`, fancy upsampling): pixels
-//! differ by a few levels at most; `runtime/tests/image.rs` measures by how much.
+//! differ by a few levels at most; `runtime/tests/it/image.rs` measures by how much.
 
 use zune_core::bytestream::ZCursor;
 use zune_core::colorspace::ColorSpace;

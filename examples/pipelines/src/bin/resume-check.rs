@@ -1,7 +1,7 @@
 //! Runs a pipeline of `tests/pipes/resume.pipe` for some epochs and prints a digest of
 //! every element (`EPOCH DIGEST` per line, the digest an FNV-1a hash of the batch's
 //! columns), so that a run stopped and resumed in another process can be compared with an
-//! uninterrupted one (`examples/pipelines/tests/resume.rs`).
+//! uninterrupted one (`examples/pipelines/tests/it/resume.rs`).
 //!
 //! ```text
 //! resume-check PIPELINE FILES EPOCHS                          the whole run

@@ -11,16 +11,10 @@ use serde_json::Value;
 use sluice::runtime::stage::{Dataset, global_shuffle};
 use sluice::runtime::tfrecord::index_path;
 
+use crate::support::{stderr, stdout};
+
 fn sluice(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_sluice")).args(args).output().expect("sluice runs")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8(o.stdout.clone()).unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8(o.stderr.clone()).unwrap()
 }
 
 fn generate(kind: &str, records: u64, shards: u32, dir: &Path, extra: &[&str]) -> Vec<PathBuf> {

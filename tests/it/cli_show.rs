@@ -1,7 +1,7 @@
 //! End-to-end tests of `sluice show`: the first elements of a pipeline as JSON lines,
 //! checked against the records `sluice gen` wrote (made again with `synth::RecordMaker`):
 //! batches, records with a scalar and a fixed tensor, byte strings and raw records; exit
-//! statuses as `sluice run`'s. Runners build as in `tests/cli_run.rs`.
+//! statuses as `sluice run`'s. Runners build as in `tests/it/cli_run.rs`.
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
@@ -13,30 +13,13 @@ use base64::engine::general_purpose::STANDARD;
 use serde_json::Value;
 use sluice::synth::{Kind, RecordMaker};
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+use crate::support::{root, sluice_command, sluice_in, stderr, stdout};
 
 /// `sluice args…` with its runner cache in `cache`, not yet run.
 fn command(cache: &Path, args: &[&str]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_sluice"));
-    c.args(args)
-        .env("SLUICE_CACHE_DIR", cache)
-        .env("SLUICE_TARGET_DIR", Path::new(env!("CARGO_TARGET_TMPDIR")).join("sluice-run-target"))
-        .env("SLUICE_RUN_PROFILE", "dev");
+    let mut c = sluice_command(cache);
+    c.args(args);
     c
-}
-
-fn sluice_in(cache: &Path, args: &[&str]) -> Output {
-    command(cache, args).output().expect("sluice runs")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8(o.stdout.clone()).unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8(o.stderr.clone()).unwrap()
 }
 
 /// The lines of a successful `sluice show`, parsed.

@@ -1,31 +1,13 @@
 //! End-to-end tests of `sluice run FILE.pipe PIPELINE --output DIR`: a pipeline's records
 //! written as `tf.train.Example` TFRecord shards, read back with `sluice cat` and compared
 //! with `sluice show -n all` of the same pipeline. Runners build with the dev profile,
-//! sharing one target directory under `target/tmp` (as tests/cli_run.rs).
+//! sharing one target directory under `target/tmp` (as tests/it/cli_run.rs).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use serde_json::Value;
 
-/// Runs `sluice args…` with its runner cache in `cache`.
-fn sluice_in(cache: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(args)
-        .env("SLUICE_CACHE_DIR", cache)
-        .env("SLUICE_TARGET_DIR", Path::new(env!("CARGO_TARGET_TMPDIR")).join("sluice-run-target"))
-        .env("SLUICE_RUN_PROFILE", "dev")
-        .output()
-        .expect("sluice runs")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8(o.stdout.clone()).unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8(o.stderr.clone()).unwrap()
-}
+use crate::support::{sluice_in, stderr, stdout};
 
 /// `rec` yields records with a tensor field, `train` batches, `bad` fails on every
 /// record (the files hold 16 floats, not 15).

@@ -5,33 +5,20 @@
 //! and streaming a dataset many times the read-ahead keeps the peak RSS near the local
 //! run's. Skips without s3s-fs unless `SLUICE_REQUIRE_S3=1`.
 
-#[path = "../runtime/tests/support/s3.rs"]
-mod s3;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use s3::S3Server;
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+use crate::s3::S3Server;
+use crate::support::{root, sluice_command, text};
 
 /// Runs `sluice args…` pointed at `server`, with `env` on top, runners cached in `cache`.
 fn sluice(server: &S3Server, cache: &Path, env: &[(&str, &str)], args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sluice"))
+    sluice_command(cache)
         .args(args)
         .envs(server.env())
         .envs(env.iter().copied())
-        .env("SLUICE_CACHE_DIR", cache)
-        .env("SLUICE_TARGET_DIR", Path::new(env!("CARGO_TARGET_TMPDIR")).join("sluice-run-target"))
-        .env("SLUICE_RUN_PROFILE", "dev")
         .output()
         .expect("sluice runs")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 /// `sluice gen KIND` into `dir/NAME`, then the same files under `s3://data/NAME/`.

@@ -4,30 +4,9 @@
 //! runtime compiles once.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// Runs `sluice args…` with its runner cache in `cache`.
-fn sluice_in(cache: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(args)
-        .env("SLUICE_CACHE_DIR", cache)
-        .env("SLUICE_TARGET_DIR", Path::new(env!("CARGO_TARGET_TMPDIR")).join("sluice-run-target"))
-        .env("SLUICE_RUN_PROFILE", "dev")
-        .output()
-        .expect("sluice runs")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8(o.stdout.clone()).unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8(o.stderr.clone()).unwrap()
-}
+use crate::support::{root, sluice_in, stderr, stdout};
 
 #[test]
 fn emit_and_run_render_the_diagnostics_of_a_bad_file() {

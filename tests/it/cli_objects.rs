@@ -10,31 +10,20 @@
 //! pipeline's `tfrecords` reading it. The S3 tests skip without s3s-fs unless
 //! `SLUICE_REQUIRE_S3=1`; the HTTP tests need nothing.
 
-#[path = "../runtime/tests/support/http.rs"]
-mod http;
-#[path = "../runtime/tests/support/s3.rs"]
-mod s3;
-
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
-use http::WebServer;
-use s3::S3Server;
+use crate::http::WebServer;
+use crate::s3::S3Server;
+use crate::support::{sluice_command, text};
 
 /// Runs `sluice args…` with `env` (runners cached in `cache`).
 fn sluice(cache: &Path, env: &[(&str, String)], args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sluice"))
+    sluice_command(cache)
         .args(args)
         .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
-        .env("SLUICE_CACHE_DIR", cache)
-        .env("SLUICE_TARGET_DIR", Path::new(env!("CARGO_TARGET_TMPDIR")).join("sluice-run-target"))
-        .env("SLUICE_RUN_PROFILE", "dev")
         .output()
         .expect("sluice runs")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 /// `sluice gen KIND` into `dir/KIND`.

@@ -1,0 +1,41 @@
+//! What the `sluice` tool's end-to-end tests share: the `sluice` command with its runner
+//! cache in a directory of the test's own, the runners built with the dev profile in one
+//! target directory under `target/tmp` (so the runtime compiles once for every test), and
+//! the output as text.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The repository's root (the `sluice` package's directory).
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `sluice` with its runner cache in `cache`, not yet given arguments or run.
+pub fn sluice_command(cache: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_sluice"));
+    c.env("SLUICE_CACHE_DIR", cache)
+        .env("SLUICE_TARGET_DIR", Path::new(env!("CARGO_TARGET_TMPDIR")).join("sluice-run-target"))
+        .env("SLUICE_RUN_PROFILE", "dev");
+    c
+}
+
+/// Runs `sluice args…` with its runner cache in `cache`.
+pub fn sluice_in(cache: &Path, args: &[&str]) -> Output {
+    sluice_command(cache).args(args).output().expect("sluice runs")
+}
+
+/// Standard output, which must be UTF-8.
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+/// Standard error, which must be UTF-8.
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8(o.stderr.clone()).unwrap()
+}
+
+/// Bytes as text, invalid UTF-8 replaced.
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}

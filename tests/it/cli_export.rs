@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::support::{sluice_in, stderr, stdout};
+use crate::support::{pipes_and_tabular, sluice_in, stderr, stdout};
 
 /// `rec` yields records with a tensor field, `train` batches, `bad` fails on every
 /// record (the files hold 16 floats, not 15).
@@ -34,15 +34,7 @@ pipeline bad(files: glob) {
 
 /// `PIPES` as `dir/pipes.pipe`, and 31 tabular records in 2 files under `dir/data`.
 fn setup(dir: &Path) -> (PathBuf, String) {
-    let file = dir.join("pipes.pipe");
-    std::fs::write(&file, PIPES).unwrap();
-    let data = dir.join("data");
-    let o = sluice_in(
-        dir,
-        &["gen", "tabular", "--records", "31", "--shards", "2", "--out", data.to_str().unwrap()],
-    );
-    assert!(o.status.success(), "{}", stderr(&o));
-    (file, format!("files={}/*.tfrecord", data.display()))
+    pipes_and_tabular(dir, PIPES, 31)
 }
 
 /// The names in `dir`, sorted (none when it does not exist).

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::support::{root, sluice_in, stderr, stdout};
+use crate::support::{pipes_and_tabular, root, sluice_in, stderr, stdout};
 
 #[test]
 fn emit_and_run_render_the_diagnostics_of_a_bad_file() {
@@ -64,15 +64,7 @@ pipeline raw(files: glob) {
 
 /// `PIPES` as `dir/pipes.pipe`, and 30 tabular records in 2 files under `dir/data`.
 fn setup(dir: &Path) -> (PathBuf, String) {
-    let file = dir.join("pipes.pipe");
-    std::fs::write(&file, PIPES).unwrap();
-    let data = dir.join("data");
-    let o = sluice_in(
-        dir,
-        &["gen", "tabular", "--records", "30", "--shards", "2", "--out", data.to_str().unwrap()],
-    );
-    assert!(o.status.success(), "{}", stderr(&o));
-    (file, format!("files={}/*.tfrecord", data.display()))
+    pipes_and_tabular(dir, PIPES, 30)
 }
 
 #[test]

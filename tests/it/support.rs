@@ -39,3 +39,18 @@ pub fn stderr(o: &Output) -> String {
 pub fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
+
+/// `source` as `dir/pipes.pipe`, and `records` tabular records in 2 files under
+/// `dir/data` (`sluice gen tabular`): the file and the `files=` parameter for them.
+pub fn pipes_and_tabular(dir: &Path, source: &str, records: u32) -> (PathBuf, String) {
+    let file = dir.join("pipes.pipe");
+    std::fs::write(&file, source).unwrap();
+    let data = dir.join("data");
+    let records = records.to_string();
+    let o = sluice_in(
+        dir,
+        &["gen", "tabular", "--records", &records, "--shards", "2", "--out", data.to_str().unwrap()],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    (file, format!("files={}/*.tfrecord", data.display()))
+}

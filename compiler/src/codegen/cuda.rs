@@ -136,7 +136,7 @@ impl Kernel {
         let narrow = stages.iter().all(|(shape, _)| row_len(shape) < 1 << 31);
         let (ct, u) = if narrow { ("unsigned int", "u") } else { ("unsigned long long", "ull") };
         // The random operations' draws: words of one row, the same for all its values.
-        let draws = self.draw_words();
+        let draws = self.draws(&stages);
         let words: usize = draws.iter().map(|d| d.words()).sum();
         // On the device a block draws once for each row it covers, into shared memory,
         // instead of once per value (two Philox blocks per value dominated the kernel):
@@ -367,8 +367,8 @@ impl Kernel {
 
     /// The draws of the chain's random operations, in chain order (a row's draws do not
     /// depend on each other: each operation has its own generator).
-    fn draw_words(&self) -> Vec<Draw> {
-        let Ok(stages) = self.stages() else { return Vec::new() };
+    /// `stages` are the chain's stages ([`Kernel::stages`]).
+    fn draws(&self, stages: &[(Vec<usize>, DType)]) -> Vec<Draw> {
         let mut draws = Vec::new();
         for (i, op) in self.ops.iter().enumerate() {
             let (k, prev) = (i + 1, &stages[i].0);

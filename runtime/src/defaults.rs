@@ -57,5 +57,12 @@ pub const RECYCLE_KEEP: usize = 4;
 /// bound counts them).
 pub const RECYCLE_KEEP_BYTES: usize = 32 << 20;
 
-/// Global batches the device feed prepares ahead of the training loop.
-pub const DEVICE_FEED_AHEAD: usize = 2;
+/// Global batches the device feed prepares ahead of the training loop, at most: it holds
+/// fewer when they would pass [`DEVICE_FEED_AHEAD_BYTES`], never fewer than 2. Deep
+/// enough that a feed refilled in bursts (it resumes when half are left,
+/// `torch::handoff`) is never empty when the step asks for the next batch.
+pub const DEVICE_FEED_AHEAD: usize = 8;
+
+/// The bytes of tensors the device feed holds ahead of the training loop past its first
+/// 2 batches (host memory for CPU devices, device memory for CUDA ones).
+pub const DEVICE_FEED_AHEAD_BYTES: usize = 64 << 20;

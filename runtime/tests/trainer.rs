@@ -11,7 +11,7 @@ use sluice_runtime::dist::Single;
 use sluice_runtime::stage::{Ctx, Dataset, Element, RuntimeOptions, from_vec, range};
 use sluice_runtime::torch::tch::nn::{self, Module, OptimizerConfig};
 use sluice_runtime::torch::tch::{self, Device, Kind};
-use sluice_runtime::torch::{StepOutput, TensorBatch, Trainer, device_batches};
+use sluice_runtime::torch::{PassAhead, StepOutput, TensorBatch, Trainer, device_batches};
 
 /// A batch like a generated one: features and a class label.
 #[derive(Debug, Clone)]
@@ -459,6 +459,17 @@ fn shuffled_epochs(
     overlap: bool,
     resume_at: Option<(u64, u64)>,
 ) -> (Vec<Vec<f32>>, Vec<bool>, Vec<(String, Vec<f32>)>) {
+    shuffled_epochs_from(overlap, resume_at, None)
+}
+
+/// [`shuffled_epochs`], with the pass of epoch `early` (if any) started before the trainer
+/// is built ([`PassAhead`]).
+#[allow(clippy::type_complexity)]
+fn shuffled_epochs_from(
+    overlap: bool,
+    resume_at: Option<(u64, u64)>,
+    early: Option<u64>,
+) -> (Vec<Vec<f32>>, Vec<bool>, Vec<(String, Vec<f32>)>) {
     let train = range(0..330)
         .shuffle(100, 3)
         .reshuffle_each_epoch(true)
@@ -466,7 +477,11 @@ fn shuffled_epochs(
         .map(|ids: Vec<u64>| rows(ids.into_iter().map(|i| i as usize).collect()));
     let test = from_vec(vec![batch(10_000, 50)]);
     let ctx = Ctx::new(&RuntimeOptions::default());
+    let pass = early.map(|e| PassAhead::start(&train, &ctx, &[Device::Cpu], e).unwrap());
     let mut t = trainer(1, nn::Sgd::default());
+    if let Some(pass) = pass {
+        t = t.with_pass_ahead(pass);
+    }
     if overlap {
         t.overlap_epochs(4);
     }
@@ -500,4 +515,21 @@ fn overlapped_epoch_turns_train_on_the_same_batches_bit_for_bit() {
     let (resumed, ahead, _) = shuffled_epochs(true, Some((1, 5)));
     assert_eq!(ahead, [false, true, true]);
     assert!(resumed == plain[21 + 5..], "resumed across the epoch boundaries");
+}
+
+#[test]
+fn a_pass_started_before_the_trainer_trains_on_the_same_batches() {
+    let (plain, _, plain_params) = shuffled_epochs(false, None);
+    let (early, ahead, early_params) = shuffled_epochs_from(true, None, Some(0));
+    assert_eq!(ahead, [true; 4], "the first pass was started before the trainer, the others at the turns");
+    assert!(early == plain, "the same batches in the same order");
+    assert!(early_params == plain_params, "the same training");
+    // A pass started for another epoch than the first one trained is dropped, unused.
+    let (other, ahead, _) = shuffled_epochs_from(false, None, Some(1));
+    assert_eq!(ahead, [false; 4]);
+    assert!(other == plain);
+    // As is one for the first epoch of a run resumed inside it: the resumed pass skips.
+    let (resumed, ahead, _) = shuffled_epochs_from(false, Some((0, 5)), Some(0));
+    assert_eq!(ahead, [false; 4]);
+    assert!(resumed == plain[5..]);
 }

@@ -39,8 +39,10 @@ pub const RECYCLE_KEEP_BYTES: u64 = runtime::RECYCLE_KEEP_BYTES as u64;
 pub const MAP_MICRO_BATCH: u64 = runtime::MAP_MICRO_BATCH as u64;
 /// The most bytes of results of one micro-batch of a parallel map.
 pub const MAP_MICRO_BATCH_BYTES: u64 = runtime::MAP_MICRO_BATCH_BYTES as u64;
-/// Global batches the device feed prepares ahead of the training loop.
+/// Global batches the device feed prepares ahead of the training loop, at most.
 pub const DEVICE_FEED_AHEAD: u64 = runtime::DEVICE_FEED_AHEAD as u64;
+/// The bytes the device feed holds ahead past its first 2 batches.
+pub const DEVICE_FEED_AHEAD_BYTES: u64 = runtime::DEVICE_FEED_AHEAD_BYTES as u64;
 
 /// Assumed size of one serialized record when nothing bounds it.
 pub const ASSUMED_RECORD_BYTES: u64 = 64 << 10;

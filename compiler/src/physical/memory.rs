@@ -268,13 +268,17 @@ impl Cx<'_> {
                 let row = window / size.max(1);
                 Figures { threads: "1".into(), held, bytes: held.saturating_mul(row).saturating_add(window) }
             }
-            // The device feed's thread converts and moves up to two batches ahead of the
-            // training loop (the CPU twin, where there is no GPU, one at a time).
-            Plan::DeviceTail(_) => Figures {
-                threads: "1".into(),
-                held: DEVICE_FEED_AHEAD,
-                bytes: DEVICE_FEED_AHEAD.saturating_mul(elem(self)),
-            },
+            // The device feed's thread converts and moves batches ahead of the training
+            // loop: up to `DEVICE_FEED_AHEAD`, 2 whatever their size, and a third or later
+            // only while those queued hold under `DEVICE_FEED_AHEAD_BYTES`.
+            Plan::DeviceTail(_) => {
+                let batch = elem(self);
+                let held = match batch {
+                    0 => DEVICE_FEED_AHEAD,
+                    _ => DEVICE_FEED_AHEAD_BYTES.div_ceil(batch).clamp(2, DEVICE_FEED_AHEAD),
+                };
+                Figures { threads: "1".into(), held, bytes: held.saturating_mul(batch) }
+            }
             Plan::Prefetch(p) => {
                 let held = match p.args.first().map(|(_, v)| v) {
                     None | Some(ArgValue::Auto) => PREFETCH_AUTO_DEPTH,

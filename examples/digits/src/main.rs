@@ -31,7 +31,9 @@ use sluice::runtime::stage::Ctx;
 use sluice::runtime::stage::PipelineState;
 use sluice::torch::tch::nn::{self, ModuleT};
 use sluice::torch::tch::{self, Device, Kind, Tensor};
-use sluice::torch::{EpochReport, Feed, StepOutput, TailFeed, TensorBatch, Trainer, devices, rank_devices};
+use sluice::torch::{
+    EpochReport, Feed, PassAhead, StepOutput, TailFeed, TensorBatch, Trainer, devices, rank_devices,
+};
 
 sluice::include_pipelines!("digits");
 
@@ -277,9 +279,20 @@ fn train<F: Feed>(
         );
     }
 
+    // Each pipeline runs within its declared budget (AUTOTUNE grows nothing past it).
+    let (train_ctx, test_ctx) = (Ctx::new(&digits_train::options()), Ctx::new(&digits_test::options()));
+    // A fresh run's first epoch starts reading, shuffling and decoding while the model is
+    // built (a resumed one starts where its checkpoint says, once that is loaded).
+    let ahead = match &args.resume {
+        None if args.epochs > 0 => Some(PassAhead::start(train, &train_ctx, &devices, 0)?),
+        _ => None,
+    };
     tch::manual_seed(args.seed as i64);
     let mut trainer = Trainer::new(&devices, Net::new, nn::Adam::default(), args.lr)?
         .with_progress(!args.no_progress && lead);
+    if let Some(pass) = ahead {
+        trainer = trainer.with_pass_ahead(pass);
+    }
     if let Some(w) = world {
         trainer = trainer.join(w)?;
         if lead {
@@ -315,8 +328,6 @@ fn train<F: Feed>(
         }
     }
 
-    // Each pipeline runs within its declared budget (AUTOTUNE grows nothing past it).
-    let (train_ctx, test_ctx) = (Ctx::new(&digits_train::options()), Ctx::new(&digits_test::options()));
     let mut training = EpochReport::default();
     let mut accuracy = f64::NAN;
     let mut steps = 0;

@@ -3,8 +3,11 @@
 //! a [`TailFeed`]: its host batches, its device tail's kernels and its CPU twin.
 //!
 //! Either way the pass is a [`DeviceBatches`]: the global batches a thread of the feed's
-//! own delivers on the devices, in one part per device, up to two ahead of the training
-//! loop.
+//! own delivers on the devices, in one part per device, ahead of the training loop: up to
+//! 8 global batches (2 whatever their size, more within 64 MiB), refilled in bursts once
+//! half are left ([`handoff`](super::handoff): one wake-up of the feed per several steps
+//! rather than one per step, each of which took the training thread's core on a busy
+//! machine).
 //!
 //! The GPU path of a [`TailFeed`] (features `torch` and `cuda`, every device a CUDA
 //! device, the driver and NVRTC present) runs on the feed's own thread, per global batch
@@ -20,19 +23,19 @@
 //!    stream, not by the host;
 //! 3. the other columns move as in [`device_batches`] (pinned, non-blocking).
 //!
-//! The feed runs up to two batches ahead of the training loop, so batch `b + 1`'s copy
-//! overlaps batch `b`'s kernel and training step. Draws are keyed by the pass's epoch,
+//! The feed runs ahead of the training loop, so batch `b + 1`'s copy overlaps batch `b`'s
+//! kernel and training step (a staging buffer is reused once its copy is done). Draws are keyed by the pass's epoch,
 //! `b` and the global row (`row0 + i`), as in the CPU twin.
 //!
 //! Anywhere else (no GPU, no driver, no NVRTC, CPU devices, or built without `cuda`) the
 //! CPU twin runs instead, and the feed says so once per process on stderr.
 
 use std::sync::Once;
-use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread::JoinHandle;
 
 use tch::Device;
 
+use super::handoff::{self, Receiver, Sender};
 use super::tensor::TensorBatch;
 use crate::abi::DeviceTail;
 use crate::column::NamedColumns;
@@ -106,8 +109,8 @@ where
 }
 
 /// The global batches of one pass of a pipeline, each converted to tensors, split in one
-/// part per device and moved to its device, by a thread of its own that runs up to two
-/// batches ahead of the training loop: see [`device_batches`].
+/// part per device and moved to its device, by a thread of its own that runs ahead of the
+/// training loop: see [`device_batches`].
 #[derive(Debug)]
 pub struct DeviceBatches {
     rx: Receiver<Result<Vec<TensorBatch>>>,
@@ -124,7 +127,7 @@ impl DeviceBatches {
     /// The next global batch's parts, `None` at the end of the pass.
     #[allow(clippy::should_implement_trait)]
     pub fn next(&self) -> Option<Result<Vec<TensorBatch>>> {
-        self.rx.recv().ok()
+        self.rx.recv()
     }
 
     /// Whether the feeding thread has sent its last batch (or failed): the pipeline has
@@ -136,8 +139,7 @@ impl DeviceBatches {
     /// Stops the feeding thread (it may be ahead, or the consumer may have stopped early)
     /// and waits for it; an error if it panicked.
     pub fn finish(mut self) -> Result<()> {
-        let (_, dead) = sync_channel(0);
-        drop(std::mem::replace(&mut self.rx, dead));
+        drop(std::mem::replace(&mut self.rx, handoff::queue(0, 0).1));
         self.join()
     }
 
@@ -152,8 +154,7 @@ impl DeviceBatches {
 impl Drop for DeviceBatches {
     fn drop(&mut self) {
         // Unblock the feeder (its sends fail once the receiver is gone) and wait for it.
-        let (_, dead) = sync_channel(0);
-        drop(std::mem::replace(&mut self.rx, dead));
+        drop(std::mem::replace(&mut self.rx, handoff::queue(0, 0).1));
         let _ = self.join();
     }
 }
@@ -161,7 +162,7 @@ impl Drop for DeviceBatches {
 /// Runs one pass of `dataset` in `ctx` on a thread of its own, converting each batch to
 /// tensors ([`TensorBatch::from_batch`]), splitting it in `devices.len()` near-equal parts
 /// and moving part `i` to `devices[i]` (through pinned memory and a non-blocking copy
-/// for a GPU), up to two global batches ahead of the consumer.
+/// for a GPU), ahead of the consumer (see the [module docs](self)).
 pub fn device_batches<D>(dataset: &D, ctx: &Ctx, devices: &[Device]) -> Result<DeviceBatches>
 where
     D: Dataset,
@@ -179,8 +180,7 @@ where
 {
     let stream = dataset.stream_from(ctx, skip)?;
     let devices = devices.to_vec();
-    let (tx, rx): (SyncSender<Result<Vec<TensorBatch>>>, _) =
-        sync_channel(crate::defaults::DEVICE_FEED_AHEAD);
+    let (tx, rx) = feed_queue();
     let thread = std::thread::Builder::new()
         .name("sluice-to-device".into())
         .spawn(move || {
@@ -189,14 +189,30 @@ where
                     let parts = b.split(devices.len());
                     parts.iter().zip(&devices).map(|(p, &d)| p.to_device(d)).collect()
                 });
-                let failed = parts.is_err();
-                if tx.send(parts).is_err() || failed {
+                if !send(&tx, parts) {
                     break;
                 }
             }
         })
         .map_err(|e| Error::Invalid(format!("starting the thread feeding the devices: {e}")))?;
     Ok(DeviceBatches { rx, thread: Some(thread) })
+}
+
+/// The queue from a feed's thread to the training loop: up to
+/// [`DEVICE_FEED_AHEAD`](crate::defaults::DEVICE_FEED_AHEAD) global batches and, past
+/// the first two, [`DEVICE_FEED_AHEAD_BYTES`](crate::defaults::DEVICE_FEED_AHEAD_BYTES).
+type FeedQueue = (Sender<Result<Vec<TensorBatch>>>, Receiver<Result<Vec<TensorBatch>>>);
+
+fn feed_queue() -> FeedQueue {
+    handoff::queue(crate::defaults::DEVICE_FEED_AHEAD, crate::defaults::DEVICE_FEED_AHEAD_BYTES)
+}
+
+/// Queues one global batch's parts (or the error that ends the pass); whether the feed
+/// goes on (the consumer is there and this was no error).
+fn send(tx: &Sender<Result<Vec<TensorBatch>>>, parts: Result<Vec<TensorBatch>>) -> bool {
+    let failed = parts.is_err();
+    let bytes = parts.as_ref().map_or(0, |p| p.iter().map(TensorBatch::bytes).sum());
+    tx.send(parts, bytes).is_ok() && !failed
 }
 
 /// Says once per process that a device tail runs as its CPU twin, and why.
@@ -286,15 +302,14 @@ mod gpu {
         }
         let stream = host.stream_from(ctx, skip)?;
         let epoch = ctx.epoch();
-        let (tx, rx) = sync_channel(crate::defaults::DEVICE_FEED_AHEAD);
+        let (tx, rx) = feed_queue();
         let thread = std::thread::Builder::new()
             .name("sluice-gpu-tail".into())
             .spawn(move || {
                 // Batch `b` of the pass draws with `b`, resumed or not.
                 for (b, item) in (skip..).zip(stream) {
                     let parts = item.and_then(|batch| launch(batch, &mut per_device, epoch, b));
-                    let failed = parts.is_err();
-                    if tx.send(parts).is_err() || failed {
+                    if !send(&tx, parts) {
                         break;
                     }
                 }

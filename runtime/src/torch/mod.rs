@@ -21,6 +21,7 @@
 
 mod dist;
 mod feed;
+mod handoff;
 mod report;
 mod tensor;
 mod trainer;
@@ -29,7 +30,7 @@ pub use feed::{DeviceBatches, Feed, TailFeed, device_batches, device_batches_fro
 pub use report::{EpochReport, Totals};
 pub use tch;
 pub use tensor::{Column, TensorBatch};
-pub use trainer::{AfterStep, StepOutput, Trainer, devices};
+pub use trainer::{AfterStep, PassAhead, StepOutput, Trainer, devices};
 
 /// The devices of rank `comm.local_rank()` of a multi-process job: the visible CUDA
 /// device it takes (ranks on a machine take its GPUs in turn, `local_rank % GPUs`, as

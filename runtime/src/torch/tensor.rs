@@ -229,6 +229,18 @@ impl TensorBatch {
         self.rows
     }
 
+    /// The bytes of its columns' tensors (the memory it holds, on its device).
+    pub(crate) fn bytes(&self) -> usize {
+        let size = |t: &Tensor| t.numel() * t.kind().elt_size_in_bytes();
+        self.columns
+            .iter()
+            .map(|(_, c)| match c {
+                Column::Dense(t) => size(t),
+                Column::Ragged { values, offsets } => size(values) + size(offsets),
+            })
+            .sum()
+    }
+
     /// The columns' names, in field order.
     pub fn names(&self) -> impl Iterator<Item = &'static str> + '_ {
         self.columns.iter().map(|(n, _)| *n)

@@ -85,17 +85,42 @@ pub struct Trainer<M> {
     /// Training passes before this epoch start the next one ahead ([`overlap_epochs`](Trainer::overlap_epochs)).
     overlap_until: u64,
     /// The training pass started ahead of its turn.
-    next: Option<NextPass>,
+    next: Option<PassAhead>,
 }
 
 /// A training pass started before its turn: of the dataset at `dataset` (its address:
-/// the same object the previous pass ran), for `epoch`, from its first batch, with what
-/// the readers had counted for `epoch` when it started.
-struct NextPass {
+/// the same object the previous pass ran), for `epoch`, from its first batch, on
+/// `devices`, with what the readers had counted for `epoch` when it started.
+///
+/// [`PassAhead::start`] starts one before the trainer exists, so that the first epoch's
+/// readers, shuffle buffer and first batches fill while the model is built
+/// ([`Trainer::with_pass_ahead`]); the trainer starts the others itself
+/// ([`Trainer::overlap_epochs`]).
+#[derive(Debug)]
+pub struct PassAhead {
     dataset: usize,
     epoch: u64,
+    devices: Vec<Device>,
     batches: DeviceBatches,
     skipped_before: ReaderStats,
+}
+
+impl PassAhead {
+    /// Starts the training pass of `dataset` for `epoch` in `ctx` (the one the epoch will
+    /// train in) on `devices` (those of the trainer that will run it), from its first
+    /// batch. A `train_epoch` of the same dataset object, epoch and devices on a trainer
+    /// given it ([`Trainer::with_pass_ahead`]) continues it; any other training pass drops
+    /// it. The elements and their order are those of a pass started at its turn.
+    pub fn start<D: Feed>(dataset: &D, ctx: &Ctx, devices: &[Device], epoch: u64) -> Result<PassAhead> {
+        let skipped_before = ctx.reader_stats_of(epoch);
+        let batches = dataset.feed(&ctx.with_epoch(epoch), devices, 0)?;
+        Ok(PassAhead { dataset: address(dataset), epoch, devices: devices.to_vec(), batches, skipped_before })
+    }
+}
+
+/// The address that identifies the dataset object a pass started ahead belongs to.
+fn address<D>(dataset: &D) -> usize {
+    dataset as *const D as *const () as usize
 }
 
 impl<M> std::fmt::Debug for Trainer<M> {
@@ -180,6 +205,14 @@ impl<M: Send> Trainer<M> {
             overlap_until: 0,
             next: None,
         })
+    }
+
+    /// Gives the trainer a pass started before it was built ([`PassAhead::start`]): the
+    /// `train_epoch` of that dataset and epoch continues it, with the batches it has
+    /// prepared meanwhile.
+    pub fn with_pass_ahead(mut self, pass: PassAhead) -> Self {
+        self.next = Some(pass);
+        self
     }
 
     /// Overlaps the turns of the training epochs before `end`: the pass of epoch `e + 1`
@@ -548,10 +581,12 @@ impl<M: Send> Trainer<M> {
         let train = after.is_some();
         let mut skipped_before = ctx.reader_stats_of(epoch);
         let dropped_before = ctx.report().skipped_errors();
-        // The address identifies the dataset object a pass started ahead belongs to.
-        let address = dataset as *const D as *const () as usize;
+        let address = address(dataset);
+        let devices = self.devices();
         let ahead = match self.next.take() {
-            Some(n) if train && skip == 0 && n.dataset == address && n.epoch == epoch => {
+            Some(n)
+                if train && skip == 0 && n.dataset == address && n.epoch == epoch && n.devices == devices =>
+            {
                 skipped_before = n.skipped_before;
                 Some(n.batches)
             }
@@ -566,7 +601,7 @@ impl<M: Send> Trainer<M> {
         let started_ahead = ahead.is_some();
         let batches = match ahead {
             Some(b) => b,
-            None => dataset.feed(&ctx.with_epoch(epoch), &self.devices(), skip)?,
+            None => dataset.feed(&ctx.with_epoch(epoch), &devices, skip)?,
         };
         let bar = self.bar(train, epoch);
         let mut report = EpochReport { epoch, started_ahead, ..EpochReport::default() };
@@ -578,8 +613,14 @@ impl<M: Send> Trainer<M> {
             let next = if stopping { None } else { batches.next() };
             if train && self.next.is_none() && epoch + 1 < self.overlap_until && batches.producer_done() {
                 let skipped_before = ctx.reader_stats_of(epoch + 1);
-                let b = dataset.feed(&ctx.with_epoch(epoch + 1), &self.devices(), 0)?;
-                self.next = Some(NextPass { dataset: address, epoch: epoch + 1, batches: b, skipped_before });
+                let b = dataset.feed(&ctx.with_epoch(epoch + 1), &devices, 0)?;
+                self.next = Some(PassAhead {
+                    dataset: address,
+                    epoch: epoch + 1,
+                    devices: devices.clone(),
+                    batches: b,
+                    skipped_before,
+                });
             }
             let (parts, global_rows) = match &self.cross {
                 None => match next {

@@ -61,7 +61,7 @@ pub const RECYCLE_KEEP_BYTES: usize = 32 << 20;
 /// fewer when they would pass [`DEVICE_FEED_AHEAD_BYTES`], never fewer than 2. Deep
 /// enough that a feed refilled in bursts (it resumes when half are left,
 /// `torch::handoff`) is never empty when the step asks for the next batch.
-pub const DEVICE_FEED_AHEAD: usize = 8;
+pub const DEVICE_FEED_AHEAD: usize = 16;
 
 /// The bytes of tensors the device feed holds ahead of the training loop past its first
 /// 2 batches (host memory for CPU devices, device memory for CUDA ones).

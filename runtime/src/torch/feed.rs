@@ -4,7 +4,7 @@
 //!
 //! Either way the pass is a [`DeviceBatches`]: the global batches a thread of the feed's
 //! own delivers on the devices, in one part per device, ahead of the training loop: up to
-//! 8 global batches (2 whatever their size, more within 64 MiB), refilled in bursts once
+//! 16 global batches (2 whatever their size, more within 64 MiB), refilled in bursts once
 //! half are left ([`handoff`](super::handoff): one wake-up of the feed per several steps
 //! rather than one per step, each of which took the training thread's core on a busy
 //! machine).

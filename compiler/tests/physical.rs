@@ -231,6 +231,35 @@ fn a_shuffle_of_read_records_into_batches_runs_over_the_readers_batches() {
     assert!(matches!(read_batches, Exec::ReadBatches { maps, drop_remainder: false, .. } if maps.is_empty()));
 }
 
+/// A `prefetch(auto)` (written, or inserted at the end) right on top of a
+/// `ReadBatchesExec` is dropped: its reader threads already queue batches ahead of the
+/// consumer. One of a set depth stays, as does one over a stage after the readers.
+#[test]
+fn an_auto_prefetch_on_the_readers_batches_adds_no_hand_over() {
+    let names = |body: &str| -> Vec<&'static str> {
+        let source = format!("pipeline p(files: glob) {{ schema {{ x: f32[4] }} {body} }}");
+        let c = sluice_compiler::compile(&source);
+        assert!(c.diagnostics.is_empty(), "{body}: {:?}", c.diagnostics);
+        c.pipelines[0].physical.stages.iter().map(|n| n.exec.name()).collect()
+    };
+    let read = "tfrecords(files, parallel: auto, deterministic: false);";
+    for body in [
+        format!("{read} batch(64); map(parallel: auto) {{ parse_example(); }} prefetch(auto);"),
+        format!("{read} batch(64); map(parallel: auto) {{ parse_example(); }}"),
+        format!("{read} batch(64); prefetch();"),
+    ] {
+        assert_eq!(names(&body), ["FilesExec", "ReadBatchesExec"], "{body}");
+    }
+    assert_eq!(
+        names(&format!("{read} batch(64); map(parallel: auto) {{ parse_example(); }} prefetch(4);")),
+        ["FilesExec", "ReadBatchesExec", "PrefetchExec"]
+    );
+    assert_eq!(
+        names(&format!("{read} shuffle(1000, seed: 3); batch(64); prefetch(auto);")),
+        ["FilesExec", "ReadBatchesExec", "ShuffleBatchesExec", "PrefetchExec"]
+    );
+}
+
 /// The memory bound counts the idle batch buffers kept for recycling (at most
 /// `RECYCLE_KEEP` of twice the largest batch, `RECYCLE_KEEP_BYTES` in all; none without
 /// batches), and a reader's hand-over queue of big batches by its bytes.

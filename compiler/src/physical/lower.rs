@@ -10,6 +10,8 @@
 //!   map + batch is one `ReadBatchesExec`: each reader thread fills its own batches and
 //!   runs the maps that follow on them in place, up to the first that draws random
 //!   numbers (those need every row's position, which the reader threads do not keep);
+//!   A `prefetch(auto)` right on top of it is dropped: the reader threads already queue
+//!   finished batches ahead of the consumer, and it would only add a hand-over per batch;
 //! - a non-deterministic TFRecord interleave, a local `shuffle` of its records and a plain
 //!   `batch` of them are a `ReadBatchesExec` (no maps) and a `ShuffleBatchesExec` over its
 //!   batches: the records go from the readers' batches into one slab and out into the
@@ -90,6 +92,15 @@ pub(super) fn lower(plan: &Plan, cx: &mut Cx<'_>) -> (Vec<ExecNode>, Option<(Dev
             && reads_batches(il, next)
         {
             i += read_batches(&chain, i, il, cx, &mut out);
+            // Its reader threads already queue finished batches ahead of the consumer: a
+            // `prefetch(auto)` right on top would only add a thread and a hand-over per
+            // batch (as `insert_prefetch` leaves a parallel stage alone). A prefetch of a
+            // set depth stays: the user asked for that many batches.
+            if matches!(out.last(), Some(ExecNode { exec: Exec::ReadBatches { .. }, .. }))
+                && chain.get(i).is_some_and(|s| is_auto_prefetch(s.node))
+            {
+                i += 1;
+            }
             continue;
         }
         if let (Plan::Batch(b), Some(Plan::Map(m))) = (n, next)
@@ -166,6 +177,11 @@ fn shuffle_batches(il: &Interleave, shuffle: &Plan, batch: &Plan, cx: &mut Cx<'_
         drop_remainder: b.drop_remainder,
     };
     [read, ExecNode { exec, figures }]
+}
+
+/// Whether `node` is a `prefetch` whose depth AUTOTUNE picks.
+fn is_auto_prefetch(node: &Plan) -> bool {
+    matches!(node, Plan::Prefetch(p) if matches!(p.args.first(), None | Some((_, ArgValue::Auto))))
 }
 
 /// Whether an interleave and the `next` node run as one `ReadBatchesExec`: a

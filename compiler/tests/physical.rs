@@ -197,18 +197,20 @@ fn physical_figures_rest_on_the_runtime_defaults() {
     assert_eq!(figures("PrefetchExec").held, rt::PREFETCH_AUTO_DEPTH as u64);
 }
 
+/// The exec nodes of the physical plan of `source`'s one pipeline, by name.
+fn stage_names(source: &str) -> Vec<&'static str> {
+    let c = sluice_compiler::compile(source);
+    assert!(c.diagnostics.is_empty(), "{source}: {:?}", c.diagnostics);
+    c.pipelines[0].physical.stages.iter().map(|n| n.exec.name()).collect()
+}
+
 /// A local shuffle between a non-deterministic TFRecord interleave and a plain batch of its
 /// records runs over the reader's batches (`ShuffleBatchesExec`); with a deterministic
 /// interleave, a global shuffle, something between them or a padded batch it stays a
 /// `ShuffleExec` (whose order over a deterministic input is the saved-state contract).
 #[test]
 fn a_shuffle_of_read_records_into_batches_runs_over_the_readers_batches() {
-    let names = |body: &str| -> Vec<&'static str> {
-        let source = format!("pipeline p(files: glob) {{ {body} }}");
-        let c = sluice_compiler::compile(&source);
-        assert!(c.diagnostics.is_empty(), "{body}: {:?}", c.diagnostics);
-        c.pipelines[0].physical.stages.iter().map(|n| n.exec.name()).collect()
-    };
+    let names = |body: &str| stage_names(&format!("pipeline p(files: glob) {{ {body} }}"));
     let read = "tfrecords(files, parallel: auto, deterministic: false);";
     assert_eq!(
         names(&format!("{read} shuffle(1000, seed: 3); batch(64);")),
@@ -236,12 +238,8 @@ fn a_shuffle_of_read_records_into_batches_runs_over_the_readers_batches() {
 /// consumer. One of a set depth stays, as does one over a stage after the readers.
 #[test]
 fn an_auto_prefetch_on_the_readers_batches_adds_no_hand_over() {
-    let names = |body: &str| -> Vec<&'static str> {
-        let source = format!("pipeline p(files: glob) {{ schema {{ x: f32[4] }} {body} }}");
-        let c = sluice_compiler::compile(&source);
-        assert!(c.diagnostics.is_empty(), "{body}: {:?}", c.diagnostics);
-        c.pipelines[0].physical.stages.iter().map(|n| n.exec.name()).collect()
-    };
+    let names =
+        |body: &str| stage_names(&format!("pipeline p(files: glob) {{ schema {{ x: f32[4] }} {body} }}"));
     let read = "tfrecords(files, parallel: auto, deterministic: false);";
     for body in [
         format!("{read} batch(64); map(parallel: auto) {{ parse_example(); }} prefetch(auto);"),

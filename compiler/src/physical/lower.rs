@@ -9,8 +9,8 @@
 //! - a non-deterministic TFRecord interleave straight into a plain `batch` or a fused
 //!   map + batch is one `ReadBatchesExec`: each reader thread fills its own batches and
 //!   runs the maps that follow on them in place, up to the first that draws random
-//!   numbers (those need every row's position, which the reader threads do not keep);
-//!   A `prefetch(auto)` right on top of it is dropped: the reader threads already queue
+//!   numbers (those need every row's position, which the reader threads do not keep). A
+//!   `prefetch(auto)` right on top of it is dropped: the reader threads already queue
 //!   finished batches ahead of the consumer, and it would only add a hand-over per batch;
 //! - a non-deterministic TFRecord interleave, a local `shuffle` of its records and a plain
 //!   `batch` of them are a `ReadBatchesExec` (no maps) and a `ShuffleBatchesExec` over its

@@ -24,8 +24,8 @@
 //! 3. the other columns move as in [`device_batches`] (pinned, non-blocking).
 //!
 //! The feed runs ahead of the training loop, so batch `b + 1`'s copy overlaps batch `b`'s
-//! kernel and training step (a staging buffer is reused once its copy is done). Draws are keyed by the pass's epoch,
-//! `b` and the global row (`row0 + i`), as in the CPU twin.
+//! kernel and training step (a staging buffer is reused once its copy is done). Draws are
+//! keyed by the pass's epoch, `b` and the global row (`row0 + i`), as in the CPU twin.
 //!
 //! Anywhere else (no GPU, no driver, no NVRTC, CPU devices, or built without `cuda`) the
 //! CPU twin runs instead, and the feed says so once per process on stderr.

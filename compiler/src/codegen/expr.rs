@@ -14,9 +14,11 @@ use quote::{format_ident, quote};
 use super::types::{Repr, field_ident, repr, rust, scalar};
 use crate::ir::decls::Declarations;
 use crate::ir::expr::{BinaryOp, Expr, ExprKind, ExprType, UnaryOp};
-use crate::ir::op::{ImageFormat, Op};
-use crate::ir::plan::{FieldType, MapOp};
+use crate::ir::op::Op;
+use crate::ir::plan::FieldType;
 use crate::ir::types::{DType, Dim, ParamType, Shape, TensorType};
+
+mod fused;
 
 /// The local holding field `name`.
 pub fn local(name: &str) -> Ident {
@@ -137,134 +139,6 @@ impl<'a> Scope<'a> {
             None => self.fields.push(FieldType { name: target.to_string(), ty: Some(ty.clone()) }),
         }
         Ok(quote!(let #name #annotation = #value;))
-    }
-
-    /// A tensor arithmetic statement over one field (`cast(image, f32) / 255.0`) whose
-    /// value is a whole row of batch column `c_<into>`: each value appended to the column
-    /// as it is computed (`ops::put_map`, the same closure as `Array::map`, so the same
-    /// bits), with no tensor made in between. `None` when `e` is not such a statement.
-    pub fn elementwise_into(
-        &mut self,
-        target: &str,
-        e: &Expr,
-        ty: &TensorType,
-        into: &str,
-    ) -> R<Option<TokenStream>> {
-        if !matches!(e.kind, ExprKind::Binary(..) | ExprKind::Unary(..)) || repr(ty)? != Repr::Tensor {
-            return Ok(None);
-        }
-        let Some(per) = super::types::fixed_dims(ty).map(|d| d.iter().product::<usize>()) else {
-            return Ok(None);
-        };
-        let mut leaves: Vec<Expr> = Vec::new();
-        self.collect_leaves(e, &mut leaves)?;
-        let [leaf] = leaves.as_slice() else { return Ok(None) };
-        if self.field_path(leaf).is_none() {
-            return Ok(None);
-        }
-        let lt = self.tensor_ty(leaf)?;
-        let saved = self.fallible;
-        self.fallible = false;
-        let body = self.scalar_with(e, ty.dtype, &leaves, &[lt.dtype])?;
-        let fallible = self.fallible;
-        self.fallible = saved;
-        if fallible {
-            return Ok(None);
-        }
-        self.movable = (e.count_reads(target) == 1).then(|| target.to_string());
-        let owned = self.owned(leaf)?;
-        self.movable = None;
-        match self.fields.iter_mut().find(|f| f.name == target) {
-            Some(f) => f.ty = Some(ty.clone()),
-            None => self.fields.push(FieldType { name: target.to_string(), ty: Some(ty.clone()) }),
-        }
-        let (c, st, out) = (format_ident!("c_{}", into), scalar(lt.dtype), scalar(ty.dtype));
-        Ok(Some(quote! {
-            {
-                let __a0 = #owned;
-                __sl::ops::put_map(&mut #c, &__a0, #per, #into, |__v0: #st| -> #out { #body })?;
-            }
-        }))
-    }
-
-    /// `decode_jpeg(b, 3)`, `resize(h, w)`, `scale(1/255)`, `normalize(mean, std)` on
-    /// one field in a row: one fused pass (`ops::decode_resize_normalize_into`,
-    /// bit-identical to the four steps), or `None` when `ops` does not start so.
-    /// With `into`, the pixels are appended to that field's column `c_<into>` instead
-    /// of making a local.
-    pub fn decode_resize_normalize(&mut self, ops: &[MapOp], into: Option<&str>) -> R<Option<TokenStream>> {
-        let [
-            MapOp::Assign { target, value: e0, .. },
-            MapOp::Assign { target: t1, value: e1, .. },
-            MapOp::Assign { target: t2, value: e2, .. },
-            MapOp::Assign { target: t3, value: e3, ty, .. },
-            ..,
-        ] = ops
-        else {
-            return Ok(None);
-        };
-        if [t1, t2, t3].iter().any(|t| *t != target) {
-            return Ok(None);
-        }
-        let of_target = |x: &Expr| x.field() == Some(target.as_str());
-        let (
-            Some(Op::DecodeImage { format: ImageFormat::Jpeg, bytes, channels: None | Some(3), max_pixels }),
-            Some(Op::Resize { image, h, w }),
-            Some(Op::Scale { x: scaled, factor }),
-            Some(Op::Normalize { x: normalized, mean, std }),
-        ) = (e0.op(), e1.op(), e2.op(), e3.op())
-        else {
-            return Ok(None);
-        };
-        let factor_ok = factor.const_f64().is_some_and(|v| v as f32 == 1.0f32 / 255.0);
-        if !factor_ok || !of_target(image) || !of_target(scaled) || !of_target(normalized) {
-            return Ok(None);
-        }
-        let bytes = self.bytes(bytes)?;
-        let h = self.count(h)?;
-        let w = self.count(w)?;
-        let mean = self.floats(mean)?;
-        let std = self.floats(std)?;
-        let name = local(target);
-        match self.fields.iter_mut().find(|f| &f.name == target) {
-            Some(f) => f.ty = Some(ty.clone()),
-            None => self.fields.push(FieldType { name: target.clone(), ty: Some(ty.clone()) }),
-        }
-        // With `max_pixels`, the same pass checking the header against it.
-        let decode = |out: TokenStream| match max_pixels {
-            None => quote! {
-                __sl::ops::decode_resize_normalize_into(#bytes, h, w, &[#(#mean),*], &[#(#std),*], #out)?;
-            },
-            Some(n) => {
-                let n = Literal::usize_suffixed(*n as usize);
-                quote! {
-                    __sl::ops::decode_resize_normalize_limited_into(
-                        #bytes, #n, h, w, &[#(#mean),*], &[#(#std),*], #out,
-                    )?;
-                }
-            }
-        };
-        if let Some(field) = into {
-            let c = format_ident!("c_{}", field);
-            let decode = decode(quote!(&mut #c[start..]));
-            return Ok(Some(quote! {
-                {
-                    let (h, w) = (#h, #w);
-                    let start = #c.len();
-                    #c.resize(start + h * w * 3, 0.0);
-                    #decode
-                }
-            }));
-        }
-        let decode = decode(quote!(&mut v));
-        Ok(Some(quote! {
-            let #name: __sl::Tensor<f32> = {
-                let (h, w) = (#h, #w);
-                let mut v = ::std::vec![0f32; h * w * 3];
-                #decode
-                __sl::Tensor::new(::std::vec![h, w, 3], v)?
-            };
-        }))
     }
 
     /// A field read as an owned value (moved when allowed, else cloned).

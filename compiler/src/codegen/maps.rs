@@ -225,15 +225,26 @@ impl Gen<'_> {
             let into = match &ops[k] {
                 MapOp::Assign { target, .. }
                     if direct.contains(target)
-                        && !ops[(k + 4).min(ops.len())..].iter().any(|op| match op {
-                            MapOp::Assign { target: t, reads, .. } => t == target || reads.contains(target),
-                            MapOp::Parse { .. } => true,
-                        }) =>
+                        && !ops[(k + 4).min(ops.len())..].iter().any(|op| touches(op, target)) =>
                 {
                     Some(target.clone())
                 }
                 _ => None,
             };
+            // `decode_raw`, `reshape` and arithmetic over the values, the last statements
+            // of a column's field: decoded from the bytes straight into the column.
+            let raw = Scope::raw_run(&ops[k..]);
+            if raw > 0
+                && let MapOp::Assign { target, .. } = &ops[k]
+                && direct.contains(target)
+                && !ops[k + raw..].iter().any(|op| touches(op, target))
+                && let Some(s) = scope.raw_into(&ops[k..], raw, target)?
+            {
+                body.extend(s);
+                written.push(target.clone());
+                k += raw;
+                continue;
+            }
             if let Some(fused) = scope.decode_resize_normalize(&ops[k..], into.as_deref())? {
                 body.extend(fused);
                 written.extend(into);
@@ -244,10 +255,7 @@ impl Gen<'_> {
             // values go straight into the column.
             if let MapOp::Assign { target, value, ty, .. } = &ops[k]
                 && direct.contains(target)
-                && !ops[k + 1..].iter().any(|op| match op {
-                    MapOp::Assign { target: t, reads, .. } => t == target || reads.contains(target),
-                    MapOp::Parse { .. } => true,
-                })
+                && !ops[k + 1..].iter().any(|op| touches(op, target))
                 && let Some(s) = scope.elementwise_into(target, value, ty, target)?
             {
                 body.extend(s);
@@ -533,5 +541,13 @@ impl Gen<'_> {
             }
         });
         Ok(MapFn { name, random: self.last_random, by_ref: false })
+    }
+}
+
+/// Whether `op` writes or reads field `target` (a parse counts as both).
+fn touches(op: &MapOp, target: &str) -> bool {
+    match op {
+        MapOp::Assign { target: t, reads, .. } => t == target || reads.iter().any(|r| r == target),
+        MapOp::Parse { .. } => true,
     }
 }

@@ -789,6 +789,16 @@ fn a_missing_or_malformed_feature_is_an_error_naming_it() {
     let no_image =
         write_file(dir.path(), "no-image.tfrecord", records_with(Kind::Image, 40, remove("image")));
     let no_jpeg = write_file(dir.path(), "no-jpeg.tfrecord", records_with(Kind::Jpeg, 40, remove("image")));
+    // Record 37's raw image is 100 bytes, not 64 × 64 × 3 (decoded straight into the
+    // batch column: the same `reshape` error as the statements one by one).
+    let short_image = write_file(
+        dir.path(),
+        "short-image.tfrecord",
+        records_with(Kind::Image, 40, |e| {
+            let image = Feature::bytes(vec![vec![7u8; 100]]);
+            e.features.as_mut().expect("features").feature.insert("image".into(), image);
+        }),
+    );
     let (label, x, image) = (["`label`"], ["`x`"], ["`image`"]);
     let set = |glob| [("files", glob)];
 
@@ -810,6 +820,13 @@ fn a_missing_or_malformed_feature_is_an_error_naming_it() {
     assert_error("parse_tabular", tab_args, tab_ds, &set(&*short_x), &x);
     assert_error("eval", eval_args, eval_ds, &set(&*short_x), &x);
     assert_error("image_raw", image_raw::Params::from_args, image_raw::dataset, &set(&*no_image), &image);
+    assert_error(
+        "image_raw",
+        image_raw::Params::from_args,
+        image_raw::dataset,
+        &set(&*short_image),
+        &["short-image.tfrecord: record 37", "reshape: 100 values do not fit the shape [64, 64, 3]"],
+    );
     assert_error("jpeg", jpeg::Params::from_args, jpeg::dataset, &set(&*no_jpeg), &image);
     assert_error("augment", augment::Params::from_args, augment::dataset, &set(&*no_jpeg), &image);
 }

@@ -1,0 +1,236 @@
+//! Statements fused into one pass that writes a batch column (or a local) directly:
+//! arithmetic over one field's values, `decode_raw` → `reshape` → arithmetic, and
+//! `decode_jpeg` → `resize` → `scale` → `normalize`. Each gives the same values, errors
+//! and bits as its statements one by one ([`Scope::statement`]).
+
+use proc_macro2::{Literal, TokenStream};
+use quote::{format_ident, quote};
+
+use super::super::types::{Repr, fixed_dims, repr, scalar};
+use super::{R, Scope, local};
+use crate::ir::expr::{Expr, ExprKind};
+use crate::ir::op::{ImageFormat, Op};
+use crate::ir::plan::{FieldType, MapOp};
+use crate::ir::types::TensorType;
+
+impl Scope<'_> {
+    /// A tensor arithmetic statement over one field (`cast(image, f32) / 255.0`) whose
+    /// value is a whole row of batch column `c_<into>`: each value appended to the column
+    /// as it is computed (`ops::put_map`, the same closure as `Array::map`, so the same
+    /// bits), with no tensor made in between. `None` when `e` is not such a statement.
+    pub fn elementwise_into(
+        &mut self,
+        target: &str,
+        e: &Expr,
+        ty: &TensorType,
+        into: &str,
+    ) -> R<Option<TokenStream>> {
+        if !matches!(e.kind, ExprKind::Binary(..) | ExprKind::Unary(..)) || repr(ty)? != Repr::Tensor {
+            return Ok(None);
+        }
+        let Some(per) = fixed_dims(ty).map(|d| d.iter().product::<usize>()) else {
+            return Ok(None);
+        };
+        let mut leaves: Vec<Expr> = Vec::new();
+        self.collect_leaves(e, &mut leaves)?;
+        let [leaf] = leaves.as_slice() else { return Ok(None) };
+        if self.field_path(leaf).is_none() {
+            return Ok(None);
+        }
+        let lt = self.tensor_ty(leaf)?;
+        let saved = self.fallible;
+        self.fallible = false;
+        let body = self.scalar_with(e, ty.dtype, &leaves, &[lt.dtype])?;
+        let fallible = self.fallible;
+        self.fallible = saved;
+        if fallible {
+            return Ok(None);
+        }
+        self.movable = (e.count_reads(target) == 1).then(|| target.to_string());
+        let owned = self.owned(leaf)?;
+        self.movable = None;
+        match self.fields.iter_mut().find(|f| f.name == target) {
+            Some(f) => f.ty = Some(ty.clone()),
+            None => self.fields.push(FieldType { name: target.to_string(), ty: Some(ty.clone()) }),
+        }
+        let (c, st, out) = (format_ident!("c_{}", into), scalar(lt.dtype), scalar(ty.dtype));
+        Ok(Some(quote! {
+            {
+                let __a0 = #owned;
+                __sl::ops::put_map(&mut #c, &__a0, #per, #into, |__v0: #st| -> #out { #body })?;
+            }
+        }))
+    }
+
+    /// How many of `ops` make `t = decode_raw(b, T); t = reshape(t, dims);` and then,
+    /// optionally, `t = <arithmetic over t alone>` (`cast(t, f32) / 255.0`): the run
+    /// [`Scope::raw_into`] writes straight into `t`'s column. 0 when `ops` does not start so.
+    pub fn raw_run(ops: &[MapOp]) -> usize {
+        let [MapOp::Assign { target, value: e0, .. }, MapOp::Assign { target: t1, value: e1, .. }, rest @ ..] =
+            ops
+        else {
+            return 0;
+        };
+        let of_target = |x: &Expr| x.field() == Some(target.as_str());
+        let (Some(Op::DecodeRaw { .. }), Some(Op::Reshape { x, .. })) = (e0.op(), e1.op()) else {
+            return 0;
+        };
+        if t1 != target || !of_target(x) {
+            return 0;
+        }
+        match rest.first() {
+            Some(MapOp::Assign { target: t2, value, reads, .. })
+                if t2 == target
+                    && matches!(value.kind, ExprKind::Binary(..) | ExprKind::Unary(..))
+                    && reads.iter().all(|r| r == target) =>
+            {
+                3
+            }
+            _ => 2,
+        }
+    }
+
+    /// The first [`Scope::raw_run`] `n` statements of `ops`, the last ones of column
+    /// `into`'s field: the values decoded from the record's bytes straight into the
+    /// column (`ops::put_raw_map`), with no vector or tensor made in between; the same
+    /// checks in the same order with the same messages, and the same closure (so the same
+    /// bits) as the statements one by one. `None` when the arithmetic is not one loop
+    /// over the values (the statements then run one by one).
+    pub fn raw_into(&mut self, ops: &[MapOp], n: usize, into: &str) -> R<Option<TokenStream>> {
+        let (
+            Some(MapOp::Assign { value: e0, .. }),
+            Some(MapOp::Assign { value: e1, ty: shaped, .. }),
+            Some(MapOp::Assign { target, ty: last, .. }),
+        ) = (ops.first(), ops.get(1), ops.get(n - 1))
+        else {
+            return Ok(None);
+        };
+        let (Some(Op::DecodeRaw { bytes, .. }), Some(Op::Reshape { dims, .. })) = (e0.op(), e1.op()) else {
+            return Ok(None);
+        };
+        let Some(per) = fixed_dims(last).map(|d| d.iter().product::<usize>()) else {
+            return Ok(None);
+        };
+        let raw = self.tensor_ty(e0)?.dtype;
+        let bytes = self.bytes(bytes)?;
+        let saved = self.fields.clone();
+        let set = |fields: &mut Vec<FieldType>, ty: &TensorType| match fields
+            .iter_mut()
+            .find(|f| &f.name == target)
+        {
+            Some(f) => f.ty = Some(ty.clone()),
+            None => fields.push(FieldType { name: target.clone(), ty: Some(ty.clone()) }),
+        };
+        set(&mut self.fields, shaped);
+        let body = match ops.get(2).filter(|_| n == 3) {
+            Some(MapOp::Assign { value: e, ty, .. }) => {
+                let mut leaves: Vec<Expr> = Vec::new();
+                self.collect_leaves(e, &mut leaves)?;
+                let fallible = self.fallible;
+                self.fallible = false;
+                let body = match leaves.as_slice() {
+                    [leaf] if leaf.field() == Some(target.as_str()) => {
+                        Some(self.scalar_with(e, ty.dtype, &leaves, &[raw])?)
+                    }
+                    _ => None,
+                };
+                let loop_is_fallible = self.fallible;
+                self.fallible = fallible;
+                match body {
+                    Some(b) if !loop_is_fallible => b,
+                    _ => {
+                        self.fields = saved;
+                        return Ok(None);
+                    }
+                }
+            }
+            _ => quote!(__v0),
+        };
+        set(&mut self.fields, last);
+        let (c, st, out) = (format_ident!("c_{}", into), scalar(raw), scalar(last.dtype));
+        let dims = dims.iter().map(|n| Literal::usize_suffixed(*n as usize));
+        Ok(Some(quote! {
+            __sl::ops::put_raw_map(&mut #c, #bytes, &[#(#dims),*], #per, #into, |__v0: #st| -> #out { #body })?;
+        }))
+    }
+
+    /// `decode_jpeg(b, 3)`, `resize(h, w)`, `scale(1/255)`, `normalize(mean, std)` on
+    /// one field in a row: one fused pass (`ops::decode_resize_normalize_into`,
+    /// bit-identical to the four steps), or `None` when `ops` does not start so.
+    /// With `into`, the pixels are appended to that field's column `c_<into>` instead
+    /// of making a local.
+    pub fn decode_resize_normalize(&mut self, ops: &[MapOp], into: Option<&str>) -> R<Option<TokenStream>> {
+        let [
+            MapOp::Assign { target, value: e0, .. },
+            MapOp::Assign { target: t1, value: e1, .. },
+            MapOp::Assign { target: t2, value: e2, .. },
+            MapOp::Assign { target: t3, value: e3, ty, .. },
+            ..,
+        ] = ops
+        else {
+            return Ok(None);
+        };
+        if [t1, t2, t3].iter().any(|t| *t != target) {
+            return Ok(None);
+        }
+        let of_target = |x: &Expr| x.field() == Some(target.as_str());
+        let (
+            Some(Op::DecodeImage { format: ImageFormat::Jpeg, bytes, channels: None | Some(3), max_pixels }),
+            Some(Op::Resize { image, h, w }),
+            Some(Op::Scale { x: scaled, factor }),
+            Some(Op::Normalize { x: normalized, mean, std }),
+        ) = (e0.op(), e1.op(), e2.op(), e3.op())
+        else {
+            return Ok(None);
+        };
+        let factor_ok = factor.const_f64().is_some_and(|v| v as f32 == 1.0f32 / 255.0);
+        if !factor_ok || !of_target(image) || !of_target(scaled) || !of_target(normalized) {
+            return Ok(None);
+        }
+        let bytes = self.bytes(bytes)?;
+        let h = self.count(h)?;
+        let w = self.count(w)?;
+        let mean = self.floats(mean)?;
+        let std = self.floats(std)?;
+        let name = local(target);
+        match self.fields.iter_mut().find(|f| &f.name == target) {
+            Some(f) => f.ty = Some(ty.clone()),
+            None => self.fields.push(FieldType { name: target.clone(), ty: Some(ty.clone()) }),
+        }
+        // With `max_pixels`, the same pass checking the header against it.
+        let decode = |out: TokenStream| match max_pixels {
+            None => quote! {
+                __sl::ops::decode_resize_normalize_into(#bytes, h, w, &[#(#mean),*], &[#(#std),*], #out)?;
+            },
+            Some(n) => {
+                let n = Literal::usize_suffixed(*n as usize);
+                quote! {
+                    __sl::ops::decode_resize_normalize_limited_into(
+                        #bytes, #n, h, w, &[#(#mean),*], &[#(#std),*], #out,
+                    )?;
+                }
+            }
+        };
+        if let Some(field) = into {
+            let c = format_ident!("c_{}", field);
+            let decode = decode(quote!(&mut #c[start..]));
+            return Ok(Some(quote! {
+                {
+                    let (h, w) = (#h, #w);
+                    let start = #c.len();
+                    #c.resize(start + h * w * 3, 0.0);
+                    #decode
+                }
+            }));
+        }
+        let decode = decode(quote!(&mut v));
+        Ok(Some(quote! {
+            let #name: __sl::Tensor<f32> = {
+                let (h, w) = (#h, #w);
+                let mut v = ::std::vec![0f32; h * w * 3];
+                #decode
+                __sl::Tensor::new(::std::vec![h, w, 3], v)?
+            };
+        }))
+    }
+}

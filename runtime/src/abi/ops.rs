@@ -645,6 +645,22 @@ unsafe fn extend_mapped_avx2<T: Copy, U: Copy>(column: &mut Vec<U>, values: &[T]
         }
         done += CHUNK;
     }
+    // The rest of the whole 32-byte blocks the same way, then plain stores.
+    let blocks = (values.len() - done) * size / 32;
+    let rest = blocks * 32 / size;
+    if blocks > 0 {
+        for (o, v) in buf.iter_mut().zip(&values[done..done + rest]) {
+            o.write(f(*v));
+        }
+        // SAFETY: as above, for `blocks` 32-byte blocks of `buf` (written just above).
+        unsafe {
+            let (from, to) = (buf.as_ptr().cast::<__m256i>(), dst.add(done).cast::<__m256i>());
+            for k in 0..blocks {
+                _mm256_stream_si256(to.add(k), _mm256_loadu_si256(from.add(k)));
+            }
+        }
+        done += rest;
+    }
     for (i, v) in values[done..].iter().enumerate() {
         // SAFETY: within the room reserved above.
         unsafe { dst.add(done + i).write(f(*v)) };
@@ -748,7 +764,7 @@ mod tests {
         let bits32 = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         let bits64 = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         for lead in 0..9 {
-            for len in [512, 513, 1000, 12_288, 20_000 - 9] {
+            for len in [64, 100, 336, 512, 513, 1000, 12_288, 20_000 - 9] {
                 let row = &bytes[lead..lead + len];
                 let mut wide: Vec<f32> = Vec::with_capacity(big / 4);
                 wide.extend((0..lead).map(|i| i as f32));

@@ -75,9 +75,19 @@ fn task(m: &nn::Sequential, b: &TensorBatch, _train: bool) -> Result<StepOutput>
     Ok(StepOutput { loss: logits.cross_entropy_for_logits(y), metrics: vec![("accuracy", correct)] })
 }
 
+/// `build()` right after `tch::manual_seed(seed)`, no other test in between: libtorch's
+/// generator is global to the process and the tests run on parallel threads, so a
+/// model built by another test between the seed and this model's initialisation would
+/// draw from the same stream (a flaky "the same initial parameters").
+fn seeded<T>(seed: i64, build: impl FnOnce() -> T) -> T {
+    static SEEDED: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _only = SEEDED.lock().unwrap_or_else(|e| e.into_inner());
+    tch::manual_seed(seed);
+    build()
+}
+
 fn trainer(replicas: usize, opt: impl OptimizerConfig + Clone) -> Trainer<nn::Sequential> {
-    tch::manual_seed(17);
-    Trainer::new(&vec![Device::Cpu; replicas], model, opt, 0.05).unwrap().with_progress(false)
+    seeded(17, || Trainer::new(&vec![Device::Cpu; replicas], model, opt, 0.05).unwrap().with_progress(false))
 }
 
 fn params(vs: &nn::VarStore) -> Vec<(String, Vec<f32>)> {
@@ -172,8 +182,7 @@ fn nccl_of_one_rank_trains_like_a_cpu_replica() {
     }
     let opt = nn::sgd(0.9, 0.0, 1e-4, false);
     let mut cpu = trainer(1, opt);
-    tch::manual_seed(17);
-    let gpu = Trainer::new(&[Device::Cuda(0)], model, opt, 0.05).unwrap().with_progress(false);
+    let gpu = seeded(17, || Trainer::new(&[Device::Cuda(0)], model, opt, 0.05).unwrap().with_progress(false));
     let mut gpu = gpu.join(Rc::new(Single)).unwrap();
     eprintln!("gradients over {:?}", gpu.gradient_backend());
     let mut from = 0;
@@ -253,8 +262,7 @@ fn checkpoints_restore_every_replica() {
         a.step(parts(batch(i * 8, 8), 2), &task).unwrap();
     }
     a.save(&path).unwrap();
-    tch::manual_seed(99);
-    let mut b = Trainer::new(&[Device::Cpu; 2], model, nn::Adam::default(), 0.05).unwrap();
+    let mut b = seeded(99, || Trainer::new(&[Device::Cpu; 2], model, nn::Adam::default(), 0.05).unwrap());
     assert_ne!(max_diff(&params(b.model().1), &params(a.model().1)), 0.0);
     b.load(&path).unwrap();
     for i in 0..2 {
@@ -297,7 +305,7 @@ fn misuse_is_a_clear_error() {
     };
     let e = t.step(parts(batch(0, 4), 2), &wrong_column).unwrap_err().to_string();
     assert!(e.contains("no column `image`") && e.contains("x, y"), "{e}");
-    assert!(Trainer::new(&[], model, nn::Adam::default(), 0.1).is_err());
+    assert!(seeded(0, || Trainer::new(&[], model, nn::Adam::default(), 0.1)).is_err());
 }
 
 #[test]
@@ -331,8 +339,8 @@ fn cuda_replicas_train_like_one_cpu_replica() {
     }
     let devices: Vec<Device> = (0..gpus).map(Device::Cuda).collect();
     let mut cpu = trainer(1, nn::Adam::default());
-    tch::manual_seed(17);
-    let mut gpu = Trainer::new(&devices, model, nn::Adam::default(), 0.05).unwrap().with_progress(false);
+    let mut gpu =
+        seeded(17, || Trainer::new(&devices, model, nn::Adam::default(), 0.05).unwrap().with_progress(false));
     assert_eq!(max_diff(&params(cpu.model().1), &params(gpu.model().1)), 0.0);
     let mut from = 0;
     for rows in STEPS {

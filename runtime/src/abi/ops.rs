@@ -565,8 +565,9 @@ fn raw_length_error<T: RawScalar>(len: usize) -> BoxError {
 
 /// `column.extend(values.iter().copied().map(f))`, compiled for the widest vectors the
 /// processor has (AVX2 on x86-64, detected at run time; the baseline is SSE2): the
-/// element-wise expression of an image row (`cast(x, f32) / 255.0`, 12,288 values) is
-/// bound by the throughput of its vector division. The values are the same bits on
+/// element-wise expression of an image row (`cast(x, f32) / 255.0`, 12,288 values) runs
+/// 8 lanes wide, and a big column is written with streaming stores (its stores, not the
+/// division, bound it once the column outgrows L2). The values are the same bits on
 /// either path: Rust's float operations are IEEE-exact per operation whatever the
 /// vector width (no contraction into fused operations).
 #[inline]

@@ -324,14 +324,19 @@ impl Cache {
         Ok(cargo)
     }
 
-    /// Copies the artifact cargo built as `file` in the target directory to `kept`,
-    /// atomically (the kept file appears complete or not at all).
+    /// Keeps the artifact cargo built as `file` in the target directory as `kept`,
+    /// atomically (the kept file appears complete or not at all): a hard link where both
+    /// are on one file system (a debug runner is tens of MB, and a test suite keeps
+    /// hundreds), else a copy. A link is safe from the next build: cargo and the linker
+    /// replace the built file (a new inode), they never write into it.
     pub(super) fn keep(&self, file: &str, kept: &Path) -> Result<PathBuf, Failure> {
         let built = self.target.join(self.profile.dir()).join(file);
         let dir = kept.parent().unwrap_or(Path::new("."));
         let tmp = dir.join(format!(".keep.{}", std::process::id()));
-        std::fs::copy(&built, &tmp)
-            .and_then(|_| std::fs::rename(&tmp, kept))
+        let _ = std::fs::remove_file(&tmp); // left by a process of the same id that died
+        std::fs::hard_link(&built, &tmp)
+            .or_else(|_| std::fs::copy(&built, &tmp).map(drop))
+            .and_then(|()| std::fs::rename(&tmp, kept))
             .with_context(|| format!("cannot keep {} as {}", built.display(), kept.display()))
             .map_err(Failure::Data)?;
         Ok(kept.to_path_buf())
@@ -654,6 +659,43 @@ pub mod evens {
         assert_eq!((code, err.as_str()), (1, "error: pipeline `numbers`: stage `encode`: record 7 is bad\n"));
         let (code, _, err) = exec(&bin, &[]);
         assert_eq!((code, err.lines().next()), (2, Some("error: name the pipeline to run: numbers, evens")));
+    }
+
+    #[test]
+    fn a_kept_artifact_is_a_link_that_outlives_the_next_build() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("target");
+        std::fs::create_dir_all(target.join("debug")).unwrap();
+        let cache = Cache { target: target.clone(), ..cache(dir.path()) };
+        let built = target.join("debug").join("artifact");
+        std::fs::write(&built, b"first build").unwrap();
+        std::fs::create_dir_all(dir.path().join("run")).unwrap();
+        let kept = dir.path().join("run").join("kept");
+        assert_eq!(cache.keep("artifact", &kept).unwrap_or_else(|f| panic!("{f:?}")), kept);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            let (a, b) = (std::fs::metadata(&built).unwrap(), std::fs::metadata(&kept).unwrap());
+            assert_eq!((a.dev(), a.ino()), (b.dev(), b.ino()), "one file system: a hard link, no copy");
+        }
+        // The next build replaces the artifact, as cargo and the linker do.
+        std::fs::remove_file(&built).unwrap();
+        std::fs::write(&built, b"second build").unwrap();
+        assert_eq!(std::fs::read(&kept).unwrap(), b"first build");
+        assert_eq!(cache.keep("artifact", &kept).unwrap_or_else(|f| panic!("{f:?}")), kept);
+        assert_eq!(std::fs::read(&kept).unwrap(), b"second build");
+
+        let nowhere = dir.path().join("missing").join("kept");
+        let Err(Failure::Data(e)) = cache.keep("artifact", &nowhere) else {
+            panic!("kept into a missing directory")
+        };
+        assert!(
+            e.to_string().starts_with(&format!("cannot keep {} as {}", built.display(), nowhere.display())),
+            "{e}"
+        );
+        let leftovers: Vec<_> =
+            std::fs::read_dir(dir.path().join("run")).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(leftovers, ["kept"], "no temporary file is left behind");
     }
 
     #[test]

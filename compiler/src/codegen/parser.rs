@@ -8,7 +8,7 @@ use quote::{format_ident, quote};
 use super::context::{Gen, R};
 use super::types::{Repr, field_ident, fixed_dims, repr, scalar};
 use crate::ir::plan::FieldType;
-use crate::ir::types::Value;
+use crate::ir::types::{DType, Value};
 
 impl Gen<'_> {
     /// The found-entries walk of a specialised parser: `let mut e_x = None; ...`.
@@ -158,6 +158,11 @@ impl Gen<'_> {
         let mut decls = Vec::new();
         let mut per_row = Vec::new();
         let mut finish = Vec::new();
+        // Records of a layout already walked are read by comparing bytes
+        // (`__sl::parse::Layouts`) when every field is `f32`s or `i64`s.
+        let mut spans = Vec::new();
+        let mut from_spans = Vec::new();
+        let mut learnable = true;
         for f in fields {
             let ty = f.ty.as_ref().ok_or("untyped")?;
             let s = f.name.as_str();
@@ -173,6 +178,10 @@ impl Gen<'_> {
                     decls.push(quote!(let mut #c: ::std::vec::Vec<#t> = __sl::ops::column(n * #n);));
                     per_row.push(quote!(__sl::parse::fixed::<#t>(#s, #e, #n, #d, &mut #c)));
                     finish.push(quote!(#id: __sl::Dense::new(::std::vec![n #(, #dims)*], #c)?));
+                    let k = spans.len();
+                    learnable &= matches!(ty.dtype, DType::F32 | DType::F16 | DType::Bf16 | DType::I64);
+                    spans.push(quote!(__sl::parse::span::<#t>(record, &#e, #n)));
+                    from_spans.push(quote!(__sl::parse::from_span::<#t>(record, at[#k], #n, &mut #c)));
                 }
                 Repr::Bytes => {
                     let d = self.default_of(f, false)?;
@@ -187,6 +196,7 @@ impl Gen<'_> {
                         #o.push(#c.len() as i64);
                     })));
                     finish.push(quote!(#id: __sl::Ragged::new(#c, #o)?));
+                    learnable = false;
                 }
                 // Row by row: lists, and strings (each checked to be UTF-8).
                 Repr::List | Repr::Str => return Ok(None),
@@ -206,6 +216,21 @@ impl Gen<'_> {
             });
         }
         let walk = Self::entries_walk(fields);
+        let (layouts, fast, learn) = if learnable {
+            let k = spans.len();
+            (
+                quote!(let mut layouts = __sl::parse::Layouts::<#k>::new();),
+                quote! {
+                    if let ::std::option::Option::Some(at) = layouts.find(record) {
+                        #( #from_spans; )*
+                        continue;
+                    }
+                },
+                quote!(layouts.learn(record, [#(#spans),*]);),
+            )
+        } else {
+            Default::default()
+        };
         self.items.extend(quote! {
             /// Parses a batch of serialized `tf.train.Example`s straight into the batch's
             /// column buffers: only the declared features, no per-record allocation.
@@ -215,10 +240,13 @@ impl Gen<'_> {
             ) -> ::std::result::Result<#b, __sl::BoxError> {
                 let n = records.len();
                 #(#decls)*
+                #layouts
                 for (i, record) in records.enumerate() {
+                    #fast
                     let mut one = || -> ::std::result::Result<(), __sl::ParseError> {
                         #walk
                         #( #per_row?; )*
+                        #learn
                         ::std::result::Result::Ok(())
                     };
                     one().map_err(|e| format!("{}: {e}", at(i)))?;

@@ -10,6 +10,10 @@
 //! values, a list of the wrong kind is an error, and the last of repeated map entries
 //! wins.
 //!
+//! A batch parser whose features are all `f32`s and `i64`s also keeps the [`Layouts`]
+//! of the records it walked: a record of a learned layout (the same bytes but for the
+//! values) is read by comparing its bytes, without a walk, with the same result.
+//!
 //! A `tf.train.SequenceExample` parser (`parse_sequence_example`) walks the context
 //! with the same functions (then [`in_sequence`] names the message in wire errors) and
 //! each declared feature list with [`steps`]: a missing list has no steps, as in
@@ -18,9 +22,11 @@
 //!
 //! [`ExampleParser`]: crate::example::parse::ExampleParser
 
+pub use crate::example::layout::{Layouts, Span, SpanValue, from_span, span};
 pub use crate::example::parse::ParseError;
 pub use crate::example::view::{Entry, ExampleView, FeatureView, ListEntry, SequenceView, WireError};
 
+use crate::example::layout::extend_f32s;
 use crate::example::parse::DType as Kind;
 
 /// A record-level wire error (outside any declared feature).
@@ -80,26 +86,7 @@ impl FromFeature for f32 {
     fn packed_exact(entry: &Entry<'_>, n: usize, out: &mut Vec<Self>) -> bool {
         match entry.packed(2) {
             Some(bytes) if bytes.len() == 4 * n => {
-                out.reserve(n);
-                let spare = &mut out.spare_capacity_mut()[..n];
-                #[cfg(target_endian = "little")]
-                // SAFETY: `spare` has room for `n` f32s, `4 * n` bytes, which `bytes` holds
-                // exactly; on a little-endian target an f32's bytes in memory are its wire
-                // bytes (what `from_le_bytes` reads), and every bit pattern is an f32. The
-                // two do not overlap (`spare` is the vector's unused capacity).
-                unsafe {
-                    std::ptr::copy_nonoverlapping(
-                        bytes.as_ptr(),
-                        spare.as_mut_ptr().cast::<u8>(),
-                        bytes.len(),
-                    )
-                };
-                #[cfg(not(target_endian = "little"))]
-                for (slot, c) in spare.iter_mut().zip(bytes.chunks_exact(4)) {
-                    slot.write(f32::from_le_bytes([c[0], c[1], c[2], c[3]]));
-                }
-                // SAFETY: all `n` slots were written (`bytes` holds exactly `n` values).
-                unsafe { out.set_len(out.len() + n) };
+                extend_f32s(bytes, out);
                 true
             }
             _ => false,

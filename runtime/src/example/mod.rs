@@ -9,6 +9,7 @@
 //! [`json`] renders messages in protobuf's canonical proto3 JSON mapping (`sluice cat`).
 
 pub mod json;
+pub mod layout;
 pub mod parse;
 mod proto;
 pub mod tensor;

@@ -390,6 +390,12 @@ impl<'a> Entry<'a> {
         whole(rest)
     }
 
+    /// The byte range in the record of the entry's `value` body, when it has exactly one
+    /// `value` field (which the walk of the entries skips without reading it).
+    pub(crate) fn value_range(&self) -> Option<std::ops::Range<usize>> {
+        self.value.map(|v| v.pos..v.end())
+    }
+
     /// Where the entry lies in its record, to come back to it with [`feature_at`].
     pub(crate) fn loc(&self) -> EntryLoc {
         EntryLoc { body: (self.body.pos, self.body.end()), value: self.value.map(|v| (v.pos, v.end())) }

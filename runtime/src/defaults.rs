@@ -50,12 +50,14 @@ pub const READ_BATCHES_HANDOVER_BYTES_PER_THREAD: usize = 16 << 20;
 /// Batch buffers smaller than this are not recycled (`column::recycle`).
 pub const RECYCLE_MIN_BYTES: usize = 64 << 10;
 
-/// At most this many idle batch buffers are kept for recycling.
-pub const RECYCLE_KEEP: usize = 4;
+/// At most this many idle batch buffers are kept for recycling: a few columns and the
+/// record batches they are parsed from (with 4 and 32 MiB, image_raw's 12 MiB columns
+/// were often freed and allocated again, a page fault and a zeroed page each 4 KiB).
+pub const RECYCLE_KEEP: usize = 6;
 
 /// At most this many bytes of idle batch buffers are kept for recycling (the memory
 /// bound counts them).
-pub const RECYCLE_KEEP_BYTES: usize = 32 << 20;
+pub const RECYCLE_KEEP_BYTES: usize = 64 << 20;
 
 /// Global batches the device feed prepares ahead of the training loop, at most: it holds
 /// fewer when they would pass [`DEVICE_FEED_AHEAD_BYTES`], never fewer than 2. Deep

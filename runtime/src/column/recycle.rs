@@ -24,6 +24,9 @@ pub const KEEP: usize = crate::defaults::RECYCLE_KEEP;
 /// At most this many idle bytes are kept (`explain`'s memory bound counts them).
 pub const KEEP_BYTES: usize = crate::defaults::RECYCLE_KEEP_BYTES;
 
+/// New buffers are a whole number of these bytes.
+const GRAIN: usize = 64 << 10;
+
 #[derive(Default)]
 struct Free {
     /// Idle buffers: each a `Vec<T>` of some `T`, with its capacity in bytes.
@@ -42,7 +45,10 @@ pub fn vec_with_capacity<T: Copy + Send + 'static>(capacity: usize) -> Vec<T> {
         return Vec::with_capacity(capacity);
     }
     let reused = FREE.lock().unwrap_or_else(PoisonError::into_inner).take::<T>(want);
-    reused.unwrap_or_else(|| Vec::with_capacity(capacity))
+    // A new buffer is rounded up to a whole number of `GRAIN`s, so that it fits a later
+    // request a little bigger (record batches vary by a few bytes).
+    let grain = GRAIN / size_of::<T>().max(1);
+    reused.unwrap_or_else(|| Vec::with_capacity(capacity.div_ceil(grain).saturating_mul(grain)))
 }
 
 /// Gives `v`'s allocation back for a later [`vec_with_capacity`], or frees it when it
@@ -108,6 +114,20 @@ pub fn small_pages() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_new_buffer_is_rounded_up_so_that_a_slightly_bigger_request_takes_it_again() {
+        // A type of this test's own: no other test's buffer is taken.
+        #[derive(Clone, Copy)]
+        struct Probe(#[allow(dead_code)] u8);
+        let v: Vec<Probe> = vec_with_capacity(MIN_BYTES + 1);
+        assert_eq!(v.capacity(), 2 * GRAIN);
+        let ptr = v.as_ptr();
+        give(v);
+        let again: Vec<Probe> = vec_with_capacity(MIN_BYTES + 100);
+        assert_eq!(again.as_ptr(), ptr, "the same allocation");
+        assert!(again.is_empty());
+    }
 
     // On a list of its own: the process-wide one is shared with every other test.
     #[test]

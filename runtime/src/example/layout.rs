@@ -139,12 +139,12 @@ fn varint_ends(bytes: &[u8]) -> Option<impl Iterator<Item = usize> + '_> {
     (len == 0).then(|| bytes.iter().enumerate().filter(|(_, b)| **b < 0x80).map(|(i, _)| i))
 }
 
-/// The layouts a batch's parser learned, a few record lengths at a time; see the module
+/// The layouts a batch's parser learned, up to 8 at a time; see the module
 /// documentation. `K` is the number of declared features.
 #[derive(Debug)]
 pub struct Layouts<const K: usize> {
     learned: Vec<Learned<K>>,
-    /// The slot the next layout of a new length replaces, once all are taken.
+    /// The slot the next new layout replaces, once all are taken.
     next: usize,
     hits: u32,
     misses: u32,

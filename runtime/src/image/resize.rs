@@ -225,7 +225,10 @@ fn resize_core<T: Pixel, F: FnMut(&mut [f32]), const C: usize>(
         r.resize(out_w * c + if lanes { 4 } else { 0 }, 0.0);
     }
     s.row_of = [usize::MAX; 2];
+    // Only the vector pass (x86-64) writes `s_row`, which makes `hrow` `FnMut`.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
     let mut s_row = std::mem::take(&mut s.row);
+    #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
     let mut hrow = |start: usize, x: &Taps, dst: &mut [f32]| {
         let row = &src[start..start + row_len];
         #[cfg(target_arch = "x86_64")]

@@ -305,6 +305,7 @@ mod tests {
     use crate::abi::parse::{self, ParseError};
     use crate::example::view::ExampleView;
     use crate::example::{Example, Feature};
+    use crate::rng::Philox;
 
     type Values = (Vec<u32>, Vec<i64>);
 
@@ -343,32 +344,19 @@ mod tests {
         (walked, false)
     }
 
-    /// A small deterministic generator (xorshift64*).
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 >> 12;
-            self.0 ^= self.0 << 25;
-            self.0 ^= self.0 >> 27;
-            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-        }
-        fn below(&mut self, n: usize) -> usize {
-            (self.next() % n as u64) as usize
-        }
-    }
-
     /// Labels whose varints are 1 to 10 bytes long.
     const LABELS: [i64; 10] = [5, 300, 70_000, 1 << 22, 1 << 29, 1 << 36, 1 << 43, 1 << 50, 1 << 57, -3];
 
-    fn record(rng: &mut Rng, label: i64, extra: Option<&[u8]>) -> Vec<u8> {
-        let x: Vec<f32> = (0..16).map(|_| f32::from_bits(rng.next() as u32)).collect();
+    fn record(rng: &mut Philox, label: i64, extra: Option<&[u8]>) -> Vec<u8> {
+        let x: Vec<f32> = (0..16).map(|_| f32::from_bits(rng.next_u64() as u32)).collect();
         let mut features =
             vec![("x".to_string(), Feature::floats(x)), ("label".to_string(), Feature::int64s([label]))];
         if let Some(extra) = extra {
             // Undeclared: an id (of random varint bits, 3 bytes) and bytes.
-            features.push(("id".to_string(), Feature::int64s([(1 << 14) + (rng.next() % (1 << 20)) as i64])));
+            features
+                .push(("id".to_string(), Feature::int64s([(1 << 14) + (rng.next_u64() % (1 << 20)) as i64])));
             let mut extra = extra.to_vec();
-            extra.iter_mut().for_each(|b| *b ^= rng.next() as u8);
+            extra.iter_mut().for_each(|b| *b ^= rng.next_u64() as u8);
             features.push(("name".to_string(), Feature::bytes([extra])));
         }
         Example::from_features(features).encode_record()
@@ -376,12 +364,12 @@ mod tests {
 
     #[test]
     fn records_of_a_learned_layout_give_the_values_of_the_walk() {
-        let mut rng = Rng(0x5eed);
+        let mut rng = Philox::new(0x5eed, 0);
         let mut layouts = Layouts::<2>::new();
         let mut used = 0;
         for i in 0..2000 {
             // Runs of one label size, then another: several layouts at once.
-            let label = LABELS[(i / 50) % LABELS.len()] + (rng.next() % 3) as i64;
+            let label = LABELS[(i / 50) % LABELS.len()] + (rng.next_u64() % 3) as i64;
             let r = record(&mut rng, label, Some(b"same length"));
             let (got, fast) = parse(&mut layouts, &r);
             assert_eq!(got.unwrap(), walk(&r).unwrap().0, "record {i}");
@@ -392,7 +380,7 @@ mod tests {
 
     #[test]
     fn a_record_differing_in_a_bit_the_walk_reads_is_walked() {
-        let mut rng = Rng(7);
+        let mut rng = Philox::new(7, 0);
         let (mut fast, mut walked, mut failed) = (0, 0, 0);
         for &label in &LABELS {
             let learned = record(&mut rng, label, Some(b"abc"));
@@ -400,8 +388,8 @@ mod tests {
                 let mut layouts = Layouts::<2>::new();
                 assert!(!parse(&mut layouts, &learned).1);
                 let mut r = learned.clone();
-                for _ in 0..1 + rng.below(3) {
-                    let at = rng.below(r.len());
+                for _ in 0..1 + rng.below(3) as usize {
+                    let at = rng.below(r.len() as u32) as usize;
                     r[at] ^= 1 << rng.below(8);
                 }
                 let (got, used) = parse(&mut layouts, &r);
@@ -455,7 +443,7 @@ mod tests {
 
     #[test]
     fn a_ten_byte_varint_keeps_its_last_byte_at_0_or_1() {
-        let mut rng = Rng(11);
+        let mut rng = Philox::new(11, 0);
         let learned = record(&mut rng, -3, None);
         let mut layouts = Layouts::<2>::new();
         assert!(parse(&mut layouts, &learned).0.is_ok());
@@ -489,7 +477,7 @@ mod tests {
         assert!(layouts.learned.is_empty());
 
         // Every record of its own layout (a bytes feature of a new length each time).
-        let mut rng = Rng(3);
+        let mut rng = Philox::new(3, 0);
         let mut layouts = Layouts::<2>::new();
         for i in 0..200 {
             let extra = vec![b'a'; i];

@@ -10,7 +10,8 @@
 //!
 //! Only buffers of at least [`MIN_BYTES`] are kept, at most [`KEEP`] of them and
 //! [`KEEP_BYTES`] in all (the list never holds more than that much idle memory; beyond
-//! it a buffer is freed as before). A taken buffer is empty, so what is written into it
+//! it a buffer is freed as before). A request takes the smallest idle buffer that fits
+//! and is at most twice its size. A taken buffer is empty, so what is written into it
 //! is exactly what a fresh `Vec::with_capacity` would hold.
 
 use std::any::Any;
@@ -65,25 +66,40 @@ pub fn give<T: Copy + Send + 'static>(v: Vec<T>) {
 }
 
 impl Free {
-    /// The first idle `Vec<T>` of at least `want` bytes, emptied.
+    /// The smallest idle `Vec<T>` of at least `want` bytes and at most twice that (a
+    /// much bigger one is left for the request it was made for: the last, partial batch
+    /// of an epoch does not take a full batch's buffer), emptied.
     fn take<T: Copy + Send + 'static>(&mut self, want: usize) -> Option<Vec<T>> {
-        let i = self.list.iter().position(|(b, have)| *have >= want && b.is::<Vec<T>>())?;
-        let (buffer, have) = self.list.swap_remove(i);
+        let fits = |have: usize| have >= want && have <= want.saturating_mul(2).max(want + GRAIN);
+        let (i, _) = (self.list.iter().enumerate())
+            .filter(|(_, (b, have))| fits(*have) && b.is::<Vec<T>>())
+            .min_by_key(|(_, (_, have))| *have)?;
+        let (buffer, have) = self.list.remove(i);
         self.bytes -= have;
         let mut v = *buffer.downcast::<Vec<T>>().ok()?;
         v.clear();
         Some(v)
     }
 
-    /// Keeps `buffer` (of `have` <= [`KEEP_BYTES`] bytes), making room by taking out the
-    /// oldest idle buffers (one no batch has taken for a while is of a size or type no
-    /// longer in use); returns those, to be freed.
+    /// Keeps `buffer` (of `have` <= [`KEEP_BYTES`] bytes), making room under [`KEEP`] and
+    /// [`KEEP_BYTES`] by taking out the smallest idle buffers (the oldest of equals), or
+    /// not keeping `buffer` when it is smaller than every one of those; returns what is
+    /// taken out, to be freed. A kept buffer saves a page fault per 4 KiB of it when it
+    /// is taken again, so the big ones are worth their room: at an epoch's end, when
+    /// every batch's buffers come back at once with the epoch's one-off partial batch,
+    /// the columns stay (image_raw: 5 of 12 MiB) and the record batches go.
     fn keep(&mut self, buffer: Box<dyn Any + Send>, have: usize) -> Vec<Box<dyn Any + Send>> {
         let mut evicted = Vec::new();
-        while !self.list.is_empty() && (self.list.len() >= KEEP || self.bytes + have > KEEP_BYTES) {
-            let (old, bytes) = self.list.remove(0);
+        while self.list.len() >= KEEP || self.bytes + have > KEEP_BYTES {
+            // The list is oldest first.
+            let smallest = (self.list.iter().enumerate()).min_by_key(|&(i, &(_, bytes))| (bytes, i));
+            let Some((i, &(_, bytes))) = smallest else { break };
+            if bytes > have {
+                evicted.push(buffer);
+                return evicted;
+            }
+            evicted.push(self.list.remove(i).0);
             self.bytes -= bytes;
-            evicted.push(old);
         }
         self.bytes += have;
         self.list.push((buffer, have));
@@ -156,6 +172,55 @@ mod tests {
         let evicted = free.keep(Box::new(Vec::<u8>::with_capacity(KEEP_BYTES)), KEEP_BYTES);
         assert_eq!(evicted.len(), KEEP - 1, "room made for a buffer of KEEP_BYTES");
         assert_eq!((free.list.len(), free.bytes), (1, KEEP_BYTES));
+    }
+
+    #[test]
+    fn a_request_takes_the_smallest_buffer_that_fits_and_leaves_a_much_bigger_one() {
+        let mut free = Free::default();
+        let mb = 1 << 20;
+        for have in [12 * mb, 4 * mb, 3 * mb + GRAIN] {
+            assert!(free.keep(Box::new(Vec::<u8>::with_capacity(have)), have).is_empty());
+        }
+        // 1 MiB does not take 3 MiB (nor 12).
+        assert!(free.take::<u8>(mb).is_none());
+        // 3 MiB takes the 3 MiB + a grain, not the first kept (12) nor the 4.
+        assert_eq!(free.take::<u8>(3 * mb).map(|v| v.capacity()), Some(3 * mb + GRAIN));
+        assert_eq!(free.take::<u8>(3 * mb).map(|v| v.capacity()), Some(4 * mb));
+        assert!(free.take::<u8>(5 * mb).is_none(), "12 MiB is more than twice 5");
+        assert_eq!(free.take::<u8>(6 * mb).map(|v| v.capacity()), Some(12 * mb));
+        assert_eq!((free.list.len(), free.bytes), (0, 0));
+    }
+
+    #[test]
+    fn a_full_list_gives_up_its_smallest_buffers_or_the_one_given_when_that_is_smaller() {
+        let mut free = Free::default();
+        let (mb, column) = (1 << 20, 12 << 20);
+        let keep = |free: &mut Free, have: usize| free.keep(Box::new(Vec::<u8>::with_capacity(have)), have);
+        for _ in 0..KEEP_BYTES / column {
+            assert!(keep(&mut free, column).is_empty());
+        }
+        // Room for one batch of records (5 columns are 60 MiB): a second, smaller than
+        // every column, is not kept; one of the same size takes the first's place.
+        let rest = KEEP_BYTES - free.bytes;
+        assert!(keep(&mut free, rest).is_empty());
+        assert_eq!(keep(&mut free, rest - GRAIN).len(), 1);
+        assert_eq!(keep(&mut free, rest).len(), 1);
+        assert_eq!((free.list.len(), free.bytes), (KEEP_BYTES / column + 1, KEEP_BYTES));
+        // Another column: the records go first, then the oldest column (no sixth fits).
+        let oldest = free.list[0].0.downcast_ref::<Vec<u8>>().unwrap().as_ptr();
+        assert_eq!(keep(&mut free, column).len(), 2);
+        assert!(free.list.iter().all(|&(_, have)| have == column));
+        assert!(free.list.iter().all(|(b, _)| b.downcast_ref::<Vec<u8>>().unwrap().as_ptr() != oldest));
+        // Past KEEP buffers, the smallest goes first, the oldest of equals.
+        let mut free = Free::default();
+        for i in 0..KEEP {
+            assert!(keep(&mut free, mb + i * GRAIN).is_empty());
+        }
+        let first = free.list[0].0.downcast_ref::<Vec<u8>>().unwrap().as_ptr();
+        assert_eq!(keep(&mut free, 2 * mb).len(), 1);
+        assert!(free.list.iter().all(|(b, _)| b.downcast_ref::<Vec<u8>>().unwrap().as_ptr() != first));
+        assert_eq!(keep(&mut free, mb).len(), 1, "smaller than every kept one: not kept");
+        assert_eq!(free.list.len(), KEEP);
     }
 
     #[test]

@@ -395,7 +395,7 @@ fn worker<I: DataIter<Item = PathBuf>, F: BatchFn>(
     f: &F,
     n: usize,
 ) {
-    let mut batch = RecordBatch::with_capacity(n, 0);
+    let mut batch = RecordBatch::default();
     loop {
         let next = match paths.lock() {
             Ok(mut p) => p.next(),
@@ -421,21 +421,26 @@ fn worker<I: DataIter<Item = PathBuf>, F: BatchFn>(
         loop {
             match reader.next_indexed() {
                 Ok(Some((index, record))) => {
+                    if batch.is_empty() && batch.data.capacity() == 0 {
+                        // A worker's first batch: room for `n` records like this one
+                        // (up to a limit: the first may be unusually long) rather than
+                        // growing, and copying, from nothing.
+                        let guess = room(record.len().saturating_mul(n)).min(FIRST_BATCH_ROOM_MAX);
+                        batch = RecordBatch::with_capacity(n, guess);
+                    }
                     batch.push_from(record, Origin::new(file, index));
                     if batch.len() == n {
-                        // Room for a little more than this batch's bytes, so that a next
-                        // batch of slightly longer records does not outgrow (and copy) its
-                        // buffer, and a recycled buffer fits the next request.
                         let bytes = batch.bytes();
-                        let room = bytes + bytes / 8;
-                        let full = std::mem::replace(&mut batch, RecordBatch::with_capacity(n, room));
-                        let out = match call(f, full) {
+                        let out = match call(f, std::mem::take(&mut batch)) {
                             Ok(out) => out,
                             Err(e) => {
                                 let _ = tx.send(Msg::Failed(e));
                                 return;
                             }
                         };
+                        // Made after `f` is done with the full batch: its buffer, given
+                        // back when `f` dropped it, is the one this batch takes.
+                        batch = RecordBatch::with_capacity(n, room(bytes));
                         let bytes = out.byte_size();
                         stats.produced(bytes);
                         let t = Instant::now();
@@ -457,6 +462,17 @@ fn worker<I: DataIter<Item = PathBuf>, F: BatchFn>(
         ctx.add_reader_stats(reader.stats());
     }
     let _ = tx.send(Msg::Rest(batch));
+}
+
+/// The most bytes a worker reserves for its first batch from the length of the batch's
+/// first record; a bigger batch grows from there.
+const FIRST_BATCH_ROOM_MAX: usize = 8 << 20;
+
+/// The bytes to reserve for a batch like one of `bytes`: a little more, so that a next
+/// batch of slightly longer records does not outgrow (and copy) its buffer, and a
+/// recycled buffer fits the next request.
+fn room(bytes: usize) -> usize {
+    bytes.saturating_add(bytes / 8)
 }
 
 /// `f(batch)`, a panic or error in it becoming this stage's error.
@@ -525,7 +541,9 @@ impl<F: BatchFn> DataIter for TfRecordBatchesIter<F> {
             }
         }
         if self.merged.is_none() {
-            let mut all = RecordBatch::with_capacity(0, 0);
+            let records = self.rest.iter().map(RecordBatch::len).sum();
+            let bytes = self.rest.iter().map(RecordBatch::bytes).sum();
+            let mut all = RecordBatch::with_capacity(records, bytes);
             for b in self.rest.drain(..) {
                 for (i, r) in b.iter().enumerate() {
                     all.push_located(r, &b, i);
@@ -539,7 +557,8 @@ impl<F: BatchFn> DataIter for TfRecordBatchesIter<F> {
             return Ok(None);
         }
         let take = left.min(self.n);
-        let mut out = RecordBatch::with_capacity(take, 0);
+        let bytes = all.offsets[*pos + take] - all.offsets[*pos];
+        let mut out = RecordBatch::with_capacity(take, bytes);
         for i in *pos..*pos + take {
             out.push_located(all.get(i).unwrap_or_default(), all, i);
         }
@@ -605,6 +624,37 @@ mod tests {
                     all.sort();
                     all.dedup();
                     assert_eq!(all.len(), 1665);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn each_batch_is_reserved_once_for_n_records_like_its_first_and_never_grows() {
+        // Records of 40 bytes, batches of 100: 4,000 bytes, below the recycled sizes, so
+        // a capacity is exactly what was asked for (doubling from nothing would show as
+        // 4,096, or a regrown buffer as more).
+        let dir = tempfile::tempdir().unwrap();
+        for s in 0..3 {
+            let mut w = create(dir.path().join(format!("f{s}.tfrecord")), Compression::None).unwrap();
+            for i in 0..250u32 {
+                w.write_record(format!("{s:>20}{i:>20}").as_bytes()).unwrap();
+            }
+            w.finish().unwrap();
+        }
+        for threads in [1, 2] {
+            let fs = files(&format!("{}/*.tfrecord", dir.path().display())).unwrap();
+            let ds = tfrecord_batches(fs, ReaderOptions::default(), 3, 100, false).num_parallel(threads);
+            let batches: Vec<RecordBatch> = ds.stream().unwrap().map(|b| b.unwrap()).collect();
+            assert_eq!(batches.iter().map(RecordBatch::len).sum::<usize>(), 750);
+            for b in &batches {
+                let bytes = b.bytes();
+                assert_eq!(bytes, 40 * b.len());
+                if b.len() == 100 {
+                    assert!([room(4000), 4000].contains(&b.data.capacity()), "{}", b.data.capacity());
+                } else {
+                    // The last, partial batch (merged from the workers' rests).
+                    assert_eq!(b.data.capacity(), bytes);
                 }
             }
         }

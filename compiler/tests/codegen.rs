@@ -160,16 +160,26 @@ fn max_pixels_is_passed_to_the_runtime() {
     assert_ne!(jpeg, limited);
     let unbatched = limited.replace("    batch(128);\n", "");
     assert_ne!(unbatched, limited);
-    for (src, out) in [(&limited, "&mut c_image[start..]"), (&unbatched, "&mut v")] {
-        let text = generate(src).expect("generates").to_pretty_string();
-        syn::parse_file(&text).expect("parses");
-        let call = text.find("__sl::ops::decode_resize_normalize_limited_into(").expect(&text);
-        let args = text[call..].split(")?;").next().unwrap();
-        assert!(args.contains("4096usize") && args.contains(out), "{args}");
-        assert!(!text.contains("decode_resize_normalize_into("), "{text}");
-    }
+    // Into a batch's column: appended, with the limit as `Some`.
+    let text = generate(&limited).expect("generates").to_pretty_string();
+    syn::parse_file(&text).expect("parses");
+    let call = text.find("__sl::ops::decode_resize_normalize_extend(").expect(&text);
+    let args = text[call..].split(")?;").next().unwrap();
+    assert!(
+        args.contains("::std::option::Option::Some(4096usize)") && args.contains("&mut c_image"),
+        "{args}"
+    );
+    // Into a local.
+    let text = generate(&unbatched).expect("generates").to_pretty_string();
+    syn::parse_file(&text).expect("parses");
+    let call = text.find("__sl::ops::decode_resize_normalize_limited_into(").expect(&text);
+    let args = text[call..].split(")?;").next().unwrap();
+    assert!(args.contains("4096usize") && args.contains("&mut v"), "{args}");
+    assert!(!text.contains("decode_resize_normalize_into("), "{text}");
     let plain = generate(&jpeg).expect("generates").to_pretty_string();
-    assert!(plain.contains("decode_resize_normalize_into(") && !plain.contains("_limited"), "{plain}");
+    let call = plain.find("__sl::ops::decode_resize_normalize_extend(").expect(&plain);
+    let args = plain[call..].split(")?;").next().unwrap();
+    assert!(args.contains("::std::option::Option::None") && !plain.contains("_limited"), "{plain}");
 
     let src = "pipeline p(files: glob = \"d/*\") {
         schema { a: bytes, b: bytes }

@@ -332,6 +332,22 @@ pub fn decode_resize_normalize_limited_into(
     Ok(image::decode_resize_normalize_limited(bytes, max_pixels, h, w, mean, std, out)?)
 }
 
+/// [`decode_resize_normalize_into`] (of at most `max_pixels` pixels when given) appending
+/// the pixels to a batch column: written once into its spare capacity, no zeroed slot
+/// first. On an error nothing is appended.
+pub fn decode_resize_normalize_extend(
+    bytes: &[u8],
+    max_pixels: Option<usize>,
+    h: usize,
+    w: usize,
+    mean: &[f32],
+    std: &[f32],
+    out: &mut Vec<f32>,
+) -> Result<(), BoxError> {
+    let (mean, std) = (three(mean, "mean")?, three(std, "std")?);
+    Ok(image::decode_resize_normalize_extend(bytes, max_pixels, h, w, mean, std, out)?)
+}
+
 /// `normalize`'s one value, or one per channel, as three.
 fn three(v: &[f32], what: &str) -> Result<[f32; 3], BoxError> {
     match *v {

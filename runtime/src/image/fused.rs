@@ -14,11 +14,12 @@
 //! [`normalize`]: super::normalize
 
 use std::cell::RefCell;
+use std::mem::MaybeUninit;
 
 use super::ImageError;
 use super::decode::jpeg_into;
 use super::ops::normalizer;
-use super::resize::{ResizeScratch, resize_raw};
+use super::resize::{ResizeScratch, as_uninit, resize_raw};
 
 /// Buffers [`decode_resize_normalize_with`] reuses between calls: keep one per worker
 /// thread to decode without allocating once it has seen the largest image.
@@ -56,7 +57,8 @@ pub fn decode_resize_normalize(
     std: [f32; 3],
     out: &mut [f32],
 ) -> Result<(), ImageError> {
-    with_scratch(|scratch| fused(scratch, jpeg, None, (out_h, out_w), mean, std, out))
+    // SAFETY: `fused` stores only initialized values into `out`.
+    with_scratch(|scratch| fused(scratch, jpeg, None, (out_h, out_w), mean, std, unsafe { as_uninit(out) }))
 }
 
 /// [`decode_resize_normalize`] of a JPEG of at most `max_pixels` pixels, as
@@ -71,7 +73,33 @@ pub fn decode_resize_normalize_limited(
     std: [f32; 3],
     out: &mut [f32],
 ) -> Result<(), ImageError> {
+    // SAFETY: `fused` stores only initialized values into `out`.
+    let out = unsafe { as_uninit(out) };
     with_scratch(|scratch| fused(scratch, jpeg, Some(max_pixels), (out_h, out_w), mean, std, out))
+}
+
+/// [`decode_resize_normalize`] (of a JPEG of at most `max_pixels` pixels when given)
+/// appending the `out_h * out_w * 3` values to `out`: written once, straight into its
+/// spare capacity (no zeroing pass first, as a slot of a batch column made with
+/// `resize` would need). On an error nothing is appended.
+pub fn decode_resize_normalize_extend(
+    jpeg: &[u8],
+    max_pixels: Option<usize>,
+    out_h: usize,
+    out_w: usize,
+    mean: [f32; 3],
+    std: [f32; 3],
+    out: &mut Vec<f32>,
+) -> Result<(), ImageError> {
+    super::check_dims("decode_resize_normalize", out_h, out_w, 3)?;
+    let n = out_h * out_w * 3;
+    out.reserve(n);
+    let spare = &mut out.spare_capacity_mut()[..n];
+    with_scratch(|scratch| fused(scratch, jpeg, max_pixels, (out_h, out_w), mean, std, spare))?;
+    // SAFETY: `fused` succeeded, so it wrote all `n` values after the length (the
+    // resizer writes every value of every output row).
+    unsafe { out.set_len(out.len() + n) };
+    Ok(())
 }
 
 /// Runs `f` with this thread's buffers.
@@ -93,7 +121,8 @@ pub fn decode_resize_normalize_with(
     std: [f32; 3],
     out: &mut [f32],
 ) -> Result<(), ImageError> {
-    fused(scratch, jpeg, None, (out_h, out_w), mean, std, out)
+    // SAFETY: `fused` stores only initialized values into `out`.
+    fused(scratch, jpeg, None, (out_h, out_w), mean, std, unsafe { as_uninit(out) })
 }
 
 /// The fused pass, with the caller's pixel limit if it set one.
@@ -104,7 +133,7 @@ fn fused(
     (out_h, out_w): (usize, usize),
     mean: [f32; 3],
     std: [f32; 3],
-    out: &mut [f32],
+    out: &mut [MaybeUninit<f32>],
 ) -> Result<(), ImageError> {
     const OP: &str = "decode_resize_normalize";
     super::check_dims(OP, out_h, out_w, 3)?;

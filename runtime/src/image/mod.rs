@@ -27,7 +27,8 @@ pub use decode::{
     decode_png_limited,
 };
 pub use fused::{
-    Scratch, decode_resize_normalize, decode_resize_normalize_limited, decode_resize_normalize_with,
+    Scratch, decode_resize_normalize, decode_resize_normalize_extend, decode_resize_normalize_limited,
+    decode_resize_normalize_with,
 };
 pub use ops::{
     cast, center_crop, flip_left_right, hwc_to_chw, normalize, one_hot, one_hot_into, random_crop,

@@ -13,6 +13,8 @@
 //! horizontally once (into one of two cached rows), then each output row is one
 //! vertical lerp of two cached rows. Indices and weights are computed once per call.
 
+use std::mem::MaybeUninit;
+
 use super::{Image, ImageError, Pixel, check_dims};
 
 /// Interpolation taps along one axis: for output index `i`, the offsets (already
@@ -129,10 +131,20 @@ pub fn resize_bilinear_into<T: Pixel>(
         image.channels,
         out_h,
         out_w,
-        out,
+        // SAFETY: `resize_raw` stores only initialized values into `out`.
+        unsafe { as_uninit(out) },
         &mut scratch,
         |_| {},
     )
+}
+
+/// `out` as memory to write (`resize_raw` takes fresh memory too).
+///
+/// # Safety
+/// Only initialized values may be stored through the result (`out` stays initialized).
+pub(crate) unsafe fn as_uninit(out: &mut [f32]) -> &mut [MaybeUninit<f32>] {
+    // SAFETY: `MaybeUninit<f32>` has `f32`'s layout; the caller stores only values.
+    unsafe { &mut *(out as *mut [f32] as *mut [MaybeUninit<f32>]) }
 }
 
 /// The resizer on raw HWC components, calling `finish(row)` on each output row once it
@@ -146,7 +158,7 @@ pub(crate) fn resize_raw<T: Pixel, F: FnMut(&mut [f32])>(
     c: usize,
     out_h: usize,
     out_w: usize,
-    out: &mut [f32],
+    out: &mut [MaybeUninit<f32>],
     scratch: &mut ResizeScratch,
     finish: F,
 ) -> Result<(), ImageError> {
@@ -193,7 +205,7 @@ unsafe fn resize_core_avx2<T: Pixel, F: FnMut(&mut [f32])>(
     w: usize,
     out_h: usize,
     out_w: usize,
-    out: &mut [f32],
+    out: &mut [MaybeUninit<f32>],
     s: &mut ResizeScratch,
     finish: F,
 ) {
@@ -210,7 +222,7 @@ fn resize_core<T: Pixel, F: FnMut(&mut [f32]), const C: usize>(
     c_dyn: usize,
     out_h: usize,
     out_w: usize,
-    out: &mut [f32],
+    out: &mut [MaybeUninit<f32>],
     s: &mut ResizeScratch,
     mut finish: F,
 ) {
@@ -256,11 +268,15 @@ fn resize_core<T: Pixel, F: FnMut(&mut [f32]), const C: usize>(
         }
         let a = &s.rows[usize::from(s.row_of[0] != top)];
         let b = &s.rows[usize::from(s.row_of[0] != bot)];
-        // A flat loop over the row: contiguous, so the compiler vectorizes it.
+        // A flat loop over the row: contiguous, so the compiler vectorizes it. It only
+        // writes: `out` may be fresh memory (a column's spare capacity).
+        debug_assert!(a.len() >= dst.len() && b.len() >= dst.len());
         for ((o, &t), &b) in dst.iter_mut().zip(a).zip(b) {
-            *o = t + (b - t) * ty;
+            o.write(t + (b - t) * ty);
         }
-        finish(dst);
+        // SAFETY: the loop above wrote every value of `dst` (`a` and `b` are rows of at
+        // least `out_w * c` values, `dst`'s length).
+        finish(unsafe { &mut *(dst as *mut [MaybeUninit<f32>] as *mut [f32]) });
     }
     s.row = s_row;
 }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use sluice_runtime::image::{
     self, Image, ImageError, Scratch, decode_jpeg, decode_png, decode_resize_normalize,
-    decode_resize_normalize_with, normalize, resize_bilinear, scale,
+    decode_resize_normalize_extend, decode_resize_normalize_with, normalize, resize_bilinear, scale,
 };
 use sluice_runtime::rng::Philox;
 
@@ -180,6 +180,13 @@ fn fused_path_equals_the_composition_and_tracks_tensorflow() {
         let mut again = vec![0.0; oh * ow * 3];
         decode_resize_normalize_with(&mut scratch, &case.jpeg, oh, ow, mean, std, &mut again).unwrap();
         assert_eq!(again, fused);
+        // Appended to a column: the same values after what it held, none of the stale
+        // values in its spare capacity showing through.
+        let mut column = vec![f32::NAN; 3 * oh * ow * 3];
+        column.truncate(5);
+        decode_resize_normalize_extend(&case.jpeg, None, oh, ow, mean, std, &mut column).unwrap();
+        assert_eq!(column.len(), 5 + oh * ow * 3);
+        assert_eq!(column[5..], fused[..], "{}", case.name);
         if let Some(tf_norm) = &case.normalized {
             let diff = max_abs(&fused, tf_norm);
             eprintln!("{}: fused (our decode) vs tf normalized: max {diff:e}", case.name);
@@ -200,6 +207,18 @@ fn fused_path_rejects_bad_arguments() {
     let mut out = vec![0.0; 48];
     assert!(decode_resize_normalize(jpeg, 4, 4, mean, [1.0, 0.0, 1.0], &mut out).is_err());
     assert!(decode_resize_normalize(b"not a jpeg", 4, 4, mean, std, &mut out).is_err());
+    // Appending: on any error, nothing is appended.
+    let mut column = vec![1.0f32; 7];
+    assert!(decode_resize_normalize_extend(b"not a jpeg", None, 4, 4, mean, std, &mut column).is_err());
+    assert!(decode_resize_normalize_extend(jpeg, None, 0, 4, mean, std, &mut column).is_err());
+    assert!(decode_resize_normalize_extend(jpeg, None, 4, 4, mean, [1.0, 0.0, 1.0], &mut column).is_err());
+    let err = decode_resize_normalize_extend(jpeg, Some(1), 4, 4, mean, std, &mut column).unwrap_err();
+    assert!(err.to_string().contains("`max_pixels`"), "{err}");
+    let cut = &jpeg[..jpeg.len() - 20];
+    assert!(decode_resize_normalize_extend(cut, None, 4, 4, mean, std, &mut column).is_err());
+    assert_eq!(column, [1.0; 7]);
+    decode_resize_normalize_extend(jpeg, Some(1 << 20), 4, 4, mean, std, &mut column).unwrap();
+    assert_eq!(column.len(), 7 + 48);
     let err: sluice_runtime::Error = decode_jpeg(b"", 3).unwrap_err().into();
     assert!(err.to_string().starts_with("stage `decode_jpeg`: decode_jpeg: cannot decode JPEG"), "{err}");
 }

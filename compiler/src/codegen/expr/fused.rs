@@ -212,15 +212,19 @@ impl Scope<'_> {
             }
         };
         if let Some(field) = into {
+            // Appended to the column: written once into its spare capacity.
             let c = format_ident!("c_{}", field);
-            let decode = decode(quote!(&mut #c[start..]));
-            return Ok(Some(quote! {
-                {
-                    let (h, w) = (#h, #w);
-                    let start = #c.len();
-                    #c.resize(start + h * w * 3, 0.0);
-                    #decode
+            let limit = match max_pixels {
+                None => quote!(::std::option::Option::None),
+                Some(n) => {
+                    let n = Literal::usize_suffixed(*n as usize);
+                    quote!(::std::option::Option::Some(#n))
                 }
+            };
+            return Ok(Some(quote! {
+                __sl::ops::decode_resize_normalize_extend(
+                    #bytes, #limit, #h, #w, &[#(#mean),*], &[#(#std),*], &mut #c,
+                )?;
             }));
         }
         let decode = decode(quote!(&mut v));

@@ -70,7 +70,8 @@ impl Free {
     /// much bigger one is left for the request it was made for: the last, partial batch
     /// of an epoch does not take a full batch's buffer), emptied.
     fn take<T: Copy + Send + 'static>(&mut self, want: usize) -> Option<Vec<T>> {
-        let fits = |have: usize| have >= want && have <= want.saturating_mul(2).max(want + GRAIN);
+        let fits =
+            |have: usize| have >= want && have <= want.saturating_mul(2).max(want.saturating_add(GRAIN));
         let (i, _) = (self.list.iter().enumerate())
             .filter(|(_, (b, have))| fits(*have) && b.is::<Vec<T>>())
             .min_by_key(|(_, (_, have))| *have)?;

@@ -1,6 +1,7 @@
 //! The benchmark's JPEG pipeline in one pass: `decode_jpeg(channels=3)` → bilinear
 //! resize to `out_h × out_w` → `(x / 255 - mean[c]) / std[c]`, written straight into a
-//! caller's buffer (a slot of a batch column).
+//! caller's buffer, or appended to a batch column ([`decode_resize_normalize_extend`]:
+//! into its spare capacity, each value stored once).
 //!
 //! The only full-size intermediate is the decoded 8-bit image, in a buffer reused from
 //! call to call; the resizer reads it directly and keeps two rows of floats, and the

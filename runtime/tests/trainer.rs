@@ -4,11 +4,14 @@
 #![cfg(feature = "torch")]
 
 use std::rc::Rc;
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering::SeqCst;
 
 use sluice_runtime::Result;
 use sluice_runtime::column::{AnyColumn, Batchable, ColumnBuilder, Dense, IntoAnyColumn, NamedColumns};
 use sluice_runtime::dist::Single;
-use sluice_runtime::stage::{Ctx, Dataset, Element, RuntimeOptions, from_vec, range};
+use sluice_runtime::stage::{Ctx, DataIter, Dataset, Element, RuntimeOptions, from_vec, range};
 use sluice_runtime::torch::tch::nn::{self, Module, OptimizerConfig};
 use sluice_runtime::torch::tch::{self, Device, Kind};
 use sluice_runtime::torch::{PassAhead, StepOutput, TensorBatch, Trainer, device_batches};
@@ -383,20 +386,67 @@ fn the_epoch_report_counts_skipped_records() {
     }
 }
 
+/// Passes of a dataset that count, in `ended`, those dropped: a feeding thread drops its
+/// pass once it has sent the pass's last batch and said it is done.
+struct NotingEnds<D> {
+    inner: D,
+    ended: Arc<AtomicU64>,
+}
+
+struct NotingEndsIter<I> {
+    inner: I,
+    ended: Arc<AtomicU64>,
+}
+
+impl<D: Dataset> Dataset for NotingEnds<D> {
+    type Item = D::Item;
+    type Iter = NotingEndsIter<D::Iter>;
+
+    fn iter(&self, ctx: &Ctx) -> Result<Self::Iter> {
+        Ok(NotingEndsIter { inner: self.inner.iter(ctx)?, ended: self.ended.clone() })
+    }
+}
+
+impl<I: DataIter> DataIter for NotingEndsIter<I> {
+    type Item = I::Item;
+
+    fn next(&mut self) -> Result<Option<I::Item>> {
+        self.inner.next()
+    }
+}
+
+impl<I> Drop for NotingEndsIter<I> {
+    fn drop(&mut self) {
+        self.ended.fetch_add(1, SeqCst);
+    }
+}
+
+/// Whether `what` holds within 10 s (the threads of other tests share the cores).
+fn wait_for(what: impl Fn() -> bool) -> bool {
+    (0..1000).any(|_| {
+        let yes = what();
+        if !yes {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        yes
+    })
+}
+
 /// With epoch turns overlapped, the pass started ahead reads (and skips the corrupt record
 /// of) the next epoch while the current one still trains: each epoch's report counts its
-/// own pass's skip only. The last step of each epoch waits until the pass ahead has
-/// counted its skip, so the overlap this checks always happens.
+/// own pass's skip only. So that the overlap this checks always happens, the first step of
+/// each epoch waits until its pass has ended (the epoch's last batch is then queued, and
+/// the trainer starts the next pass when it takes it), and the last step waits until the
+/// pass ahead has counted its skip.
 #[test]
 fn overlapped_epochs_count_each_pass_s_skipped_records_in_its_own_epoch() {
-    use sluice_runtime::stage::{Dataset, Files, Record, tfrecords};
+    use sluice_runtime::stage::{Files, Record, tfrecords};
     use sluice_runtime::tfrecord::{self, Compression, CorruptPolicy, ReaderOptions};
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("rows.tfrecord");
     let mut w = tfrecord::create(&path, Compression::None).unwrap();
     // Three records, the second corrupt: two batches, which the feeding thread's queue
-    // holds whole, so the pass ahead reads its file to the end (and adds its counts)
-    // while the current epoch still trains.
+    // holds whole, so its pass ends while the epoch's first step runs.
     for i in 0..3u8 {
         w.write_record(&[i; 8]).unwrap();
     }
@@ -405,28 +455,31 @@ fn overlapped_epochs_count_each_pass_s_skipped_records_in_its_own_epoch() {
     bytes[24 + 12] ^= 0xff;
     std::fs::write(&path, bytes).unwrap();
     let options = ReaderOptions { on_corrupt: CorruptPolicy::Skip, ..ReaderOptions::default() };
-    let ds =
-        tfrecords(Files::from_paths(vec![path]), options, 1).map(|r: Record| batch(usize::from(r[0]) * 4, 4));
+    let ended = Arc::new(AtomicU64::new(0));
+    let ds = NotingEnds {
+        inner: tfrecords(Files::from_paths(vec![path]), options, 1)
+            .map(|r: Record| batch(usize::from(r[0]) * 4, 4)),
+        ended: ended.clone(),
+    };
     let ctx = Ctx::new(&RuntimeOptions::default());
     let mut t = trainer(1, nn::Adam::default());
     t.overlap_epochs(3);
     let mut overlapped = Vec::new();
     for epoch in 0..3 {
+        let mut pass_ended = false;
         let mut ahead_counted = false;
         let mut after = |step: u64, _: &[TensorBatch]| {
+            if step == 0 {
+                pass_ended = wait_for(|| ended.load(SeqCst) > epoch);
+            }
             if step == 1 && epoch < 2 {
-                // Both this pass's skip and the one ahead: up to 10 s for the pass ahead.
-                for _ in 0..1000 {
-                    if ctx.reader_stats().skipped_records == epoch + 2 {
-                        ahead_counted = true;
-                        break;
-                    }
-                    std::thread::sleep(std::time::Duration::from_millis(10));
-                }
+                // This pass's skip and the one ahead's.
+                ahead_counted = wait_for(|| ctx.reader_stats().skipped_records == epoch + 2);
             }
             Ok(true)
         };
         let r = t.train_epoch_from(&ds, &ctx, epoch, 0, &task, &mut after).unwrap();
+        assert!(pass_ended, "epoch {epoch}: its pass ended within 10 s");
         assert_eq!((r.steps, r.skipped_records, r.skipped_files), (2, 1, 0), "epoch {epoch}: {r}");
         assert_eq!(r.started_ahead, epoch > 0, "epoch {epoch}");
         overlapped.push(ahead_counted);

@@ -29,7 +29,7 @@ use object_store::{GetOptions, GetRange};
 use tokio::task::JoinHandle;
 
 use super::rt;
-use super::store::{Object, Retry, env_num, gave_up, is_transient, stalled, to_io};
+use super::store::{Object, Retry, env_num, gave_up, http_status, is_transient, stalled, to_io};
 
 /// The size of one ranged GET (`SLUICE_STORAGE_CHUNK` overrides it). From the runtime's
 /// `defaults.rs`, which the physical plan reads too: `explain` states the read-ahead of
@@ -228,6 +228,18 @@ async fn attempt_range(
     let answer = match tokio::time::timeout(retry.stall, object.store.get_opts(&object.key, opts)).await {
         Err(_) => return Err(Failure::Transient(stalled(url, retry.stall))),
         Ok(Err(e)) if is_transient(&e) => return Err(Failure::Transient(to_io(url, e))),
+        // Every range asked for lies within the size the object had when it was opened:
+        // a store that finds it unsatisfiable holds a shorter object under the key now
+        // (one that answers range before precondition, or an object with no ETag).
+        Ok(Err(e)) if http_status(&e) == Some(416) => {
+            return Err(Failure::Permanent(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "the object changed while it was read: it no longer holds bytes {range:?} \
+                     (416 Range Not Satisfiable) ({url})"
+                ),
+            )));
+        }
         Ok(Err(e)) => return Err(Failure::Permanent(to_io(url, e))),
         Ok(Ok(r)) => r,
     };

@@ -168,7 +168,7 @@ pub fn is_transient(e: &object_store::Error) -> bool {
 /// variants for GET and HEAD, but a failed list (a missing bucket) is `Generic`, its
 /// status only in the text of its source chain ("…status code: 404 Not Found…"), since
 /// the error type that holds it is private.
-fn http_status(e: &object_store::Error) -> Option<u16> {
+pub(crate) fn http_status(e: &object_store::Error) -> Option<u16> {
     let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(err) = cur {
         let text = err.to_string();

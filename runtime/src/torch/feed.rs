@@ -131,9 +131,11 @@ impl DeviceBatches {
     }
 
     /// Whether the feeding thread has sent its last batch (or failed): the pipeline has
-    /// nothing more to compute for this pass, only batches queued for the consumer.
+    /// nothing more to compute for this pass, only batches queued for the consumer. The
+    /// feeder says so as soon as its pass ends, before it drops the pass (which joins the
+    /// pipeline's threads); once [`next`](Self::next) has given `None`, it is always true.
     pub fn producer_done(&self) -> bool {
-        self.thread.as_ref().is_none_or(JoinHandle::is_finished)
+        self.rx.sender_gone() || self.thread.as_ref().is_none_or(JoinHandle::is_finished)
     }
 
     /// Stops the feeding thread (it may be ahead, or the consumer may have stopped early)
@@ -184,7 +186,8 @@ where
     let thread = std::thread::Builder::new()
         .name("sluice-to-device".into())
         .spawn(move || {
-            for item in stream {
+            let mut stream = stream;
+            for item in stream.by_ref() {
                 let parts = item.and_then(TensorBatch::from_batch).map(|b| {
                     let parts = b.split(devices.len());
                     parts.iter().zip(&devices).map(|(p, &d)| p.to_device(d)).collect()
@@ -193,6 +196,10 @@ where
                     break;
                 }
             }
+            // Done: say so before the pass is dropped (its threads joined), so that an
+            // epoch turn can start the next pass now ([`DeviceBatches::producer_done`]).
+            drop(tx);
+            drop(stream);
         })
         .map_err(|e| Error::Invalid(format!("starting the thread feeding the devices: {e}")))?;
     Ok(DeviceBatches { rx, thread: Some(thread) })
@@ -306,13 +313,17 @@ mod gpu {
         let thread = std::thread::Builder::new()
             .name("sluice-gpu-tail".into())
             .spawn(move || {
+                let mut stream = stream;
                 // Batch `b` of the pass draws with `b`, resumed or not.
-                for (b, item) in (skip..).zip(stream) {
+                for (b, item) in (skip..).zip(stream.by_ref()) {
                     let parts = item.and_then(|batch| launch(batch, &mut per_device, epoch, b));
                     if !send(&tx, parts) {
                         break;
                     }
                 }
+                // Done ([`DeviceBatches::producer_done`]), then the pass dropped.
+                drop(tx);
+                drop(stream);
                 // The staging buffers outlive the copies out of them: `GpuTail`'s drop waits.
                 drop(per_device);
             })

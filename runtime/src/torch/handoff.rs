@@ -158,6 +158,14 @@ impl<T> Receiver<T> {
     }
 }
 
+impl<T> Receiver<T> {
+    /// Whether the sender is gone: nothing more will be queued (what is queued is still
+    /// there to receive).
+    pub(crate) fn sender_gone(&self) -> bool {
+        self.shared.lock().sender_gone
+    }
+}
+
 impl<T> Drop for Receiver<T> {
     fn drop(&mut self) {
         let queued = {
@@ -189,6 +197,20 @@ mod tests {
         t.join().unwrap();
         assert_eq!(got, (0..1000).collect::<Vec<_>>());
         assert_eq!(rx.recv(), None);
+    }
+
+    #[test]
+    fn says_the_sender_is_gone_while_its_items_are_still_queued() {
+        let (tx, rx) = queue(4, usize::MAX);
+        tx.send(1, 1).unwrap();
+        tx.send(2, 1).unwrap();
+        assert!(!rx.sender_gone());
+        assert_eq!(rx.recv(), Some(1));
+        drop(tx);
+        assert!(rx.sender_gone(), "gone, with an item still queued");
+        assert_eq!(rx.recv(), Some(2));
+        assert_eq!(rx.recv(), None);
+        assert!(rx.sender_gone());
     }
 
     /// A sender of `n` items of `bytes` each, counting what it has queued.

@@ -11,7 +11,9 @@
 //!
 //! The work is separable: each input row that an output row needs is interpolated
 //! horizontally once (into one of two cached rows), then each output row is one
-//! vertical lerp of two cached rows. Indices and weights are computed once per call.
+//! vertical lerp of two cached rows. Indices and weights are computed once per call, or
+//! once per size where a worker keeps its scratch. On x86-64 the horizontal pass runs on
+//! 4-lane vectors (one output pixel each), for 3 channels with AVX2 on 8 (two pixels).
 
 use std::mem::MaybeUninit;
 
@@ -24,10 +26,21 @@ pub(crate) struct Taps {
     lo: Vec<usize>,
     hi: Vec<usize>,
     t: Vec<f32>,
+    /// Each weight 4 times: two output pixels' weights are one 8-lane load.
+    t4: Vec<f32>,
+    /// The largest offset of `lo` and `hi`.
+    max: usize,
+    /// The `(n_in, n_out, stride)` they were computed for: a worker resizing images of
+    /// one size computes them once.
+    of: Option<(usize, usize, usize)>,
 }
 
 impl Taps {
     fn compute(&mut self, n_in: usize, n_out: usize, stride: usize) {
+        if self.of == Some((n_in, n_out, stride)) {
+            return;
+        }
+        self.of = Some((n_in, n_out, stride));
         self.lo.clear();
         self.hi.clear();
         self.t.clear();
@@ -42,6 +55,9 @@ impl Taps {
             self.hi.push(hi as usize * stride);
             self.t.push(s - f);
         }
+        self.t4.clear();
+        self.t4.extend(self.t.iter().flat_map(|&t| [t; 4]));
+        self.max = self.lo.iter().chain(&self.hi).copied().max().unwrap_or(0);
     }
 }
 
@@ -56,17 +72,28 @@ pub(crate) struct ResizeScratch {
     row: Vec<f32>,
 }
 
+/// Which horizontal pass runs: tests pick each one on a processor with AVX2.
+#[cfg(test)]
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum RowPass {
+    /// The fastest the processor has.
+    Best,
+    /// The 4-lane pass (SSE2), not the AVX2 one.
+    Lanes,
+    /// The scalar pass.
+    Scalar,
+}
+
 #[cfg(test)]
 thread_local! {
-    /// Tests set this to run the scalar pass on a processor with AVX2.
-    static SCALAR_ROWS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    static ROW_PASS: std::cell::Cell<RowPass> = const { std::cell::Cell::new(RowPass::Best) };
 }
 
 /// Whether the horizontal pass of `c`-channel rows runs on 4-lane vectors: on x86-64
 /// (SSE2 is part of it) for 2 to 4 channels, one output pixel a vector.
 fn pixel_lanes(c: usize) -> bool {
     #[cfg(test)]
-    if SCALAR_ROWS.get() {
+    if ROW_PASS.get() == RowPass::Scalar {
         return false;
     }
     cfg!(target_arch = "x86_64") && (2..=4).contains(&c)
@@ -97,6 +124,53 @@ fn hrow_lanes<T: Pixel>(src: &[T], x: &Taps, c: usize, row: &mut Vec<f32>, dst: 
             let r = _mm_loadu_ps(row.as_ptr().add(hi));
             let v = _mm_add_ps(l, _mm_mul_ps(_mm_sub_ps(r, l), _mm_set1_ps(t)));
             _mm_storeu_ps(dst.as_mut_ptr().add(j * c), v);
+        }
+    }
+}
+
+/// [`hrow_lanes`] of 3-channel rows with AVX2: the row's conversion to `f32` on 8-lane
+/// vectors, then two output pixels a 256-bit vector (each half one pixel's 4 lanes,
+/// stored in order, so the later pixel's store overwrites the lane the earlier one spilt
+/// into it). The same operations on each value: the same bits.
+///
+/// # Safety
+/// The processor must have AVX2.
+///
+/// # Panics
+/// When `dst` has no room for one value past the row's `out_w * 3`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn hrow_c3_avx2<T: Pixel>(src: &[T], x: &Taps, row: &mut Vec<f32>, dst: &mut [f32]) {
+    use std::arch::x86_64::{
+        __m128, _mm_add_ps, _mm_loadu_ps, _mm_mul_ps, _mm_set1_ps, _mm_storeu_ps, _mm_sub_ps, _mm256_add_ps,
+        _mm256_castps256_ps128, _mm256_extractf128_ps, _mm256_loadu_ps, _mm256_loadu2_m128, _mm256_mul_ps,
+        _mm256_sub_ps,
+    };
+    let n = x.t.len();
+    assert!(dst.len() > n * 3 && x.t4.len() == n * 4, "hrow_c3_avx2: no room for the lanes");
+    row.clear();
+    row.extend(src.iter().map(|v| v.to_f32()));
+    row.resize(src.len() + 4, 0.0);
+    assert!(x.max + 4 <= row.len(), "hrow_c3_avx2: a tap past the row");
+    let (p, d) = (row.as_ptr(), dst.as_mut_ptr());
+    let mut j = 0;
+    // SAFETY: every load reads `row[o..o + 4]` for a tap `o ≤ x.max` (checked above), or
+    // `x.t4[4 * j..4 * j + 8]` with `j + 2 ≤ n`; every store writes `dst[3 * j..3 * j + 4]`
+    // for `j < n`, within `dst` (its length checked on entry). AVX2 is the caller's promise.
+    unsafe {
+        while j + 2 <= n {
+            let l = _mm256_loadu2_m128(p.add(x.lo[j + 1]), p.add(x.lo[j]));
+            let r = _mm256_loadu2_m128(p.add(x.hi[j + 1]), p.add(x.hi[j]));
+            let t = _mm256_loadu_ps(x.t4.as_ptr().add(4 * j));
+            let v = _mm256_add_ps(l, _mm256_mul_ps(_mm256_sub_ps(r, l), t));
+            _mm_storeu_ps(d.add(3 * j), _mm256_castps256_ps128(v));
+            _mm_storeu_ps(d.add(3 * j + 3), _mm256_extractf128_ps::<1>(v));
+            j += 2;
+        }
+        if j < n {
+            let (l, r): (__m128, __m128) = (_mm_loadu_ps(p.add(x.lo[j])), _mm_loadu_ps(p.add(x.hi[j])));
+            let v = _mm_add_ps(l, _mm_mul_ps(_mm_sub_ps(r, l), _mm_set1_ps(x.t[j])));
+            _mm_storeu_ps(d.add(3 * j), v);
         }
     }
 }
@@ -182,10 +256,10 @@ pub(crate) fn resize_raw<T: Pixel, F: FnMut(&mut [f32])>(
     }
     // Constant channel counts let the compiler unroll the per-pixel loops.
     match c {
-        1 => resize_core::<T, F, 1>(src, h, w, 1, out_h, out_w, out, scratch, finish),
-        3 => resize_core::<T, F, 3>(src, h, w, 3, out_h, out_w, out, scratch, finish),
-        4 => resize_core::<T, F, 4>(src, h, w, 4, out_h, out_w, out, scratch, finish),
-        _ => resize_core::<T, F, 0>(src, h, w, c, out_h, out_w, out, scratch, finish),
+        1 => resize_core::<T, F, 1>(src, h, w, 1, out_h, out_w, out, scratch, finish, false),
+        3 => resize_core::<T, F, 3>(src, h, w, 3, out_h, out_w, out, scratch, finish, false),
+        4 => resize_core::<T, F, 4>(src, h, w, 4, out_h, out_w, out, scratch, finish, false),
+        _ => resize_core::<T, F, 0>(src, h, w, c, out_h, out_w, out, scratch, finish, false),
     }
     Ok(())
 }
@@ -209,10 +283,11 @@ unsafe fn resize_core_avx2<T: Pixel, F: FnMut(&mut [f32])>(
     s: &mut ResizeScratch,
     finish: F,
 ) {
-    resize_core::<T, F, 3>(src, h, w, 3, out_h, out_w, out, s, finish)
+    resize_core::<T, F, 3>(src, h, w, 3, out_h, out_w, out, s, finish, true)
 }
 
-/// The separable kernel; `C` is the channel count, or 0 to use `c_dyn`.
+/// The separable kernel; `C` is the channel count, or 0 to use `c_dyn`. `avx2` only
+/// from [`resize_core_avx2`] (3 channels, the processor has AVX2).
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn resize_core<T: Pixel, F: FnMut(&mut [f32]), const C: usize>(
@@ -225,8 +300,12 @@ fn resize_core<T: Pixel, F: FnMut(&mut [f32]), const C: usize>(
     out: &mut [MaybeUninit<f32>],
     s: &mut ResizeScratch,
     mut finish: F,
+    avx2: bool,
 ) {
     let c = if C == 0 { c_dyn } else { C };
+    #[cfg(test)]
+    let avx2 = avx2 && ROW_PASS.get() == RowPass::Best;
+    let avx2 = avx2 && cfg!(target_arch = "x86_64");
     let row_len = w * c;
     s.x.compute(w, out_w, c);
     s.y.compute(h, out_h, row_len);
@@ -243,6 +322,12 @@ fn resize_core<T: Pixel, F: FnMut(&mut [f32]), const C: usize>(
     #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
     let mut hrow = |start: usize, x: &Taps, dst: &mut [f32]| {
         let row = &src[start..start + row_len];
+        #[cfg(target_arch = "x86_64")]
+        if avx2 && C == 3 {
+            // SAFETY: `avx2` is set only where the processor has AVX2.
+            unsafe { hrow_c3_avx2(row, x, &mut s_row, dst) };
+            return;
+        }
         #[cfg(target_arch = "x86_64")]
         if lanes {
             hrow_lanes(row, x, c, &mut s_row, dst);
@@ -323,11 +408,13 @@ mod tests {
 
     #[test]
     fn every_path_gives_the_bits_of_the_formula() {
-        // Down and up, by whole and odd factors, 1 to 5 channels (the vector pass on a
-        // processor with AVX2, the scalar one elsewhere), u8 and f32 pixels.
+        // Down and up, by whole and odd factors, 1 to 5 channels, u8 and f32 pixels, each
+        // horizontal pass the processor has (on x86-64 with AVX2: the AVX2 one for 3
+        // channels, the 4-lane one for 2 to 4, the scalar one for any).
         let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-        for (scalar, c) in [false, true].into_iter().flat_map(|s| (1..=5).map(move |c| (s, c))) {
-            SCALAR_ROWS.set(scalar);
+        let passes = [RowPass::Best, RowPass::Lanes, RowPass::Scalar];
+        for (pass, c) in passes.into_iter().flat_map(|s| (1..=5).map(move |c| (s, c))) {
+            ROW_PASS.set(pass);
             for (h, w, oh, ow) in
                 [(224, 224, 112, 112), (37, 53, 11, 29), (5, 7, 13, 17), (64, 9, 64, 3), (1, 40, 3, 40)]
             {
@@ -337,7 +424,7 @@ mod tests {
                 assert_eq!(
                     bits(&got.data),
                     bits(&reference(&img, oh, ow)),
-                    "u8 {h}x{w}x{c} -> {oh}x{ow}, {scalar}"
+                    "u8 {h}x{w}x{c} -> {oh}x{ow}, {pass:?}"
                 );
                 let floats =
                     Image::new(h, w, c, img.data.iter().map(|&v| f32::from(v) * 0.37 - 4.0).collect())
@@ -346,9 +433,28 @@ mod tests {
                 assert_eq!(
                     bits(&got.data),
                     bits(&reference(&floats, oh, ow)),
-                    "f32 {h}x{w}x{c} -> {oh}x{ow}, {scalar}"
+                    "f32 {h}x{w}x{c} -> {oh}x{ow}, {pass:?}"
                 );
             }
+        }
+    }
+
+    #[test]
+    fn one_scratch_resizes_a_run_of_sizes_as_fresh_ones_do() {
+        // Its taps are kept for the next image of the same sizes and recomputed for
+        // another: same size again, another input, another output, another channel count.
+        let mut scratch = ResizeScratch::default();
+        for (h, w, c, oh, ow) in
+            [(16, 16, 3, 7, 9), (16, 16, 3, 7, 9), (17, 16, 3, 7, 9), (17, 16, 3, 9, 7), (17, 16, 1, 9, 7)]
+        {
+            let data: Vec<u8> = (0..h * w * c).map(|i| ((i * 2_654_435_761usize) >> 9) as u8).collect();
+            let img = Image::new(h, w, c, data).unwrap();
+            let mut got = vec![0.0f32; oh * ow * c];
+            // SAFETY: `resize_raw` stores only initialized values.
+            let out = unsafe { as_uninit(&mut got) };
+            resize_raw(&img.data, h, w, c, oh, ow, out, &mut scratch, |_| {}).unwrap();
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&got), bits(&reference(&img, oh, ow)), "{h}x{w}x{c} -> {oh}x{ow}");
         }
     }
 

@@ -111,9 +111,7 @@ fn pixel_lanes(c: usize) -> bool {
 fn hrow_lanes<T: Pixel>(src: &[T], x: &Taps, c: usize, row: &mut Vec<f32>, dst: &mut [f32]) {
     use std::arch::x86_64::{_mm_add_ps, _mm_loadu_ps, _mm_mul_ps, _mm_set1_ps, _mm_storeu_ps, _mm_sub_ps};
     assert!((1..=4).contains(&c) && dst.len() >= x.t.len() * c + 4 - c, "hrow_lanes: no room for the lanes");
-    row.clear();
-    row.extend(src.iter().map(|v| v.to_f32()));
-    row.resize(src.len() + 4, 0.0);
+    row_as_f32(src, row);
     for ((j, (&lo, &hi)), &t) in x.lo.iter().zip(&x.hi).enumerate().zip(&x.t) {
         assert!(lo.max(hi) + 4 <= row.len(), "hrow_lanes: a tap past the row");
         // SAFETY: the loads read `row[lo..lo + 4]` and `row[hi..hi + 4]` (checked just
@@ -125,6 +123,21 @@ fn hrow_lanes<T: Pixel>(src: &[T], x: &Taps, c: usize, row: &mut Vec<f32>, dst: 
             let v = _mm_add_ps(l, _mm_mul_ps(_mm_sub_ps(r, l), _mm_set1_ps(t)));
             _mm_storeu_ps(dst.as_mut_ptr().add(j * c), v);
         }
+    }
+}
+
+/// `src` as floats into `row`, followed by 4 zeros (the last pixel's spare lanes). The
+/// zeros are written only when the row's length changes (a worker resizing images of one
+/// width writes them once): a call per row to fill 4 values costs more than the values.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn row_as_f32<T: Pixel>(src: &[T], row: &mut Vec<f32>) {
+    if row.len() != src.len() + 4 {
+        row.clear();
+        row.resize(src.len() + 4, 0.0);
+    }
+    for (f, v) in row.iter_mut().zip(src) {
+        *f = v.to_f32();
     }
 }
 
@@ -148,9 +161,7 @@ unsafe fn hrow_c3_avx2<T: Pixel>(src: &[T], x: &Taps, row: &mut Vec<f32>, dst: &
     };
     let n = x.t.len();
     assert!(dst.len() > n * 3 && x.t4.len() == n * 4, "hrow_c3_avx2: no room for the lanes");
-    row.clear();
-    row.extend(src.iter().map(|v| v.to_f32()));
-    row.resize(src.len() + 4, 0.0);
+    row_as_f32(src, row);
     assert!(x.max + 4 <= row.len(), "hrow_c3_avx2: a tap past the row");
     let (p, d) = (row.as_ptr(), dst.as_mut_ptr());
     let mut j = 0;
@@ -310,10 +321,14 @@ fn resize_core<T: Pixel, F: FnMut(&mut [f32]), const C: usize>(
     s.x.compute(w, out_w, c);
     s.y.compute(h, out_h, row_len);
     let lanes = pixel_lanes(c);
+    // The vector pass's last pixel writes up to 4 lanes. Each row is written by the
+    // horizontal pass before it is read, so only a new length needs filling.
+    let row_len_out = out_w * c + if lanes { 4 } else { 0 };
     for r in &mut s.rows {
-        r.clear();
-        // The vector pass's last pixel writes up to 4 lanes.
-        r.resize(out_w * c + if lanes { 4 } else { 0 }, 0.0);
+        if r.len() != row_len_out {
+            r.clear();
+            r.resize(row_len_out, 0.0);
+        }
     }
     s.row_of = [usize::MAX; 2];
     // Only the vector pass (x86-64) writes `s_row`, which makes `hrow` `FnMut`.

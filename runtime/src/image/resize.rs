@@ -13,10 +13,7 @@
 //! horizontally once (into one of two cached rows), then each output row is one
 //! vertical lerp of two cached rows. Indices and weights are computed once per call, or
 //! once per size where a worker keeps its scratch. On x86-64 the horizontal pass runs on
-//! 4-lane vectors (one output pixel each); for 3 channels with AVX2 on 8 (two pixels),
-//! and with AVX-512 on 16 output values at once, picked by permutes from a window of 32
-//! input values, where the scale lets every 16 values' samples fit one (up to about 1.6×
-//! down).
+//! 4-lane vectors (one output pixel each), for 3 channels with AVX2 on 8 (two pixels).
 
 use std::mem::MaybeUninit;
 
@@ -33,27 +30,9 @@ pub(crate) struct Taps {
     t4: Vec<f32>,
     /// The largest offset of `lo` and `hi`.
     max: usize,
-    /// For 3-channel rows: the AVX-512 pass's windows, one per 16 output values, or
-    /// none when the samples of some 16 values span more than [`WINDOW`] input values
-    /// (a downscale by more than about 1.6).
-    windows: Vec<Window>,
-    /// Each output value's weight (its pixel's), padded to a whole window.
-    t_values: Vec<f32>,
     /// The `(n_in, n_out, stride)` they were computed for: a worker resizing images of
     /// one size computes them once.
     of: Option<(usize, usize, usize)>,
-}
-
-/// Input values one AVX-512 window holds: two 16-lane loads.
-const WINDOW: usize = 32;
-
-/// 16 output values of a 3-channel row: where their window of [`WINDOW`] input values
-/// starts, and the positions in it of each value's two samples.
-#[derive(Debug, Default, Clone)]
-struct Window {
-    base: usize,
-    lo: [u32; 16],
-    hi: [u32; 16],
 }
 
 impl Taps {
@@ -79,33 +58,6 @@ impl Taps {
         self.t4.clear();
         self.t4.extend(self.t.iter().flat_map(|&t| [t; 4]));
         self.max = self.lo.iter().chain(&self.hi).copied().max().unwrap_or(0);
-        self.windows.clear();
-        self.t_values.clear();
-        if stride == 3 {
-            self.windows_c3();
-        }
-    }
-
-    /// The windows of 3-channel taps (see [`Taps::windows`]).
-    fn windows_c3(&mut self) {
-        let n = self.t.len() * 3;
-        for start in (0..n).step_by(16) {
-            // Taps only move forward: the chunk's first pixel has its smallest sample.
-            let base = self.lo[start / 3];
-            let mut w = Window { base, ..Window::default() };
-            for (lane, k) in (start..(start + 16).min(n)).enumerate() {
-                let (j, ch) = (k / 3, k % 3);
-                let (lo, hi) = (self.lo[j] + ch - base, self.hi[j] + ch - base);
-                if hi.max(lo) >= WINDOW {
-                    self.windows.clear();
-                    return;
-                }
-                (w.lo[lane], w.hi[lane]) = (lo as u32, hi as u32);
-            }
-            self.windows.push(w);
-        }
-        self.t_values.extend(self.t.iter().flat_map(|&t| [t; 3]));
-        self.t_values.resize(n.next_multiple_of(16), 0.0);
     }
 }
 
@@ -120,14 +72,12 @@ pub(crate) struct ResizeScratch {
     row: Vec<f32>,
 }
 
-/// Which horizontal pass runs: tests pick each one on a processor with AVX-512.
+/// Which horizontal pass runs: tests pick each one on a processor with AVX2.
 #[cfg(test)]
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum RowPass {
     /// The fastest the processor has.
     Best,
-    /// AVX2 at most.
-    Avx2,
     /// The 4-lane pass (SSE2), not the AVX2 one.
     Lanes,
     /// The scalar pass.
@@ -176,16 +126,15 @@ fn hrow_lanes<T: Pixel>(src: &[T], x: &Taps, c: usize, row: &mut Vec<f32>, dst: 
     }
 }
 
-/// `src` as floats into `row`, followed by [`WINDOW`] zeros (the spare lanes of the last
-/// pixel, or of the last window). The zeros are written only when the row's length
-/// changes (a worker resizing images of one width writes them once): a call per row to
-/// fill a few values costs more than the values.
+/// `src` as floats into `row`, followed by 4 zeros (the last pixel's spare lanes). The
+/// zeros are written only when the row's length changes (a worker resizing images of one
+/// width writes them once): a call per row to fill 4 values costs more than the values.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn row_as_f32<T: Pixel>(src: &[T], row: &mut Vec<f32>) {
-    if row.len() != src.len() + WINDOW {
+    if row.len() != src.len() + 4 {
         row.clear();
-        row.resize(src.len() + WINDOW, 0.0);
+        row.resize(src.len() + 4, 0.0);
     }
     for (f, v) in row.iter_mut().zip(src) {
         *f = v.to_f32();
@@ -233,48 +182,6 @@ unsafe fn hrow_c3_avx2<T: Pixel>(src: &[T], x: &Taps, row: &mut Vec<f32>, dst: &
             let (l, r): (__m128, __m128) = (_mm_loadu_ps(p.add(x.lo[j])), _mm_loadu_ps(p.add(x.hi[j])));
             let v = _mm_add_ps(l, _mm_mul_ps(_mm_sub_ps(r, l), _mm_set1_ps(x.t[j])));
             _mm_storeu_ps(d.add(3 * j), v);
-        }
-    }
-}
-
-/// [`hrow_lanes`] of 3-channel rows with AVX-512, 16 output values a vector: each
-/// [`Window`]'s 32 input values are two loads, and each value's two samples are picked
-/// from them by a two-source permute. The same operations on each value: the same bits.
-///
-/// # Safety
-/// The processor must have AVX-512F.
-///
-/// # Panics
-/// When `x` has no windows, or `dst` has no room for the row's `out_w * 3` values.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn hrow_c3_avx512<T: Pixel>(src: &[T], x: &Taps, row: &mut Vec<f32>, dst: &mut [f32]) {
-    use std::arch::x86_64::{
-        __mmask16, _mm512_add_ps, _mm512_loadu_epi32, _mm512_loadu_ps, _mm512_mask_storeu_ps, _mm512_mul_ps,
-        _mm512_permutex2var_ps, _mm512_sub_ps,
-    };
-    let n = x.t.len() * 3;
-    let last = x.windows.last().expect("hrow_c3_avx512: taps without windows");
-    assert!(dst.len() >= n && x.t_values.len() >= x.windows.len() * 16, "hrow_c3_avx512: no room");
-    row_as_f32(src, row);
-    // Windows start further along the row each time: the last one reaches furthest.
-    assert!(last.base + WINDOW <= row.len(), "hrow_c3_avx512: a window past the row");
-    let (p, d) = (row.as_ptr(), dst.as_mut_ptr());
-    for (m, w) in x.windows.iter().enumerate() {
-        let start = m * 16;
-        let mask: __mmask16 = if n - start >= 16 { !0 } else { (1u16 << (n - start)) - 1 };
-        // SAFETY: the loads read `row[w.base..w.base + 32]` (within the row: bases only
-        // grow, the last checked above), the window's index arrays and
-        // `x.t_values[start..start + 16]` (checked on entry); the masked store writes
-        // `dst[start..n.min(start + 16)]`, within `dst`. AVX-512F is the caller's promise.
-        unsafe {
-            let a = _mm512_loadu_ps(p.add(w.base));
-            let b = _mm512_loadu_ps(p.add(w.base + 16));
-            let l = _mm512_permutex2var_ps(a, _mm512_loadu_epi32(w.lo.as_ptr().cast()), b);
-            let r = _mm512_permutex2var_ps(a, _mm512_loadu_epi32(w.hi.as_ptr().cast()), b);
-            let t = _mm512_loadu_ps(x.t_values.as_ptr().add(start));
-            let v = _mm512_add_ps(l, _mm512_mul_ps(_mm512_sub_ps(r, l), t));
-            _mm512_mask_storeu_ps(d.add(start), mask, v);
         }
     }
 }
@@ -354,29 +261,18 @@ pub(crate) fn resize_raw<T: Pixel, F: FnMut(&mut [f32])>(
     }
     #[cfg(target_arch = "x86_64")]
     if c == 3 && std::is_x86_feature_detected!("avx2") {
-        let wide = if std::is_x86_feature_detected!("avx512f") { Wide::Avx512 } else { Wide::Avx2 };
-        // SAFETY: the processor has AVX2 (checked just above), and AVX-512F when `wide` says so.
-        unsafe { resize_core_avx2::<T, F>(src, h, w, out_h, out_w, out, scratch, finish, wide) };
+        // SAFETY: the processor has AVX2 (checked just above).
+        unsafe { resize_core_avx2::<T, F>(src, h, w, out_h, out_w, out, scratch, finish) };
         return Ok(());
     }
     // Constant channel counts let the compiler unroll the per-pixel loops.
     match c {
-        1 => resize_core::<T, F, 1>(src, h, w, 1, out_h, out_w, out, scratch, finish, Wide::No),
-        3 => resize_core::<T, F, 3>(src, h, w, 3, out_h, out_w, out, scratch, finish, Wide::No),
-        4 => resize_core::<T, F, 4>(src, h, w, 4, out_h, out_w, out, scratch, finish, Wide::No),
-        _ => resize_core::<T, F, 0>(src, h, w, c, out_h, out_w, out, scratch, finish, Wide::No),
+        1 => resize_core::<T, F, 1>(src, h, w, 1, out_h, out_w, out, scratch, finish, false),
+        3 => resize_core::<T, F, 3>(src, h, w, 3, out_h, out_w, out, scratch, finish, false),
+        4 => resize_core::<T, F, 4>(src, h, w, 4, out_h, out_w, out, scratch, finish, false),
+        _ => resize_core::<T, F, 0>(src, h, w, c, out_h, out_w, out, scratch, finish, false),
     }
     Ok(())
-}
-
-/// The widest vector pass of 3-channel rows the processor allows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Wide {
-    No,
-    /// AVX2 ([`hrow_c3_avx2`]).
-    Avx2,
-    /// AVX-512F as well ([`hrow_c3_avx512`], where the taps fit its windows).
-    Avx512,
 }
 
 /// [`resize_core`] of 3-channel images compiled with AVX2 enabled (the vertical lerp and
@@ -384,7 +280,7 @@ enum Wide {
 /// never contracted into fused ones, so the same bits.
 ///
 /// # Safety
-/// The processor must have AVX2, and AVX-512F if `wide` is [`Wide::Avx512`].
+/// The processor must have AVX2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 #[allow(clippy::too_many_arguments)]
@@ -397,13 +293,12 @@ unsafe fn resize_core_avx2<T: Pixel, F: FnMut(&mut [f32])>(
     out: &mut [MaybeUninit<f32>],
     s: &mut ResizeScratch,
     finish: F,
-    wide: Wide,
 ) {
-    resize_core::<T, F, 3>(src, h, w, 3, out_h, out_w, out, s, finish, wide)
+    resize_core::<T, F, 3>(src, h, w, 3, out_h, out_w, out, s, finish, true)
 }
 
-/// The separable kernel; `C` is the channel count, or 0 to use `c_dyn`. `wide` is
-/// [`Wide::No`] but from [`resize_core_avx2`] (3 channels, what the processor has).
+/// The separable kernel; `C` is the channel count, or 0 to use `c_dyn`. `avx2` only
+/// from [`resize_core_avx2`] (3 channels, the processor has AVX2).
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn resize_core<T: Pixel, F: FnMut(&mut [f32]), const C: usize>(
@@ -416,17 +311,12 @@ fn resize_core<T: Pixel, F: FnMut(&mut [f32]), const C: usize>(
     out: &mut [MaybeUninit<f32>],
     s: &mut ResizeScratch,
     mut finish: F,
-    wide: Wide,
+    avx2: bool,
 ) {
     let c = if C == 0 { c_dyn } else { C };
     #[cfg(test)]
-    let wide = match ROW_PASS.get() {
-        RowPass::Best => wide,
-        RowPass::Avx2 => wide.min(Wide::Avx2),
-        RowPass::Lanes | RowPass::Scalar => Wide::No,
-    };
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = wide;
+    let avx2 = avx2 && ROW_PASS.get() == RowPass::Best;
+    let avx2 = avx2 && cfg!(target_arch = "x86_64");
     let row_len = w * c;
     s.x.compute(w, out_w, c);
     s.y.compute(h, out_h, row_len);
@@ -448,14 +338,8 @@ fn resize_core<T: Pixel, F: FnMut(&mut [f32]), const C: usize>(
     let mut hrow = |start: usize, x: &Taps, dst: &mut [f32]| {
         let row = &src[start..start + row_len];
         #[cfg(target_arch = "x86_64")]
-        if C == 3 && wide == Wide::Avx512 && !x.windows.is_empty() {
-            // SAFETY: `wide` is `Avx512` only where the processor has AVX-512F.
-            unsafe { hrow_c3_avx512(row, x, &mut s_row, dst) };
-            return;
-        }
-        #[cfg(target_arch = "x86_64")]
-        if C == 3 && wide >= Wide::Avx2 {
-            // SAFETY: `wide` is `Avx2` or more only where the processor has AVX2.
+        if avx2 && C == 3 {
+            // SAFETY: `avx2` is set only where the processor has AVX2.
             unsafe { hrow_c3_avx2(row, x, &mut s_row, dst) };
             return;
         }
@@ -540,22 +424,15 @@ mod tests {
     #[test]
     fn every_path_gives_the_bits_of_the_formula() {
         // Down and up, by whole and odd factors, 1 to 5 channels, u8 and f32 pixels, each
-        // horizontal pass the processor has (on x86-64: for 3 channels the AVX-512 one
-        // where the taps fit its windows, else the AVX2 one; the 4-lane one for 2 to 4;
-        // the scalar one for any).
+        // horizontal pass the processor has (on x86-64 with AVX2: the AVX2 one for 3
+        // channels, the 4-lane one for 2 to 4, the scalar one for any).
         let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-        let passes = [RowPass::Best, RowPass::Avx2, RowPass::Lanes, RowPass::Scalar];
+        let passes = [RowPass::Best, RowPass::Lanes, RowPass::Scalar];
         for (pass, c) in passes.into_iter().flat_map(|s| (1..=5).map(move |c| (s, c))) {
             ROW_PASS.set(pass);
-            for (h, w, oh, ow) in [
-                (224, 224, 112, 112),
-                (128, 128, 112, 112),
-                (37, 53, 11, 29),
-                (9, 50, 4, 37),
-                (5, 7, 13, 17),
-                (64, 9, 64, 3),
-                (1, 40, 3, 40),
-            ] {
+            for (h, w, oh, ow) in
+                [(224, 224, 112, 112), (37, 53, 11, 29), (5, 7, 13, 17), (64, 9, 64, 3), (1, 40, 3, 40)]
+            {
                 let data: Vec<u8> = (0..h * w * c).map(|i| ((i * 2_654_435_761usize) >> 7) as u8).collect();
                 let img = Image::new(h, w, c, data).unwrap();
                 let got = resize_bilinear(&img, oh, ow).unwrap();
@@ -573,27 +450,6 @@ mod tests {
                     bits(&reference(&floats, oh, ow)),
                     "f32 {h}x{w}x{c} -> {oh}x{ow}, {pass:?}"
                 );
-            }
-        }
-    }
-
-    #[test]
-    fn avx512_windows_cover_3_channels_scaled_by_at_most_about_1_6() {
-        let mut t = Taps::default();
-        for (n_in, n_out, stride, fits) in [
-            (128, 112, 3, true),
-            (50, 37, 3, true),
-            (7, 17, 3, true),
-            (40, 40, 3, true),
-            (53, 29, 3, false),
-            (224, 112, 3, false),
-            (128, 112, 1, false),
-        ] {
-            t.compute(n_in, n_out, stride);
-            assert_eq!(!t.windows.is_empty(), fits, "{n_in} -> {n_out} x{stride}");
-            if fits {
-                assert_eq!(t.windows.len(), (n_out * 3).div_ceil(16));
-                assert_eq!(t.t_values.len(), t.windows.len() * 16);
             }
         }
     }

@@ -112,11 +112,11 @@ fn hrow_lanes<T: Pixel>(src: &[T], x: &Taps, c: usize, row: &mut Vec<f32>, dst: 
     use std::arch::x86_64::{_mm_add_ps, _mm_loadu_ps, _mm_mul_ps, _mm_set1_ps, _mm_storeu_ps, _mm_sub_ps};
     assert!((1..=4).contains(&c) && dst.len() >= x.t.len() * c + 4 - c, "hrow_lanes: no room for the lanes");
     row_as_f32(src, row);
+    assert!(x.max + 4 <= row.len(), "hrow_lanes: a tap past the row");
     for ((j, (&lo, &hi)), &t) in x.lo.iter().zip(&x.hi).enumerate().zip(&x.t) {
-        assert!(lo.max(hi) + 4 <= row.len(), "hrow_lanes: a tap past the row");
-        // SAFETY: the loads read `row[lo..lo + 4]` and `row[hi..hi + 4]` (checked just
-        // above); the store writes `dst[j * c..j * c + 4]`, within `dst` (`j < out_w`
-        // and the room checked on entry). SSE2 is part of x86-64.
+        // SAFETY: the loads read `row[lo..lo + 4]` and `row[hi..hi + 4]` (every tap is at
+        // most `x.max`, checked above); the store writes `dst[j * c..j * c + 4]`, within
+        // `dst` (`j < out_w` and the room checked on entry). SSE2 is part of x86-64.
         unsafe {
             let l = _mm_loadu_ps(row.as_ptr().add(lo));
             let r = _mm_loadu_ps(row.as_ptr().add(hi));

@@ -132,10 +132,10 @@ impl DeviceBatches {
 
     /// Whether the feeding thread has sent its last batch (or failed): the pipeline has
     /// nothing more to compute for this pass, only batches queued for the consumer. The
-    /// feeder says so as soon as its pass ends, before it drops the pass (which joins the
-    /// pipeline's threads); once [`next`](Self::next) has given `None`, it is always true.
+    /// feeder says so by dropping its sender as soon as its pass ends, before it drops the
+    /// pass (which joins the pipeline's threads); a feeder that panicked dropped it too.
     pub fn producer_done(&self) -> bool {
-        self.rx.sender_gone() || self.thread.as_ref().is_none_or(JoinHandle::is_finished)
+        self.rx.sender_gone()
     }
 
     /// Stops the feeding thread (it may be ahead, or the consumer may have stopped early)

@@ -136,6 +136,12 @@ impl<T> Drop for Sender<T> {
 }
 
 impl<T> Receiver<T> {
+    /// Whether the sender is gone: nothing more will be queued (what is queued is still
+    /// there to receive).
+    pub(crate) fn sender_gone(&self) -> bool {
+        self.shared.lock().sender_gone
+    }
+
     /// The next item, waiting for one; `None` once the sender is gone and the queue empty.
     pub(crate) fn recv(&self) -> Option<T> {
         let shared = &*self.shared;
@@ -155,14 +161,6 @@ impl<T> Receiver<T> {
             state.receiver_waiting = true;
             state = shared.items.wait(state).unwrap_or_else(PoisonError::into_inner);
         }
-    }
-}
-
-impl<T> Receiver<T> {
-    /// Whether the sender is gone: nothing more will be queued (what is queued is still
-    /// there to receive).
-    pub(crate) fn sender_gone(&self) -> bool {
-        self.shared.lock().sender_gone
     }
 }
 

@@ -571,10 +571,11 @@ fn has_map_key_of_other_wire_type(example: &[u8]) -> bool {
         while i < b.len() {
             let Some(key) = varint(b, &mut i) else { break };
             let (field, wire) = (key >> 3, key & 7);
+            let fixed = if wire == 1 { 8 } else { 4 };
             let body: &[u8] = match wire {
                 0 if varint(b, &mut i).is_some() => &[],
-                1 | 5 if i + if wire == 1 { 8 } else { 4 } <= b.len() => {
-                    i += if wire == 1 { 8 } else { 4 };
+                1 | 5 if i + fixed <= b.len() => {
+                    i += fixed;
                     &[]
                 }
                 2 => match varint(b, &mut i).and_then(|n| b.get(i..i.checked_add(n as usize)?)) {

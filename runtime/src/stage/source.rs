@@ -161,8 +161,17 @@ impl DataIter for StepsIter {
 
 /// The files matching a glob pattern, sorted; an error names the pattern when it is
 /// invalid or matches nothing. Record indexes (`*.idx`, written by `sluice index` beside
-/// their files) are never matched, so `data/*` still means the data files. Only regular
-/// files are data: a pattern that matches nothing else (a device, a FIFO) says so.
+/// their files) are never matched, so `data/*` still means the data files.
+///
+/// What a match is decides what happens to it, and nothing is dropped unsaid:
+/// - a regular file (or a link to one) is data;
+/// - a folder is not a file to read: `data/*` over files and class folders means the
+///   files (a pattern that matches only folders matches no files, and says so);
+/// - a match whose kind cannot be told (a dangling symbolic link, a link loop, an entry
+///   that cannot be inspected) is kept: reading it fails naming it, or, under a reader's
+///   skip policy (`read_file(on_error: skip)`), skips it counted and named;
+/// - anything else (a device, a FIFO, a socket) is an error naming it: data is read
+///   from regular files, and reading a FIFO could wait forever.
 ///
 /// A URL (`s3://bucket/dir/part-*.tfrecord`, `gs://…`, `https://…`) is expanded by
 /// listing its store ([`storage::glob::expand`](crate::storage::glob::expand)) with the
@@ -180,26 +189,27 @@ pub fn files(pattern: &str) -> Result<Files> {
     let entries =
         glob::glob(pattern).map_err(|e| Error::Invalid(format!("bad file pattern `{pattern}`: {e}")))?;
     let mut paths = Vec::new();
-    let mut not_regular = None;
     for entry in entries {
         let path =
             entry.map_err(|e| Error::io(e.path().to_path_buf(), std::io::Error::other(e.to_string())))?;
-        if path.is_file() {
-            if path.extension().is_none_or(|e| e != "idx") {
-                paths.push(path);
+        if path.extension().is_some_and(|e| e == "idx") {
+            continue;
+        }
+        match std::fs::metadata(&path) {
+            Ok(m) if m.is_file() => paths.push(path),
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => {
+                return Err(Error::Invalid(format!(
+                    "`{pattern}` matches {}, which is not a regular file (data is read from regular files)",
+                    path.display()
+                )));
             }
-        } else if not_regular.is_none() && path.exists() && !path.is_dir() {
-            not_regular = Some(path);
+            // Its reader says what is wrong with it, naming it.
+            Err(_) => paths.push(path),
         }
     }
     if paths.is_empty() {
-        return Err(Error::Invalid(match not_regular {
-            Some(p) => format!(
-                "`{pattern}` matches {}, which is not a regular file (data is read from regular files)",
-                p.display()
-            ),
-            None => format!("no files match `{pattern}`"),
-        }));
+        return Err(Error::Invalid(format!("no files match `{pattern}`")));
     }
     paths.sort();
     Ok(Files { paths: paths.into(), shuffle_seed: None })

@@ -3,7 +3,7 @@
 use std::collections::BTreeSet;
 
 use sluice_runtime::Error;
-use sluice_runtime::stage::{Dataset, Files, from_vec, range, sample_from, tfrecord_file};
+use sluice_runtime::stage::{Dataset, Files, from_vec, range, sample_from, tfrecord_file, tfrecords};
 use sluice_runtime::tfrecord::{self, Compression, CorruptPolicy, ReaderOptions};
 
 fn collect<D: Dataset>(d: &D) -> Vec<D::Item> {
@@ -151,6 +151,76 @@ fn files_are_sorted_or_shuffled_per_epoch() {
     sluice_runtime::tfrecord::write_index(&paths[0]).unwrap();
     let all = sluice_runtime::stage::files(&format!("{}/*", dir.path().display())).unwrap();
     assert_eq!(all.paths(), &paths[..]);
+}
+
+/// A glob match that cannot be read (a dangling symbolic link, a link loop) is never
+/// dropped: the reader of every file fails naming it, and a folder is not a file to
+/// read. Before, `files` kept only regular files: a shard whose link dangled vanished
+/// from the records without a word.
+#[cfg(unix)]
+#[test]
+fn an_unreadable_glob_match_is_an_error_naming_it_never_dropped() {
+    use std::os::unix::fs::symlink;
+    let dir = tempfile::tempdir().unwrap();
+    let mut paths = write_shards(dir.path(), 3, 2);
+    let dangling = dir.path().join("part-3.tfrecord");
+    symlink(dir.path().join("gone.tfrecord"), &dangling).unwrap();
+    let looping = dir.path().join("part-4.tfrecord");
+    symlink(&looping, &looping).unwrap();
+    std::fs::create_dir(dir.path().join("part-5.tfrecord")).unwrap();
+
+    let pattern = format!("{}/part-*.tfrecord", dir.path().display());
+    let listed = sluice_runtime::stage::files(&pattern).unwrap();
+    paths.extend([dangling.clone(), looping.clone()]);
+    assert_eq!(listed.paths(), &paths[..], "links are listed, the folder is not");
+
+    // Every file read in turn: the records of the good shards, then the first link.
+    let records = tfrecords(listed, ReaderOptions::default(), 1);
+    let (got, err) = until_error(&records);
+    assert_eq!(got.len(), 6);
+    let err = err.expect("the dangling shard is an error");
+    assert!(matches!(&err, Error::Io { path, .. } if *path == dangling), "{err}");
+    assert!(err.to_string().contains("part-3.tfrecord"), "{err}");
+    let err = until_error(&tfrecords(Files::from_paths([looping.clone()]), ReaderOptions::default(), 1)).1;
+    assert!(err.is_some_and(|e| e.to_string().contains("part-4.tfrecord")), "the loop is named");
+
+    // A device or a FIFO beside data files is named at once (reading it could wait forever).
+    let fifo = dir.path().join("part-6.tfrecord");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let err = sluice_runtime::stage::files(&pattern).unwrap_err().to_string();
+    assert!(err.contains("part-6.tfrecord, which is not a regular file"), "{err}");
+}
+
+/// `read_file(on_error: skip)` counts and names a glob match it cannot read (a link
+/// loop), as it does a file deleted since it was listed. Before, `files` dropped the
+/// loop: one element and no skip counted.
+#[cfg(unix)]
+#[test]
+fn read_file_skips_an_unreadable_glob_match_counted_and_named() {
+    use sluice_runtime::error::CorruptKind;
+    use sluice_runtime::stage::{Ctx, ReadFileOptions, RuntimeOptions, read_files};
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a");
+    std::fs::create_dir(&a).unwrap();
+    std::fs::write(a.join("good.jpg"), b"good").unwrap();
+    let looping = a.join("loop.jpg");
+    std::os::unix::fs::symlink(&looping, &looping).unwrap();
+
+    let list = sluice_runtime::stage::files(&format!("{}/*", a.display())).unwrap();
+    let options = ReadFileOptions { labels: false, on_error: CorruptPolicy::Skip };
+    let ctx = Ctx::new(&RuntimeOptions::default());
+    let got: Vec<_> = read_files(list.clone(), options).stream_in(&ctx).unwrap().map(|r| r.unwrap()).collect();
+    assert_eq!(got.iter().map(|f| f.contents.clone()).collect::<Vec<_>>(), [b"good".to_vec()]);
+    let io = ctx.reader_stats();
+    assert_eq!((io.records, io.skipped_records, io.skipped_files), (1, 1, 1));
+    assert_eq!(io.events.len(), 1);
+    assert_eq!(io.events[0].path, looping);
+    assert!(matches!(io.events[0].kind, CorruptKind::Unreadable(_)), "{:?}", io.events[0]);
+
+    // Under `fail`, it is the error, naming it.
+    let (got, err) = until_error(&read_files(list, ReadFileOptions::default()));
+    assert_eq!(got.len(), 1);
+    assert!(err.is_some_and(|e| e.to_string().contains("loop.jpg")), "the loop is named");
 }
 
 #[test]

@@ -329,14 +329,21 @@ impl Cache {
     /// are on one file system (a debug runner is tens of MB, and a test suite keeps
     /// hundreds), else a copy. A link is safe from the next build: cargo and the linker
     /// replace the built file (a new inode), they never write into it.
+    ///
+    /// The temporary link is always removed: renaming a link onto a name that is already
+    /// a link to the same file does nothing (POSIX), which is what happens when several
+    /// processes keep the same build at once (three concurrent first `sluice show`s).
     pub(super) fn keep(&self, file: &str, kept: &Path) -> Result<PathBuf, Failure> {
         let built = self.target.join(self.profile.dir()).join(file);
         let dir = kept.parent().unwrap_or(Path::new("."));
         let tmp = dir.join(format!(".keep.{}", std::process::id()));
         let _ = std::fs::remove_file(&tmp); // left by a process of the same id that died
-        std::fs::hard_link(&built, &tmp)
+        let kept_it = std::fs::hard_link(&built, &tmp)
             .or_else(|_| std::fs::copy(&built, &tmp).map(drop))
-            .and_then(|()| std::fs::rename(&tmp, kept))
+            .and_then(|()| std::fs::rename(&tmp, kept));
+        // Gone after a real rename; still there after a no-op one or a failure.
+        let _ = std::fs::remove_file(&tmp);
+        kept_it
             .with_context(|| format!("cannot keep {} as {}", built.display(), kept.display()))
             .map_err(Failure::Data)?;
         Ok(kept.to_path_buf())
@@ -696,6 +703,27 @@ pub mod evens {
         let leftovers: Vec<_> =
             std::fs::read_dir(dir.path().join("run")).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(leftovers, ["kept"], "no temporary file is left behind");
+    }
+
+    /// Keeping a build that is already kept (several first runs of one pipeline at once,
+    /// each keeping the one build) renames a link onto a link to the same file, which
+    /// does nothing: the temporary link must still go.
+    #[test]
+    fn keeping_the_same_build_twice_leaves_no_temporary_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("target");
+        std::fs::create_dir_all(target.join("debug")).unwrap();
+        let cache = Cache { target: target.clone(), ..cache(dir.path()) };
+        std::fs::write(target.join("debug").join("artifact"), b"the build").unwrap();
+        let run = dir.path().join("run");
+        std::fs::create_dir_all(&run).unwrap();
+        let kept = run.join("kept");
+        for _ in 0..3 {
+            assert_eq!(cache.keep("artifact", &kept).unwrap_or_else(|f| panic!("{f:?}")), kept);
+        }
+        assert_eq!(std::fs::read(&kept).unwrap(), b"the build");
+        let leftovers: Vec<_> = std::fs::read_dir(&run).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(leftovers, ["kept"], "no `.keep.<pid>` link is left behind");
     }
 
     #[test]

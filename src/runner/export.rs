@@ -7,8 +7,12 @@
 //! Shard `k` of `n` is `DIR/NAME-0000k-of-0000n.tfrecord` (`.tfrecord.gz` with gzip),
 //! written as `….partial` and renamed when complete (`tfrecord::ShardWriter`): a failed
 //! or interrupted export leaves no file that looks whole. Uncompressed shards get their
-//! `.idx` sidecar (`sluice index`). Then one summary line on stdout (a JSON object with
-//! `--json`).
+//! `.idx` sidecar (`sluice index`), written with the shard
+//! (`ShardWriter::finish_indexed`): a shard and its index are replaced together or not
+//! at all, so an export that fails (a full disk) never leaves an old index beside a new
+//! shard. Shards are finished one after the other: a failed export may leave the first
+//! shards of the new pass beside the rest of the old one, each with its own index (or
+//! none). Then one summary line on stdout (a JSON object with `--json`).
 //!
 //! Exit status: 2 when the pipeline yields batches (or other elements without fields),
 //! 1 on a data error or a write error (naming the file); partial files are removed.
@@ -154,9 +158,11 @@ where
     let mut counts = Vec::with_capacity(shards.len());
     for shard in shards {
         let (records, path) = (shard.records(), shard.path().to_path_buf());
-        shard.finish()?;
+        // An uncompressed shard is replaced together with its index, or neither is.
         if to.compression == Compression::None {
-            tfrecord::write_index(&path)?;
+            shard.finish_indexed()?;
+        } else {
+            shard.finish()?;
         }
         let bytes = sluice_runtime::storage::size(&path).map_err(|e| sluice_runtime::Error::io(&path, e))?;
         counts.push((records, bytes));
@@ -228,6 +234,45 @@ mod tests {
         assert_eq!(code, 2);
         assert!(err.contains("yields a batch, not records") && err.contains("remove `batch`"), "{err}");
         assert!(files(dir.path()).is_empty(), "{:?}", files(dir.path()));
+    }
+
+    /// A shard replaced by an export that then cannot write its index (a full disk;
+    /// here the index's temporary file cannot be created) must not stand beside the old
+    /// index: each shard keeps an index that describes it, or none. Before, the new shard
+    /// replaced the old one and the stale index stayed.
+    #[test]
+    fn a_failed_index_write_never_leaves_an_old_index_beside_a_new_shard() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(export_test(dir.path(), 10, false, false).0, 0);
+        let shard = dir.path().join("t-00001-of-00003.tfrecord");
+        let blocked = dir.path().join(format!("t-00001-of-00003.tfrecord.idx.tmp-{}", std::process::id()));
+        std::fs::create_dir_all(blocked.join("x")).unwrap();
+
+        let (code, out, err) = export_test(dir.path(), 7, false, false);
+        assert_eq!((code, out.as_str()), (1, ""));
+        assert!(
+            err.starts_with("error: pipeline `t`: ") && err.contains("t-00001-of-00003.tfrecord.idx"),
+            "{err}"
+        );
+        std::fs::remove_dir_all(&blocked).unwrap();
+        for k in 0..3 {
+            let shard = dir.path().join(format!("t-0000{k}-of-00003.tfrecord"));
+            if tfrecord::index_path(&shard).exists() {
+                let index = tfrecord::Index::load(&shard).unwrap_or_else(|e| panic!("shard {k}: {e}"));
+                let mut reader = tfrecord::open(&shard, &Default::default()).unwrap();
+                let mut records = 0;
+                while reader.next_record().unwrap().is_some() {
+                    records += 1;
+                }
+                assert_eq!(index.len(), records, "shard {k}");
+            }
+        }
+        assert_eq!(tfrecord::Index::load(&shard).unwrap().len(), 3, "the old shard 1, with its old index");
+        assert!(
+            files(dir.path()).iter().all(|f| !f.contains(".partial") && !f.contains(".tmp-")),
+            "{:?}",
+            files(dir.path())
+        );
     }
 
     #[test]

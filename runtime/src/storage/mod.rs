@@ -115,6 +115,27 @@ pub fn exists(path: &Path) -> io::Result<bool> {
     }
 }
 
+/// Removes a local file or an object; one that is already absent is no error.
+pub fn remove(path: &Path) -> io::Result<()> {
+    if !is_url(path) {
+        return match std::fs::remove_file(local_path(path)) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            done => done,
+        };
+    }
+    use object_store::ObjectStoreExt;
+    let o = Object::locate(path)?;
+    let retry = store::Retry::from_env();
+    let gone = rt::block_on(store::retrying(&retry, &o.url, || {
+        let (store, key) = (o.store.clone(), o.key.clone());
+        async move { store.delete(&key).await }
+    }));
+    match gone {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        done => done,
+    }
+}
+
 /// `name` inside the directory `dir` (a local directory or a URL prefix).
 pub fn join(dir: &Path, name: &str) -> PathBuf {
     if is_url(dir) {

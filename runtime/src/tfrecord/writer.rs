@@ -4,6 +4,7 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
+use super::index::{Index, build_index, index_path, write_index_to};
 use super::input::Output;
 use super::{Compression, encode_header, masked_crc};
 use crate::error::{Error, Result};
@@ -141,6 +142,62 @@ impl ShardWriter {
             let _ = std::fs::remove_file(&self.partial);
         }
         done
+    }
+}
+
+impl ShardWriter {
+    /// Completes the shard and writes its index ([`index_path`] of it) with it: an
+    /// uncompressed shard is replaced together with its index or not at all, so a shard
+    /// and an index of two different writes never stand side by side (a stale index is an
+    /// error to every reader that opens it). Returns the index.
+    ///
+    /// A local shard: the partial file is finished and synced, its index built from it and
+    /// written to `INDEX.tmp-PID` (synced); only then is the old index removed, the shard
+    /// renamed into place and the index renamed after it. A failure before the renames
+    /// leaves the old shard and its old index as they were; one between them leaves a
+    /// shard without an index (the old one if the shard's rename failed, else the new
+    /// one), which readers that need one report and `sluice index` rebuilds. An object:
+    /// its old index is deleted before the upload completes, then the new index is
+    /// uploaded from the completed object; a failure leaves a shard without an index.
+    ///
+    /// **Invariant:** at every instant, an index beside a shard describes that shard.
+    pub fn finish_indexed(mut self) -> Result<Index> {
+        let Some(w) = self.writer.take() else { return build_index(&self.path) };
+        let index_at = index_path(&self.path);
+        if storage::is_url(&self.path) {
+            storage::remove(&index_at).map_err(|e| Error::io(&index_at, e))?;
+            w.finish()?.finish().map_err(|e| Error::io(&self.path, e))?;
+            let (index, _) = write_index_to(&self.path, index_at)?;
+            return Ok(index);
+        }
+        let mut tmp = index_at.clone().into_os_string();
+        tmp.push(format!(".tmp-{}", std::process::id()));
+        let tmp = PathBuf::from(tmp);
+        let done = self.replace_indexed(w, &index_at, &tmp);
+        let _ = std::fs::remove_file(&self.partial);
+        let _ = std::fs::remove_file(&tmp);
+        done
+    }
+
+    /// The steps of [`finish_indexed`](Self::finish_indexed) for a local shard; the
+    /// caller removes what is left of the partial files.
+    fn replace_indexed(&self, w: RecordWriter<Sink>, index_at: &Path, tmp: &Path) -> Result<Index> {
+        w.finish()?.finish().map_err(|e| Error::io(&self.partial, e))?;
+        let index = build_index(&self.partial)?;
+        let written = File::create(tmp).and_then(|mut f| {
+            f.write_all(&index.to_bytes())?;
+            f.sync_all()
+        });
+        written.map_err(|e| Error::io(index_at, e))?;
+        storage::remove(index_at).map_err(|e| Error::io(index_at, e))?;
+        std::fs::rename(&self.partial, &self.path).map_err(|e| Error::io(&self.path, e))?;
+        std::fs::rename(tmp, index_at).map_err(|e| Error::io(index_at, e))?;
+        // The renames themselves last once the folder is synced (best effort: some file
+        // systems cannot sync a folder).
+        if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            let _ = File::open(dir).and_then(|d| d.sync_all());
+        }
+        Ok(index)
     }
 }
 

@@ -57,6 +57,9 @@ pub struct RunArgs {
     /// Print the first this many elements of one pass as JSON lines instead of running
     /// (`u64::MAX`: every one); `--show N|all`.
     pub show: Option<u64>,
+    /// With `--show`: print each element whole, not abbreviated for a terminal
+    /// (`--full`; a `run` whose stdout is not a terminal sets it).
+    pub full: bool,
     /// Write one pass as TFRecord shards instead of running (`--output DIR`, `--shards N`,
     /// `--compression none|gzip`).
     pub export: Option<Export>,
@@ -80,6 +83,7 @@ impl Default for RunArgs {
             progress: true,
             memory_budget: None,
             show: None,
+            full: false,
             export: None,
         }
     }
@@ -112,6 +116,8 @@ where
     D::Item: Rows + Show + ToExample,
 {
     let progress = args.progress && std::io::stderr().is_terminal();
+    // Elements are abbreviated only for a person reading a terminal.
+    let args = &RunArgs { full: args.full || !std::io::stdout().is_terminal(), ..args.clone() };
     ExitCode::from(run_to(
         args,
         name,
@@ -432,7 +438,7 @@ pub type Pipeline = fn(&RunArgs) -> ExitCode;
 
 /// The `main` of a generated runner binary over its file's pipelines (name and `run`):
 /// `[PIPELINE] [--set NAME=VALUE]... [--epochs N] [--overlap] [--json] [--no-progress]
-/// [--memory-budget-mb N] [--show N|all]`. PIPELINE may be left out when there is one.
+/// [--memory-budget-mb N] [--show N|all [--full]]`. PIPELINE may be left out when there is one.
 pub fn main(pipelines: &[(&str, Pipeline)]) -> ExitCode {
     let mut argv = std::env::args_os();
     let program = argv.next().map_or_else(|| "runner".into(), |p| p.to_string_lossy().into_owned());
@@ -462,7 +468,7 @@ enum Command {
 fn usage(program: &str, names: &[&str]) -> String {
     format!(
         "usage: {program} [PIPELINE] [--set NAME=VALUE]... [--epochs N] [--overlap] [--json] [--no-progress] \
-         [--memory-budget-mb N] [--show N|all] [--output DIR [--shards N] [--compression none|gzip]]\npipelines: {}\n",
+         [--memory-budget-mb N] [--show N|all [--full]] [--output DIR [--shards N] [--compression none|gzip]]\npipelines: {}\n",
         names.join(", ")
     )
 }
@@ -536,11 +542,12 @@ fn parse(argv: impl IntoIterator<Item = OsString>, names: &[&str]) -> Result<Com
                     _ => return Err(format!("`--compression {v}`: expected `none` or `gzip`")),
                 });
             }
-            "--json" | "--no-progress" | "--overlap" if inline.is_some() => {
+            "--json" | "--no-progress" | "--overlap" | "--full" if inline.is_some() => {
                 return Err(format!("`{flag}` takes no value"));
             }
             "--json" => args.json = true,
             "--overlap" => args.overlap = true,
+            "--full" => args.full = true,
             "--no-progress" => args.progress = false,
             f if f.starts_with('-') && f.len() > 1 => return Err(format!("unknown flag `{f}`")),
             _ if pipeline.is_some() => return Err(format!("unexpected argument `{arg}`")),
@@ -594,6 +601,7 @@ mod tests {
                 "--memory-budget-mb",
                 "4",
                 "--show=all",
+                "--full",
             ],
             &["a", "b"],
         );
@@ -605,6 +613,7 @@ mod tests {
             progress: false,
             memory_budget: Some(4 << 20),
             show: Some(u64::MAX),
+            full: true,
             export: None,
         };
         assert_eq!(c, Ok(Command::Run(1, expected)));

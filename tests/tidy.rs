@@ -59,3 +59,44 @@ fn dependencies_point_one_way() {
     let macros = dependencies("macros/Cargo.toml");
     assert!(macros.contains("sluice-compiler") && !macros.contains("sluice-runtime"));
 }
+
+/// What the README's commands write into the clone (`--out DIR`, `--output DIR`,
+/// `cat > FILE`): each relative path, as its first component.
+fn readme_outputs() -> Vec<String> {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let mut out = Vec::new();
+    for line in readme.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        for pair in words.windows(2) {
+            if matches!(pair[0], "--out" | "--output" | ">") {
+                let path = pair[1].trim_matches(|c| c == '`' || c == '\'' || c == '"');
+                // Placeholders (`DIR`), absolute paths and URLs write outside the clone.
+                let first = path.split('/').next().unwrap_or("");
+                if first.is_empty()
+                    || path.contains("://")
+                    || first.chars().all(|c| c.is_ascii_uppercase())
+                    || !first.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+                {
+                    continue;
+                }
+                out.push(first.to_string());
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// A user who follows the README in the clone is not left with untracked files: what its
+/// commands write is git-ignored.
+#[test]
+fn what_the_readme_s_commands_write_is_ignored() {
+    let outputs = readme_outputs();
+    assert!(outputs.iter().any(|o| o == "data"), "found the README's outputs: {outputs:?}");
+    let ignore = std::fs::read_to_string(root().join(".gitignore")).unwrap();
+    let patterns: Vec<&str> = ignore.lines().map(str::trim).filter(|l| !l.starts_with('#')).collect();
+    let missing: Vec<_> =
+        outputs.iter().filter(|o| !patterns.iter().any(|p| p.trim_matches('/') == o.as_str())).collect();
+    assert!(missing.is_empty(), "README commands write {missing:?}, which .gitignore does not list");
+}

@@ -3,7 +3,8 @@
 //! first thing to run on a new pipeline. It builds the runner `sluice run` builds (the
 //! same cache) and runs it with `--show N`, which prints each element through its
 //! `abi::show::Show` impl (the format: `runtime/src/abi/show.rs`) and stops pulling after
-//! the `N`th; no statistics, no progress bar.
+//! the `N`th; no statistics, no progress bar. On a terminal long values are abbreviated
+//! as NumPy prints them, unless `--full`; piped, every line is the element's whole JSON.
 //!
 //! Exit status: as `sluice run`'s (1 for the file's diagnostics, a data error or a failed
 //! write to stdout; 2 for a bad invocation or parameter); a reader that stops reading
@@ -31,6 +32,11 @@ pub struct ShowArgs {
     /// pass.
     #[arg(short = 'n', value_name = "N|all", default_value = "5", value_parser = count)]
     n: u64,
+    /// Print every value whole, as JSON. Without it, on a terminal, long arrays and byte
+    /// strings are abbreviated as NumPy prints them (`[0,1,2,...,1021,1022,1023]`); piped,
+    /// the output is always whole JSON lines.
+    #[arg(long)]
+    full: bool,
 }
 
 /// `-n`'s value: a positive number, or `all` (`u64::MAX`).
@@ -54,6 +60,9 @@ pub fn run(args: ShowArgs) -> Result<ExitCode, Failure> {
     }
     let n = if args.n == u64::MAX { "all".to_string() } else { args.n.to_string() };
     argv.extend(["--show".into(), n.into(), "--no-progress".into()]);
+    if args.full {
+        argv.push("--full".into());
+    }
     let mut command = Command::new(&bin);
     command.args(argv);
     exec(command, &format!("sluice show {}", args.file.display()))

@@ -337,6 +337,7 @@ impl<D: Dataset<Item = PathBuf>, F: BatchFn> Dataset for TfRecordBatches<D, F> {
             drop_remainder: self.drop_remainder,
             failed: false,
             f: self.f.clone(),
+            stats: self.stats.clone(),
         })
     }
 }
@@ -495,6 +496,8 @@ pub struct TfRecordBatchesIter<F: BatchFn> {
     drop_remainder: bool,
     failed: bool,
     f: Arc<F>,
+    /// The stage's counters: the batches of the merged rests count as its elements too.
+    stats: Arc<StageStats>,
 }
 
 impl<F: BatchFn> std::fmt::Debug for TfRecordBatchesIter<F> {
@@ -556,6 +559,7 @@ impl<F: BatchFn> DataIter for TfRecordBatchesIter<F> {
         if left == 0 || (left < self.n && self.drop_remainder) {
             return Ok(None);
         }
+        let started = Instant::now();
         let take = left.min(self.n);
         let bytes = all.offsets[*pos + take] - all.offsets[*pos];
         let mut out = RecordBatch::with_capacity(take, bytes);
@@ -564,7 +568,13 @@ impl<F: BatchFn> DataIter for TfRecordBatchesIter<F> {
         }
         *pos += take;
         match call(&*self.f, out) {
-            Ok(x) => Ok(Some(x)),
+            Ok(x) => {
+                // The stage's row counts every batch it hands out (the report's batch count
+                // and its rows agree), the ones made of the workers' rests too.
+                self.stats.produced(x.byte_size());
+                self.stats.add_busy(started.elapsed());
+                Ok(Some(x))
+            }
             Err(e) => {
                 self.failed = true;
                 Err(e)
@@ -589,7 +599,7 @@ impl<F: BatchFn> Drop for TfRecordBatchesIter<F> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stage::files;
+    use crate::stage::{RuntimeOptions, files};
     use crate::tfrecord::{Compression, create};
 
     fn write(dir: &std::path::Path, shards: usize, per: usize) {
@@ -657,6 +667,24 @@ mod tests {
                     assert_eq!(b.data.capacity(), bytes);
                 }
             }
+        }
+    }
+
+    #[test]
+    fn the_stage_counts_every_batch_it_hands_out_the_merged_rests_too() {
+        // 5 files of 333 records in batches of 100: 16 full batches from the workers and
+        // 1 (or, with 4 workers, 2) from their merged rests.
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), 5, 333);
+        for threads in [1, 2, 4] {
+            let fs = files(&format!("{}/*.tfrecord", dir.path().display())).unwrap();
+            let ds = tfrecord_batches(fs, ReaderOptions::default(), 4, 100, false).num_parallel(threads);
+            let ctx = Ctx::new(&RuntimeOptions::default());
+            let handed_out = ds.stream_in(&ctx).unwrap().map(|b| b.unwrap()).count() as u64;
+            let report = ctx.report();
+            let row = report.stages.iter().find(|s| s.name == "read_batches").unwrap();
+            assert_eq!(row.elements, handed_out, "{threads} threads");
+            assert!(handed_out > 16, "some batches came from the rests: {handed_out}");
         }
     }
 

@@ -20,10 +20,7 @@ impl Gen<'_> {
     /// `let ds = __sl::flat_map(ds, move |x| { inner chain });` over elements `from`.
     pub(super) fn flat_map(&mut self, from: &[FieldType], inner: &[ExecNode]) -> R<TokenStream> {
         let rec = self.record(from)?;
-        let mut stmts = TokenStream::new();
-        for node in inner {
-            stmts.extend(self.exec(&node.exec)?);
-        }
+        let stmts = self.chain(inner)?;
         Ok(quote! {
             let ds = {
                 let __outer = __params.clone();

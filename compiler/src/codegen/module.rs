@@ -27,14 +27,13 @@ pub fn generate(c: &Unit<'_>, all: &[Unit<'_>]) -> R<(TokenStream, Vec<crate::ir
         last_random: false,
         public_parse: false,
         public_columns: false,
+        from_file: false,
     };
     // The chain: each exec node of the physical plan is one runtime stage. A `device
     // cuda` pipeline's CPU part is `host_dataset()`, and `dataset()` runs the device
     // tail's CPU twin on it.
-    let mut stmts = TokenStream::new();
-    for node in &c.physical.stages {
-        stmts.extend(g.exec(&node.exec)?);
-    }
+    // Every `ERASE_EVERY`th node boxes the chain, so that no type nests too deep.
+    let stmts = g.chain(&c.physical.stages)?;
     let preload = super::tokenize::preload(plan)?;
     let name = &c.decls.name;
     let tail = c.physical.tail.as_ref().map(|(t, _)| t);

@@ -2,7 +2,7 @@
 //! pipelines it mixes), parsed from `--set NAME=VALUE` pairs, with the defaults.
 
 use proc_macro2::{Literal, TokenStream};
-use quote::{format_ident, quote};
+use quote::quote;
 
 use super::context::{Gen, R};
 use super::types::field_ident;
@@ -21,19 +21,23 @@ impl Gen<'_> {
         let mut defaults = Vec::new();
         let mut all_default = true;
         let names: Vec<String> = self.decls.params.iter().map(|p| p.name.clone()).collect();
-        for p in &self.decls.params {
+        // Hygiene: a parameter's value is held in `__values.N` while the pairs are read,
+        // never in a local named after the parameter, which could be any name the
+        // generated code uses itself (`k`, `v`, `set`, `params`, ...).
+        for (i, p) in self.decls.params.iter().enumerate() {
             let id = field_ident(&p.name);
+            let slot = syn::Index::from(i);
             let s = p.name.as_str();
             let (ty, parse) = match p.ty {
                 ParamType::Glob | ParamType::Path | ParamType::Str => {
-                    (quote!(::std::string::String), quote!(__sl::param::<::std::string::String>(#s, v)?))
+                    (quote!(::std::string::String), quote!(__sl::param::<::std::string::String>(#s, __v)?))
                 }
-                ParamType::Bool => (quote!(bool), quote!(__sl::param::<bool>(#s, v)?)),
-                ParamType::U32 => (quote!(u32), quote!(__sl::param::<u32>(#s, v)?)),
-                ParamType::U64 => (quote!(u64), quote!(__sl::param::<u64>(#s, v)?)),
-                ParamType::I64 => (quote!(i64), quote!(__sl::param::<i64>(#s, v)?)),
-                ParamType::F64 => (quote!(f64), quote!(__sl::param::<f64>(#s, v)?)),
-                ParamType::Size => (quote!(u64), quote!(__sl::abi::size_param(#s, v)?)),
+                ParamType::Bool => (quote!(bool), quote!(__sl::param::<bool>(#s, __v)?)),
+                ParamType::U32 => (quote!(u32), quote!(__sl::param::<u32>(#s, __v)?)),
+                ParamType::U64 => (quote!(u64), quote!(__sl::param::<u64>(#s, __v)?)),
+                ParamType::I64 => (quote!(i64), quote!(__sl::param::<i64>(#s, __v)?)),
+                ParamType::F64 => (quote!(f64), quote!(__sl::param::<f64>(#s, __v)?)),
+                ParamType::Size => (quote!(u64), quote!(__sl::abi::size_param(#s, __v)?)),
             };
             let default = match (&p.default, p.ty) {
                 (None, _) => None,
@@ -63,20 +67,17 @@ impl Gen<'_> {
             let _ = doc;
             match &default {
                 Some(d) => {
-                    inits.push(
-                        quote!(let mut #id: ::std::option::Option<#ty> = ::std::option::Option::Some(#d);),
-                    );
+                    inits.push(quote!(::std::option::Option::<#ty>::Some(#d)));
                     defaults.push(quote!(#id: #d));
                 }
                 None => {
                     all_default = false;
-                    inits
-                        .push(quote!(let mut #id: ::std::option::Option<#ty> = ::std::option::Option::None;));
+                    inits.push(quote!(::std::option::Option::<#ty>::None));
                 }
             }
-            arms.push(quote!(#s => #id = ::std::option::Option::Some(#parse),));
+            arms.push(quote!(#s => __values.#slot = ::std::option::Option::Some(#parse),));
             let missing = format!("parameter `{s}` has no default: set it (`--set {s}=...`)");
-            finals.push(quote!(#id: #id.ok_or_else(|| ::std::string::String::from(#missing))?));
+            finals.push(quote!(#id: __values.#slot.ok_or_else(|| ::std::string::String::from(#missing))?));
         }
         // The parameters of the pipelines this one mixes: `--set input.name=value`.
         let mut nested = Vec::new();
@@ -84,14 +85,14 @@ impl Gen<'_> {
             let id = field_ident(&input);
             let prefix = format!("{input}.");
             fields.push(quote!(pub #id: super::#id::Params));
-            let sets = format_ident!("__set_{}", input);
-            inits.push(quote!(let mut #sets: ::std::vec::Vec<(::std::string::String, ::std::string::String)> = ::std::vec::Vec::new();));
-            nested.push(quote!(if let ::std::option::Option::Some(rest) = k.strip_prefix(#prefix) {
-                #sets.push((rest.to_string(), v.clone()));
+            let slot = syn::Index::from(inits.len());
+            inits.push(quote!(::std::vec::Vec::<(::std::string::String, ::std::string::String)>::new()));
+            nested.push(quote!(if let ::std::option::Option::Some(__rest) = __k.strip_prefix(#prefix) {
+                __values.#slot.push((__rest.to_string(), __v.clone()));
                 continue;
             }));
             finals.push(
-                quote!(#id: super::#id::Params::from_args(&#sets).map_err(|e| format!("{}{}", #prefix, e))?),
+                quote!(#id: super::#id::Params::from_args(&__values.#slot).map_err(|__e| format!("{}{}", #prefix, __e))?),
             );
             all_default &= self
                 .all
@@ -121,18 +122,18 @@ impl Gen<'_> {
 
             impl Params {
                 /// From `NAME=VALUE` pairs (`--set`); the defaults fill the rest.
-                pub fn from_args(set: &[(::std::string::String, ::std::string::String)]) -> ::std::result::Result<Params, ::std::string::String> {
-                    #(#inits)*
-                    for (k, v) in set {
+                pub fn from_args(__set: &[(::std::string::String, ::std::string::String)]) -> ::std::result::Result<Params, ::std::string::String> {
+                    let mut __values = (#(#inits,)*);
+                    for (__k, __v) in __set {
                         #(#nested)*
-                        match k.as_str() {
+                        match __k.as_str() {
                             #(#arms)*
-                            other => return ::std::result::Result::Err(format!(#unknown, other)),
+                            __other => return ::std::result::Result::Err(format!(#unknown, __other)),
                         }
                     }
-                    let params = Params { #(#finals,)* };
-                    params.check()?;
-                    ::std::result::Result::Ok(params)
+                    let __params = Params { #(#finals,)* };
+                    __params.check()?;
+                    ::std::result::Result::Ok(__params)
                 }
 
                 /// Checks the values against what the stages they size need (a count at

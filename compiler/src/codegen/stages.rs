@@ -84,9 +84,30 @@ fn repeat_count(count: &Option<ArgValue>) -> R<TokenStream> {
     })
 }
 
+/// How many exec nodes a chain nests before it is boxed ([`Gen::chain`]). Each node nests
+/// its input's type in its own (`Take<Skip<Map<…>>>`, and their iterators alike), one to
+/// a few levels deep; rustc's trait solver gives up on a type nested about 128 deep
+/// (E0275 `overflow evaluating the requirement _: Send`), and `#![recursion_limit]` is the
+/// crate's, not the module's. Boxing every 16th node keeps every chain the language
+/// accepts (up to 1024 stages) well within it, at one virtual call per element per box.
+pub(super) const ERASE_EVERY: usize = 16;
+
 impl Gen<'_> {
+    /// The statements of a chain of exec nodes, `ds` boxed after every [`ERASE_EVERY`]th
+    /// node that is not the last.
+    pub(super) fn chain(&mut self, nodes: &[physical::ExecNode]) -> R<TokenStream> {
+        let mut stmts = TokenStream::new();
+        for (i, node) in nodes.iter().enumerate() {
+            stmts.extend(self.exec(&node.exec)?);
+            if (i + 1) % ERASE_EVERY == 0 && i + 1 < nodes.len() {
+                stmts.extend(quote!(let ds = __sl::Dataset::boxed(ds);));
+            }
+        }
+        Ok(stmts)
+    }
+
     /// The statements of one exec node.
-    pub(super) fn exec(&mut self, e: &Exec) -> R<TokenStream> {
+    fn stage(&mut self, e: &Exec) -> R<TokenStream> {
         Ok(match e {
             Exec::Files { pattern, shuffle_seed } => {
                 let pattern = string_arg(pattern)?;
@@ -247,11 +268,21 @@ impl Gen<'_> {
             }
             Exec::Pack { from, spec } => self.pack(from, spec)?,
             Exec::BucketByLength { from, spec } => self.bucket(from, spec)?,
-            Exec::Select { from, to } => {
-                let a = self.record(from)?;
-                let b = self.record(to)?;
+            Exec::Select { from, to, depth } => {
+                // Records move their kept fields, batches their kept columns (a column's
+                // type is its field's, padded or not); batches of batches, element by
+                // element.
                 let names: Vec<Ident> = to.iter().map(|f| field_ident(&f.name)).collect();
-                quote!(let ds = ds.map(|x: #a| #b { #(#names: x.#names,)* });)
+                let (a, b) = if *depth == 0 {
+                    (self.record(from)?, self.record(to)?)
+                } else {
+                    (self.batch(from)?, self.batch(to)?)
+                };
+                let mut f = quote!(|__x: #a| #b { #(#names: __x.#names,)* });
+                for _ in 1..(*depth).max(1) {
+                    f = quote!(|__x: ::std::vec::Vec<_>| __x.into_iter().map(#f).collect::<::std::vec::Vec<_>>());
+                }
+                quote!(let ds = ds.map(#f);)
             }
             Exec::Shuffle { buffer, seed: s, reshuffle_each_epoch } => {
                 let buffer = usize_arg(buffer)?;

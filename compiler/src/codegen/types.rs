@@ -89,8 +89,23 @@ pub fn fixed_dims(ty: &TensorType) -> Option<Vec<usize>> {
     }
 }
 
-/// A field name as a Rust identifier (raw when it is a keyword).
+/// The keywords of Rust 2024, strict and reserved, that a raw identifier can be: `gen`
+/// is one since 2024 (syn, which knows no editions, takes it for a plain identifier), and
+/// the generated code is compiled as 2024 (`sluice run`'s runner crate).
+const RAW_KEYWORDS: &[&str] = &[
+    "abstract", "as", "async", "await", "become", "box", "break", "const", "continue", "do", "dyn", "else",
+    "enum", "extern", "false", "final", "fn", "for", "gen", "if", "impl", "in", "let", "loop", "macro",
+    "match", "mod", "move", "mut", "override", "priv", "pub", "ref", "return", "static", "struct", "trait",
+    "true", "try", "type", "typeof", "unsafe", "unsized", "use", "virtual", "where", "while", "yield",
+];
+
+/// A user's name (field, parameter, pipeline) as a Rust identifier: raw when it is a
+/// keyword. (`self`, `Self`, `crate`, `super` and `_`, which no identifier can be, are
+/// E0119 in sema.)
 pub fn field_ident(name: &str) -> Ident {
+    if RAW_KEYWORDS.contains(&name) {
+        return Ident::new_raw(name, Span::call_site());
+    }
     syn::parse_str::<Ident>(name).unwrap_or_else(|_| Ident::new_raw(name, Span::call_site()))
 }
 

@@ -205,6 +205,9 @@ pub enum Exec {
         from: Vec<FieldType>,
         /// The fields out, in order.
         to: Vec<FieldType>,
+        /// How deep in batches the fields are: 0 for records, 1 for batches of them
+        /// (after `batch`, `window`, `bucket_by_length`), 2 for batches of batches, …
+        depth: usize,
     },
     /// `pack`: token sequences into fixed-length rows (the runtime's `pack`).
     Pack {

@@ -333,7 +333,15 @@ fn one(step: &Step<'_>, cx: &mut Cx<'_>) -> ExecNode {
         Plan::BucketByLength(b) => {
             Exec::BucketByLength { from: input().fields().to_vec(), spec: b.spec.clone() }
         }
-        Plan::Select(_) => Exec::Select { from: input().fields().to_vec(), to: n.output().fields().to_vec() },
+        Plan::Select(_) => {
+            let from = input();
+            let (mut depth, mut e) = (0, &from);
+            while let Element::Batch(inner) = e {
+                depth += 1;
+                e = inner;
+            }
+            Exec::Select { from: from.fields().to_vec(), to: n.output().fields().to_vec(), depth }
+        }
         Plan::Shuffle(s) => Exec::Shuffle {
             buffer: s.buffer.clone(),
             seed: s.seed.clone(),

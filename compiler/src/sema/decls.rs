@@ -43,8 +43,8 @@ pub fn check_declarations(file: &ast::File) -> (Vec<Declarations>, Vec<Diagnosti
 }
 
 /// The words of Rust that no identifier can be, not even a raw one (`r#self` is not
-/// Rust): a pipeline, parameter or field so named could not be generated.
-const RESERVED: &[&str] = &["self", "Self", "crate", "super"];
+/// Rust, nor `r#_`): a pipeline, parameter or field so named could not be generated.
+const RESERVED: &[&str] = &["self", "Self", "crate", "super", "_"];
 
 /// E0119 when `name` is one of [`RESERVED`]; `what` names what it names.
 pub fn reserved(name: &ast::Ident, what: &str) -> Option<Diagnostic> {

@@ -2,8 +2,10 @@
 //! chains between stages:
 //!
 //! - [`Boxed`]: a dataset behind a box, so datasets of different types with one element
-//!   type can go in one `Vec` (`sample_from` of generated pipelines). A pass pays one
-//!   virtual call per element; nothing else in a generated pipeline is boxed.
+//!   type can go in one `Vec` (`sample_from` of generated pipelines), and so that a long
+//!   chain of stages stays a shallow type (generated code boxes every 32nd stage: rustc's
+//!   trait solver overflows on types nested ~128 deep). A pass pays one virtual call per
+//!   element; it fast-forwards (`iter_from`) and reports positions as what it boxes.
 //! - [`Somes`]: the `Some` elements of a dataset of `Option`s (a fused `map` + `filter`
 //!   whose workers return `None` for rejected elements). Like `filter`, it records its
 //!   input positions ([`PassPositions`]) so that a resume seeks past it.
@@ -18,11 +20,21 @@ use crate::error::Result;
 pub trait DynDataset<T>: Send + Sync + 'static {
     /// Starts a pass.
     fn iter_dyn(&self, ctx: &Ctx) -> Result<Box<dyn DataIter<Item = T>>>;
+    /// Starts a pass after its first `skip` elements ([`Dataset::iter_from`]).
+    fn iter_from_dyn(&self, ctx: &Ctx, skip: u64) -> Result<Box<dyn DataIter<Item = T>>>;
+    /// [`Dataset::positions`].
+    fn positions_dyn(&self, epoch: u64, output: u64, found: &mut Vec<StagePosition>);
 }
 
 impl<D: Dataset> DynDataset<D::Item> for D {
     fn iter_dyn(&self, ctx: &Ctx) -> Result<Box<dyn DataIter<Item = D::Item>>> {
         Ok(Box::new(self.iter(ctx)?))
+    }
+    fn iter_from_dyn(&self, ctx: &Ctx, skip: u64) -> Result<Box<dyn DataIter<Item = D::Item>>> {
+        Ok(Box::new(self.iter_from(ctx, skip)?))
+    }
+    fn positions_dyn(&self, epoch: u64, output: u64, found: &mut Vec<StagePosition>) {
+        self.positions(epoch, output, found);
     }
 }
 
@@ -56,6 +68,12 @@ impl<T: Element> Dataset for Boxed<T> {
     type Iter = Box<dyn DataIter<Item = T>>;
     fn iter(&self, ctx: &Ctx) -> Result<Self::Iter> {
         self.inner.iter_dyn(ctx)
+    }
+    fn iter_from(&self, ctx: &Ctx, skip: u64) -> Result<Self::Iter> {
+        self.inner.iter_from_dyn(ctx, skip)
+    }
+    fn positions(&self, epoch: u64, output: u64, found: &mut Vec<StagePosition>) {
+        self.inner.positions_dyn(epoch, output, found);
     }
 }
 

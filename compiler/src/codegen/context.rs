@@ -30,6 +30,9 @@ pub(super) struct Gen<'a> {
     /// Whether `parse_example` / `parse_examples` (the public parsers) exist yet.
     pub(super) public_parse: bool,
     pub(super) public_columns: bool,
+    /// Whether the chain's elements so far are `read_file`'s, their `path` field the file
+    /// each came from: a map over them names it in its errors.
+    pub(super) from_file: bool,
 }
 
 /// How an argument is read in `dataset()`.

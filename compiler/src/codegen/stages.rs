@@ -63,6 +63,39 @@ fn corrupt_policy(p: CorruptPolicy) -> TokenStream {
     }
 }
 
+/// Whether the elements after `e` are `read_file`'s, with the file in their `path` field
+/// (`before`: whether `e`'s input elements are): `read_file` makes them, the stages that
+/// pass elements on unchanged keep them so, a `select` that keeps `path` too; any other
+/// stage (a map may assign `path`) makes other elements.
+fn from_file(e: &Exec, before: bool) -> bool {
+    match e {
+        Exec::ReadFile { .. } => true,
+        Exec::Select { to, .. } => before && to.iter().any(|f| f.name == "path"),
+        Exec::Filter { .. }
+        | Exec::Shuffle { .. }
+        | Exec::ShuffleRepeat { .. }
+        | Exec::Repeat(_)
+        | Exec::Take(_)
+        | Exec::Skip(_)
+        | Exec::Shard { .. }
+        | Exec::Cache { .. }
+        | Exec::Prefetch(_)
+        | Exec::TakeWhile { .. } => before,
+        _ => false,
+    }
+}
+
+impl Gen<'_> {
+    /// The statements of one exec node ([`Gen::stage`]); then whether the elements after
+    /// it are `read_file`'s ([`from_file`]). A nested chain (`flat_map`'s) starts from its
+    /// inner source, which resets it.
+    pub(super) fn exec(&mut self, e: &Exec) -> R<TokenStream> {
+        let stmts = self.stage(e)?;
+        self.from_file = from_file(e, self.from_file);
+        Ok(stmts)
+    }
+}
+
 /// `Some(c)` or `None` (forever) for a repeat count.
 /// A cycle length, and the statement that computes it first: a count, or `auto`
 /// (tf.data's AUTOTUNE cycle: the cores, at most the files the input yields, counted when
@@ -431,10 +464,17 @@ impl Gen<'_> {
         } else {
             (TokenStream::new(), quote!(&p, 0, 0, #plain))
         };
-        // A function of a serialized record names its file and record when it fails.
+        // A function of a serialized record names its file and record when it fails, one
+        // of a file read whole (`read_file`) names the file.
+        let record = if f.random { quote!(x.value) } else { quote!(x) };
         let call = if f.by_ref {
-            let record = if f.random { quote!(x.value) } else { quote!(x) };
             quote!({ let o = #record.origin(); #call(#args).map_err(|e| __sl::located(o, e)) })
+        } else if self.from_file {
+            let path = field_ident("path");
+            quote!({
+                let __path = #record.#path.clone();
+                #call(#args).map_err(|e| __sl::abi::located_file(&__path, e))
+            })
         } else {
             quote!(#call(#args))
         };

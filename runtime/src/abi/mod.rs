@@ -48,6 +48,13 @@ pub fn located(origin: crate::stage::Origin, error: crate::BoxError) -> crate::B
     if origin.is_known() { origin.name_in(error).into() } else { error }
 }
 
+/// The error of a stage's function on an element of a file read whole (`read_file`),
+/// prefixed with the file (`path: ...`).
+pub fn located_file(path: &str, error: crate::BoxError) -> crate::BoxError {
+    let file = crate::stage::FileId::of(std::path::Path::new(path));
+    located(crate::stage::Origin::file(file), error)
+}
+
 impl Rows for std::path::PathBuf {
     fn rows(&self) -> u64 {
         1

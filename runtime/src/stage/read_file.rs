@@ -31,8 +31,9 @@
 //!
 //! # Origin
 //!
-//! [`FileContents::origin`] is `path: record 0`, for a later map's errors to name the
-//! file ([`located`](crate::abi::located)).
+//! [`FileContents::origin`] is the file ([`Origin::file`], named by its path alone): the
+//! generated code names it in the errors of the maps over `read_file`'s elements
+//! ([`located`](crate::abi::located)), as it names a TFRecord record or a line of text.
 //!
 //! # Resume
 //!
@@ -66,10 +67,10 @@ pub struct FileContents {
 }
 
 impl FileContents {
-    /// Where the element came from: record 0 of its file (`path: record 0`), to prefix a
-    /// later stage's error with.
+    /// Where the element came from: its file (named `path`), to prefix a later stage's
+    /// error with.
     pub fn origin(&self) -> Origin {
-        Origin::new(FileId::of(Path::new(&self.path)), 0)
+        Origin::file(FileId::of(Path::new(&self.path)))
     }
 }
 
@@ -351,7 +352,7 @@ mod tests {
         let want = [("a1", 0), ("a2", 0), ("b3", 1), ("c4", 2), ("c5", 2)];
         assert_eq!(summary(&got), want.map(|(s, l)| (s.to_string(), l)));
         assert_eq!(got[2].path, format!("{}/b/3.jpg", dir.path().display()));
-        assert_eq!(got[2].origin().to_string(), format!("{}: record 0", got[2].path));
+        assert_eq!(got[2].origin().to_string(), got[2].path);
         assert_eq!(got[0].byte_size(), size_of::<FileContents>() + 2 + got[0].path.len());
 
         // In any order, and from a part of the tree: the table is the input's.

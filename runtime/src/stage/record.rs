@@ -73,6 +73,8 @@ pub enum Unit {
     /// Lines of a text or CSV file: named `path:LINE` (LINE from 1, as editors and
     /// compilers number them).
     Line,
+    /// A whole file (`read_file`'s elements): named `path`.
+    File,
 }
 
 /// Where a record came from: record `index` (counted from 0) of a file, or the line
@@ -104,6 +106,12 @@ impl Origin {
         Origin { file, unit: Unit::Line, index: line0 }
     }
 
+    /// The whole of `file` (an element of `read_file`), named by its path alone.
+    #[inline]
+    pub fn file(file: FileId) -> Origin {
+        Origin { file, unit: Unit::File, index: 0 }
+    }
+
     /// The origin `n` records (or lines) after this one, in the same file.
     #[inline]
     pub fn advanced(self, n: u64) -> Origin {
@@ -120,19 +128,21 @@ impl Origin {
         self.file != FileId::NONE
     }
 
-    /// `error` prefixed with `file: record N: ` (`file:LINE: ` for a line) when the origin
-    /// is known.
+    /// `error` prefixed with `file: record N: ` (`file:LINE: ` for a line, `file: ` for a
+    /// whole file) when the origin is known.
     pub fn name_in(&self, error: impl fmt::Display) -> String {
         if self.is_known() { format!("{self}: {error}") } else { error.to_string() }
     }
 }
 
-/// `path: record N`, `path:LINE` for a line, or `a record of unknown origin`.
+/// `path: record N`, `path:LINE` for a line, `path` for a whole file, or `a record of
+/// unknown origin`.
 impl fmt::Display for Origin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match (self.file.path(), self.unit) {
             (Some(p), Unit::Record) => write!(f, "{}: record {}", p.display(), self.index),
             (Some(p), Unit::Line) => write!(f, "{}:{}", p.display(), self.index + 1),
+            (Some(p), Unit::File) => write!(f, "{}", p.display()),
             (None, _) => f.write_str("a record of unknown origin"),
         }
     }
@@ -298,5 +308,8 @@ mod tests {
         assert_eq!((l.line_number(), Origin::new(t, 6).line_number()), (Some(7), None));
         assert_eq!(l.advanced(2), Origin::line(t, 8));
         assert_ne!(l, Origin::new(t, 6), "a line is not a record");
+        let f = Origin::file(FileId::of(Path::new("/data/cat/1.jpg")));
+        assert_eq!(f.name_in("bad"), "/data/cat/1.jpg: bad");
+        assert_eq!(f.line_number(), None);
     }
 }

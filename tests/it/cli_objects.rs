@@ -212,3 +212,50 @@ fn a_single_object_over_http_reads_as_the_local_file() {
     }
     assert_eq!(got["records"].as_u64(), Some(1000));
 }
+
+/// An upload to a store that accepts connections and never answers gives up as a read
+/// does, after `SLUICE_STORAGE_RETRIES` retries of `SLUICE_STORAGE_TIMEOUT_MS` each,
+/// naming the URL. Before, uploads kept object_store's own policy (30 s a request, 3
+/// minutes in all) whatever the environment said: this `sluice gen` ran past the kill
+/// below. Needs no S3 server: the listener on loopback is the store.
+#[test]
+fn an_upload_to_a_silent_store_gives_up_as_the_environment_says_naming_the_url() {
+    use std::net::TcpListener;
+    use std::time::{Duration, Instant};
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    // Accepts every connection and holds it open, answering nothing.
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for conn in listener.incoming() {
+            held.extend(conn.ok());
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let url = "s3://silent/tabular";
+    let mut child = sluice_command(dir.path())
+        .args(["gen", "tabular", "--records", "10", "--shards", "1", "--out", url])
+        .envs(S3Server::env_for(port))
+        .envs([
+            ("SLUICE_STORAGE_RETRIES", "1"),
+            ("SLUICE_STORAGE_TIMEOUT_MS", "300"),
+            ("SLUICE_STORAGE_BACKOFF_MS", "10"),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("sluice runs");
+    // Generous: it needs well under a second; without the environment it needs minutes.
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let exited = child.try_wait().unwrap().is_some();
+    if !exited {
+        let _ = child.kill();
+    }
+    let o = child.wait_with_output().unwrap();
+    assert!(exited, "the upload did not give up by itself: {}", text(&o.stderr));
+    assert!(!o.status.success());
+    assert!(text(&o.stderr).contains("s3://silent/tabular/"), "{}", text(&o.stderr));
+}

@@ -14,12 +14,12 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use object_store::aws::AmazonS3Builder;
-use object_store::azure::MicrosoftAzureBuilder;
-use object_store::gcp::GoogleCloudStorageBuilder;
+use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
+use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
+use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
 use object_store::http::HttpBuilder;
 use object_store::path::Path as ObjectPath;
-use object_store::{ClientOptions, ObjectStore, ObjectStoreExt, RetryConfig};
+use object_store::{BackoffConfig, ClientConfigKey, ClientOptions, ObjectStore, ObjectStoreExt, RetryConfig};
 use url::Url;
 
 use super::rt;
@@ -92,29 +92,70 @@ fn store_for(url: &Url, write: bool) -> object_store::Result<Arc<dyn ObjectStore
         return Ok(s.clone());
     }
     // For reads, no retries inside object_store: `retrying` and `reader::fetch` do them,
-    // resuming partial reads. Writes keep object_store's (idempotent parts).
-    let no_retry =
-        if write { RetryConfig::default() } else { RetryConfig { max_retries: 0, ..RetryConfig::default() } };
+    // resuming partial reads. Writes (idempotent parts) are retried by object_store, under
+    // the same policy (see `write_retry`), each request given at most the stall timeout.
+    let retry = Retry::from_env();
+    let (retry_config, timeout) = if write {
+        (write_retry(&retry), Some(format!("{}ms", retry.stall.as_millis())))
+    } else {
+        (RetryConfig { max_retries: 0, ..RetryConfig::default() }, None)
+    };
     let store: Arc<dyn ObjectStore> = match url.scheme() {
         "s3" | "s3a" => {
-            Arc::new(AmazonS3Builder::from_env().with_url(url.as_str()).with_retry(no_retry).build()?)
+            let mut b = AmazonS3Builder::from_env().with_url(url.as_str()).with_retry(retry_config);
+            if let Some(t) = &timeout {
+                b = b.with_config(AmazonS3ConfigKey::Client(ClientConfigKey::Timeout), t);
+            }
+            Arc::new(b.build()?)
         }
-        "gs" => Arc::new(
-            GoogleCloudStorageBuilder::from_env().with_url(url.as_str()).with_retry(no_retry).build()?,
-        ),
+        "gs" => {
+            let mut b = GoogleCloudStorageBuilder::from_env().with_url(url.as_str()).with_retry(retry_config);
+            if let Some(t) = &timeout {
+                b = b.with_config(GoogleConfigKey::Client(ClientConfigKey::Timeout), t);
+            }
+            Arc::new(b.build()?)
+        }
         "az" | "abfs" | "abfss" => {
-            Arc::new(MicrosoftAzureBuilder::from_env().with_url(url.as_str()).with_retry(no_retry).build()?)
+            let mut b = MicrosoftAzureBuilder::from_env().with_url(url.as_str()).with_retry(retry_config);
+            if let Some(t) = &timeout {
+                b = b.with_config(AzureConfigKey::Client(ClientConfigKey::Timeout), t);
+            }
+            Arc::new(b.build()?)
         }
-        _ => Arc::new(
-            HttpBuilder::new()
-                .with_url(root.as_str())
-                .with_client_options(ClientOptions::new().with_allow_http(url.scheme() == "http"))
-                .with_retry(no_retry)
-                .build()?,
-        ),
+        _ => {
+            let mut options = ClientOptions::new().with_allow_http(url.scheme() == "http");
+            if write {
+                options = options.with_timeout(retry.stall);
+            }
+            Arc::new(
+                HttpBuilder::new()
+                    .with_url(root.as_str())
+                    .with_client_options(options)
+                    .with_retry(retry_config)
+                    .build()?,
+            )
+        }
     };
     stores.insert((root, write), store.clone());
     Ok(store)
+}
+
+/// object_store's retry policy for an upload's requests, from [`Retry`]: as many
+/// retries, the same backoff (doubling, at most 5 s), and no deadline shorter than the
+/// attempts themselves take. With the request timeout set to [`Retry::stall`], a server
+/// that never answers fails an upload after `(retries + 1) × stall` plus the waits, as it
+/// fails a read.
+fn write_retry(retry: &Retry) -> RetryConfig {
+    let waits: Duration = (1..=retry.retries).map(|a| retry.wait(a)).sum();
+    RetryConfig {
+        backoff: BackoffConfig {
+            init_backoff: retry.backoff,
+            max_backoff: Duration::from_secs(5),
+            base: 2.0,
+        },
+        max_retries: retry.retries as usize,
+        retry_timeout: retry.stall.saturating_mul(retry.retries.saturating_add(1)).saturating_add(waits),
+    }
 }
 
 /// How failed requests are retried: attempts, backoff and the stall timeout. From the

@@ -270,7 +270,7 @@ fn the_memory_bound_counts_recycled_batch_buffers_and_the_hand_over_by_bytes() {
         assert!(c.diagnostics.is_empty(), "{:?}", c.diagnostics);
         c.pipelines[0].physical.clone()
     };
-    let stages = |p: &physical::PhysicalPlan| p.nodes().map(|(_, f)| f.bytes).sum::<u64>();
+    let stages = |p: &physical::PhysicalPlan| p.nodes().map(|(_, f)| f.bytes.value()).sum::<u64>();
     // No batches: nothing recycled.
     let records = plan("tfrecords(files, cycle: 2, parallel: 2); prefetch();");
     assert_eq!(records.recycled, 0);

@@ -68,3 +68,17 @@ pub const DEVICE_FEED_AHEAD: usize = 16;
 /// The bytes of tensors the device feed holds ahead of the training loop past its first
 /// 2 batches (host memory for CPU devices, device memory for CUDA ones).
 pub const DEVICE_FEED_AHEAD_BYTES: usize = 64 << 20;
+
+/// The most files an interleave reads at once (`cycle`): a larger cycle is refused (the
+/// literal at `sluice check`, a parameter when the pipeline is built).
+pub const MAX_CYCLE_LENGTH: usize = 1 << 16;
+
+/// The most threads a stage may be asked for (`parallel`): a larger count is refused (the
+/// literal at `sluice check`, a parameter when the pipeline is built).
+pub const MAX_PARALLEL: usize = 4096;
+
+/// Threads a parallel stage starts per core at most: a fixed `parallel: n` starts
+/// `min(n, cores × THREADS_PER_CORE)` workers (an interleave also at most `2 × cycle + 1`,
+/// a reader of batches at most `cycle`), enough for workers that wait on I/O, and never
+/// thousands on a small machine.
+pub const THREADS_PER_CORE: usize = 4;

@@ -8,7 +8,7 @@ use super::context::{Gen, R};
 use super::types::field_ident;
 use crate::ir::plan::{ArgValue, Plan};
 use crate::ir::types::{ParamType, Value};
-use crate::physical::ParamRule;
+use crate::physical::{Expr, ParamRule};
 
 impl Gen<'_> {
     /// `Params`: one field per parameter, plus the parameters of mixed pipelines, and
@@ -222,7 +222,78 @@ fn checks(rules: &[ParamRule]) -> R<TokenStream> {
                     return ::std::result::Result::Err(format!(#message));
                 })
             }
+            ParamRule::AtMost { param, stage, arg, max } => {
+                let (v, _) = value(&ArgValue::Param(param.clone()))?;
+                let message = format!(
+                    "parameter `{param}` is {{}}: the `{arg}` of `{stage}` it sets must be at most {max}"
+                );
+                let max = Literal::u64_suffixed(*max);
+                quote!(if #v > #max { return ::std::result::Result::Err(format!(#message, #v)); })
+            }
+            ParamRule::WithinBudget { bound, budget } => {
+                let expr = bound_tokens(bound);
+                let values = bound.params().into_iter().map(|p| {
+                    let id = field_ident(&p);
+                    quote!((#p, (self.#id as u64)))
+                });
+                let budget = Literal::u64_suffixed(*budget);
+                quote! {
+                    let __bound: u64 = #expr;
+                    if __bound > #budget {
+                        return ::std::result::Result::Err(__sl::abi::over_budget(__bound, #budget, &[#(#values),*]));
+                    }
+                }
+            }
         });
     }
     Ok(out)
+}
+
+/// The memory bound's expression of the parameters as `u64` arithmetic on `self`'s
+/// fields (saturating, as the compiler computes it).
+fn bound_tokens(e: &Expr) -> TokenStream {
+    let two = |a: &Expr, b: &Expr| (bound_tokens(a), bound_tokens(b));
+    match e {
+        Expr::Const(n) => {
+            let l = Literal::u64_suffixed(*n);
+            quote!(#l)
+        }
+        Expr::Param(p) => {
+            let id = field_ident(p);
+            quote!((self.#id as u64))
+        }
+        Expr::Add(a, b) => {
+            let (a, b) = two(a, b);
+            quote!(u64::saturating_add(#a, #b))
+        }
+        Expr::Sub(a, b) => {
+            let (a, b) = two(a, b);
+            quote!(u64::saturating_sub(#a, #b))
+        }
+        Expr::Mul(a, b) => {
+            let (a, b) = two(a, b);
+            quote!(u64::saturating_mul(#a, #b))
+        }
+        Expr::Div(a, b) => {
+            let (a, b) = two(a, b);
+            quote!(u64::checked_div(#a, #b).unwrap_or(0))
+        }
+        Expr::DivCeil(a, b) => {
+            let (a, b) = two(a, b);
+            quote!(match #b { 0 => 0u64, __d => u64::div_ceil(#a, __d) })
+        }
+        Expr::Min(a, b) => {
+            let (a, b) = two(a, b);
+            quote!(::core::cmp::min::<u64>(#a, #b))
+        }
+        Expr::Max(a, b) => {
+            let (a, b) = two(a, b);
+            quote!(::core::cmp::max::<u64>(#a, #b))
+        }
+        Expr::IfBelow { a, b, then, otherwise } => {
+            let (a, b) = two(a, b);
+            let (then, otherwise) = two(then, otherwise);
+            quote!(if #a < #b { #then } else { #otherwise })
+        }
+    }
 }

@@ -16,6 +16,7 @@ pub mod expr;
 pub mod flat_map;
 pub mod formats;
 pub mod kernel;
+pub mod limits;
 pub mod map_op;
 pub mod op;
 pub mod pack;

@@ -50,3 +50,6 @@ pub const ASSUMED_RECORD_BYTES: u64 = 64 << 10;
 pub const ASSUMED_BYTES_VALUE: u64 = 64 << 10;
 /// Assumed size of a named dimension (`H`, `W` of a decoded image) or a variable length.
 pub const ASSUMED_DIM: u64 = 1024;
+/// Threads a parallel stage starts per core at most (a larger fixed `parallel` starts
+/// fewer).
+pub const THREADS_PER_CORE: u64 = runtime::THREADS_PER_CORE as u64;

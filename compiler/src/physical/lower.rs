@@ -112,7 +112,7 @@ pub(super) fn lower(plan: &Plan, cx: &mut Cx<'_>) -> (Vec<ExecNode>, Option<(Dev
             let figures = Figures {
                 threads: map.threads,
                 held: batch.held.saturating_add(map.held),
-                bytes: batch.bytes.saturating_add(map.bytes),
+                bytes: batch.bytes.saturating_add(&map.bytes),
             };
             let exec = Exec::ChunkedMap {
                 size: b.size.clone(),
@@ -152,7 +152,7 @@ fn shuffle_batches(il: &Interleave, shuffle: &Plan, batch: &Plan, cx: &mut Cx<'_
     };
     let buffer = cx.stage(shuffle);
     let batched = cx.stage(batch);
-    let per_batch = batched.bytes / 2;
+    let per_batch = batched.bytes.div(2u64);
     let read = ExecNode {
         exec: Exec::ReadBatches {
             reader: reader_options(il),
@@ -162,12 +162,12 @@ fn shuffle_batches(il: &Interleave, shuffle: &Plan, batch: &Plan, cx: &mut Cx<'_
             drop_remainder: false,
             maps: Vec::new(),
         },
-        figures: cx.read_batches(il, per_batch),
+        figures: cx.read_batches(il, &per_batch),
     };
     let figures = Figures {
         threads: "1".into(),
         held: buffer.held.saturating_add(batched.held),
-        bytes: (buffer.bytes / 2).saturating_mul(5).saturating_add(per_batch),
+        bytes: buffer.bytes.div(2u64).saturating_mul(5u64).saturating_add(per_batch),
     };
     let exec = Exec::ShuffleBatches {
         buffer: s.buffer.clone(),
@@ -216,12 +216,12 @@ fn read_batches(
     // One batch's bytes: a plain batch's own figure counts it twice (staging + batch), a
     // map + batch's its window of batches; the maps run on it may grow it.
     let mut per_batch = match next.node {
-        Plan::Batch(_) => batch.bytes / 2,
-        _ => batch.bytes / batch.held.max(1),
+        Plan::Batch(_) => batch.bytes.div(2u64),
+        _ => batch.bytes.div(batch.held.max(1)),
     };
     let mut grow = |cx: &mut Cx<'_>, node: &Plan| {
         let f = cx.stage(node);
-        per_batch = per_batch.max(f.bytes / f.held.max(1));
+        per_batch = per_batch.max(f.bytes.div(f.held.max(1)));
     };
     // The maps that follow run in the reader threads, up to the first that draws random
     // numbers: each batch is parsed where it was filled, with no hand-over in between. A
@@ -247,7 +247,7 @@ fn read_batches(
             used += 1;
         }
     }
-    let figures = cx.read_batches(il, per_batch);
+    let figures = cx.read_batches(il, &per_batch);
     let exec = Exec::ReadBatches {
         reader: reader_options(il),
         cycle: il.cycle_length.clone(),
@@ -388,11 +388,11 @@ fn one(step: &Step<'_>, cx: &mut Cx<'_>) -> ExecNode {
         Plan::FlatMap(f) => {
             // The inner chain, planned as a pipeline of its own from one row: the rows
             // of the elements above are those of what it yields.
-            cx.rows = 1;
+            cx.rows = super::amount::Amount::of(1);
             let (inner, _) = lower(&f.inner, cx);
             for node in &inner {
                 figures.held = figures.held.saturating_add(node.figures.held);
-                figures.bytes = figures.bytes.saturating_add(node.figures.bytes);
+                figures.bytes = figures.bytes.saturating_add(&node.figures.bytes);
             }
             Exec::FlatMap { from: input().fields().to_vec(), inner }
         }

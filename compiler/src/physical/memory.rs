@@ -2,6 +2,7 @@
 //! upper bound on the bytes they take (exact for fixed-shape numeric fields, else resting
 //! on the stated assumptions, which `explain` prints).
 
+use super::amount::Amount;
 use super::defaults::*;
 use super::{Figures, Options};
 use crate::ir::decls::ParamDecl;
@@ -15,60 +16,71 @@ pub(super) struct Cx<'a> {
     pub(super) options: Options,
     pub(super) params: &'a [ParamDecl],
     /// Rows in one element at the current stage (the product of the batch sizes below).
-    pub(super) rows: u64,
+    pub(super) rows: Amount,
     /// The files the readers keep open at once (each with a read buffer; from an object
     /// store, each with `OBJECT_READ_AHEAD_BYTES` of ranged GETs).
     pub(super) open_files: u64,
     /// The largest batch any stage makes, in bytes (0: no batches): the idle batch
     /// buffers kept for recycling are at most `RECYCLE_KEEP` of them ([`Cx::recycled`]).
-    pub(super) largest_batch: u64,
+    pub(super) largest_batch: Amount,
 }
 
 impl Cx<'_> {
-    /// Threads of an argument: a fixed count, or `auto` up to the assumed cores.
+    /// Threads of an argument: a fixed count, or `auto` up to the assumed cores. The
+    /// runtime starts at most `THREADS_PER_CORE` per core of a fixed count: one above
+    /// that many of the cores assumed says so (`64(<=4/core)`); the figures count it all.
     pub(super) fn threads(&self, v: &ArgValue) -> (String, u64) {
         match v {
-            ArgValue::Const(Value::Int(n)) if *n >= 1 => (n.to_string(), *n as u64),
+            ArgValue::Const(Value::Int(n)) if *n >= 1 => {
+                let n = *n as u64;
+                let shown = if n > self.options.cores.saturating_mul(THREADS_PER_CORE) {
+                    format!("{n}(<={THREADS_PER_CORE}/core)")
+                } else {
+                    n.to_string()
+                };
+                (shown, n)
+            }
             ArgValue::Auto => (format!("auto(<={})", self.options.cores), self.options.cores),
             ArgValue::Param(p) => (format!("${p}(<={})", self.options.cores), self.options.cores),
             _ => ("1".into(), 1),
         }
     }
 
-    /// A count argument: a constant, a parameter's default, or `fallback`.
-    pub(super) fn count(&mut self, v: &ArgValue, fallback: u64, what: &'static str) -> u64 {
+    /// A count argument: a constant, a parameter (at its default, or `fallback` without
+    /// one: its expression computes the bound again with its value), or `fallback`.
+    pub(super) fn count(&mut self, v: &ArgValue, fallback: u64, what: &'static str) -> Amount {
         match v {
-            ArgValue::Const(Value::Int(n)) if *n >= 0 => *n as u64,
-            ArgValue::Const(Value::UInt(n)) => *n,
+            ArgValue::Const(Value::Int(n)) if *n >= 0 => Amount::of(*n as u64),
+            ArgValue::Const(Value::UInt(n)) => Amount::of(*n),
             ArgValue::Param(p) => {
                 match self.params.iter().find(|q| &q.name == p).and_then(|q| q.default.as_ref()) {
                     Some(Value::Int(n)) if *n >= 0 => {
                         self.assumptions.push("parameters at their defaults");
-                        *n as u64
+                        Amount::param(p, *n as u64)
                     }
                     Some(Value::UInt(n)) => {
                         self.assumptions.push("parameters at their defaults");
-                        *n
+                        Amount::param(p, *n)
                     }
                     _ => {
                         self.assumptions.push(what);
-                        fallback
+                        Amount::param(p, fallback)
                     }
                 }
             }
             _ => {
                 self.assumptions.push(what);
-                fallback
+                Amount::of(fallback)
             }
         }
     }
 
     /// The files an interleave reads at once: a constant, a parameter's default, or
     /// `auto` (the cores, at most the files: at most the cores assumed).
-    fn cycle(&mut self, v: &ArgValue) -> u64 {
+    fn cycle(&mut self, v: &ArgValue) -> Amount {
         if *v == ArgValue::Auto {
             self.assumptions.push("an `auto` cycle of at most the cores assumed");
-            return self.options.cores;
+            return Amount::of(self.options.cores);
         }
         self.count(v, 1, "parameters at their defaults' scale (cycle length 1)")
     }
@@ -77,19 +89,19 @@ impl Cx<'_> {
     /// hand-over queue two finished batches per thread, of at most
     /// `READ_BATCHES_HANDOVER_BYTES_PER_THREAD` bytes per thread in all (but always one
     /// batch); `per_batch` bounds one batch.
-    pub(super) fn read_batches(&mut self, il: &Interleave, per_batch: u64) -> Figures {
+    pub(super) fn read_batches(&mut self, il: &Interleave, per_batch: &Amount) -> Figures {
         let (threads, workers) = self.threads(&il.parallel);
         let cycle = self.cycle(&il.cycle_length);
-        let workers = workers.min(cycle.max(1));
+        let workers = cycle.max(1).min(workers);
         let queued = workers.saturating_mul(READ_BATCHES_HANDOVER_PER_THREAD);
         let queued_bytes = queued
             .saturating_mul(per_batch)
             .min(workers.saturating_mul(READ_BATCHES_HANDOVER_BYTES_PER_THREAD).max(per_batch));
-        self.open_files = self.open_files.saturating_add(workers);
+        self.open_files = self.open_files.saturating_add(workers.value());
         self.largest_batch = self.largest_batch.max(per_batch);
         Figures {
             threads,
-            held: workers.saturating_add(queued),
+            held: workers.saturating_add(&queued).value(),
             bytes: workers
                 .saturating_mul(per_batch)
                 .saturating_add(queued_bytes)
@@ -101,21 +113,23 @@ impl Cx<'_> {
     /// most `RECYCLE_KEEP` buffers, each of at most twice the largest batch (a buffer
     /// that grows doubles), and `RECYCLE_KEEP_BYTES` in all; none without batches big
     /// enough to be kept.
-    pub(super) fn recycled(&self) -> u64 {
-        if self.largest_batch.saturating_mul(2) < RECYCLE_MIN_BYTES {
-            return 0;
-        }
-        self.largest_batch.saturating_mul(2 * RECYCLE_KEEP).min(RECYCLE_KEEP_BYTES)
+    pub(super) fn recycled(&self) -> Amount {
+        let kept = self.largest_batch.saturating_mul(2 * RECYCLE_KEEP).min(RECYCLE_KEEP_BYTES);
+        self.largest_batch.saturating_mul(2u64).if_below(RECYCLE_MIN_BYTES, 0u64, kept)
     }
 
     /// A map of this stage's elements: one on the consumer's thread holds the element
     /// it computes; a parallel one a window of micro-batches, each as many elements as
     /// fit `MAP_MICRO_BATCH_BYTES` (at least one, at most `MAP_MICRO_BATCH`).
-    fn map(&mut self, parallel: &ArgValue, e: u64) -> Figures {
+    fn map(&mut self, parallel: &ArgValue, e: Amount) -> Figures {
         let (threads, workers) = self.threads(parallel);
-        let per = if workers <= 1 { 1 } else { (MAP_MICRO_BATCH_BYTES / e.max(1)).clamp(1, MAP_MICRO_BATCH) };
-        let held = window(parallel, workers).saturating_mul(per);
-        Figures { threads, held, bytes: held.saturating_mul(e) }
+        let per = if workers <= 1 {
+            Amount::of(1)
+        } else {
+            Amount::of(MAP_MICRO_BATCH_BYTES).div(e.max(1u64)).clamp(1, MAP_MICRO_BATCH)
+        };
+        let held = per.saturating_mul(window(parallel, workers));
+        Figures { threads, held: held.value(), bytes: held.saturating_mul(e) }
     }
 
     /// The figures of logical node `n` run as its own stage (the rows of its elements
@@ -126,61 +140,60 @@ impl Cx<'_> {
         match n {
             Plan::Batch(b) => {
                 let size = self.count(&b.size, 1024, "a batch size of 1024 when set without a default");
-                self.rows = self.rows.saturating_mul(size.max(1));
+                self.rows = self.rows.saturating_mul(size.max(1u64));
             }
             Plan::MapBatch(m) => {
                 let size = self.count(&m.size, 1024, "a batch size of 1024 when set without a default");
-                self.rows = self.rows.saturating_mul(size.max(1));
+                self.rows = self.rows.saturating_mul(size.max(1u64));
             }
-            Plan::Unbatch(_) => self.rows = 1,
+            Plan::Unbatch(_) => self.rows = Amount::of(1),
             Plan::BucketByLength(b) => {
                 let largest = b.spec.batch_sizes.iter().copied().max().unwrap_or(1);
                 self.rows = self.rows.saturating_mul(largest.max(1));
             }
             Plan::Window(w) => {
                 let size = self.count(&w.size, 1024, "a window size of 1024 when set without a default");
-                self.rows = self.rows.saturating_mul(size.max(1));
+                self.rows = self.rows.saturating_mul(size.max(1u64));
             }
             _ => {}
         }
-        let rows = self.rows;
-        let elem = |cx: &mut Cx<'_>| cx.element_bytes(&element).saturating_mul(rows);
+        let rows = self.rows.clone();
+        let elem = |cx: &mut Cx<'_>| rows.saturating_mul(cx.element_bytes(&element));
         if matches!(element, Element::Batch(_)) {
             let batch = elem(self);
             self.largest_batch = self.largest_batch.max(batch);
         }
+        let none = || Figures { threads: "1".into(), held: 0, bytes: Amount::of(0) };
         match n {
-            Plan::Files(_) | Plan::Range(_) => Figures { threads: "1".into(), held: 0, bytes: 0 },
+            Plan::Files(_) | Plan::Range(_) => none(),
             // One file at a time, read whole: its element is the one held.
             Plan::ReadFile(_) => Figures { threads: "1".into(), held: 1, bytes: elem(self) },
             Plan::SampleFrom(_) => {
                 self.assumptions.push("the memory of the mixed pipelines on top (see their own plans)");
-                Figures { threads: "1".into(), held: 0, bytes: 0 }
+                none()
             }
             Plan::Zip(_) | Plan::Concatenate(_) => {
                 self.assumptions.push("the memory of the combined pipelines on top (see their own plans)");
-                Figures { threads: "1".into(), held: 0, bytes: 0 }
+                none()
             }
-            Plan::Enumerate(_) | Plan::TakeWhile(_) => Figures { threads: "1".into(), held: 0, bytes: 0 },
+            Plan::Enumerate(_) | Plan::TakeWhile(_) => none(),
             // One input element at a time; its inner chain's figures are added to these
             // by the lowering (`physical::lower`), which plans that chain.
             Plan::FlatMap(f) => {
                 let outer = self.element_bytes(&f.input.output());
-                Figures { threads: "1".into(), held: 1, bytes: outer }
+                Figures { threads: "1".into(), held: 1, bytes: Amount::of(outer) }
             }
             // `slices` copies the rows of its element out at once (about the sliced
             // fields' size, one element); `range` holds nothing, or with `keep` one copy
             // of the kept fields (cloned into each element it yields).
             Plan::InnerSource(s) => match &s.kind {
-                crate::ir::flat_map::InnerKind::Range { keep, .. } if keep.is_empty() => {
-                    Figures { threads: "1".into(), held: 0, bytes: 0 }
-                }
+                crate::ir::flat_map::InnerKind::Range { keep, .. } if keep.is_empty() => none(),
                 crate::ir::flat_map::InnerKind::Range { .. } => {
-                    Figures { threads: "1".into(), held: 1, bytes: self.element_bytes(&s.output) }
+                    Figures { threads: "1".into(), held: 1, bytes: Amount::of(self.element_bytes(&s.output)) }
                 }
                 crate::ir::flat_map::InnerKind::Slices { .. } => {
                     let rows = self.element_bytes(&s.outer);
-                    Figures { threads: "1".into(), held: 1, bytes: rows }
+                    Figures { threads: "1".into(), held: 1, bytes: Amount::of(rows) }
                 }
             },
             Plan::Interleave(i) => {
@@ -188,10 +201,10 @@ impl Cx<'_> {
                 let cycle = self.cycle(&i.cycle_length);
                 let per_slot = if workers > 1 { INTERLEAVE_BUFFER_PER_SLOT } else { 1 };
                 let held = cycle.saturating_mul(per_slot);
-                self.open_files = self.open_files.saturating_add(cycle);
+                self.open_files = self.open_files.saturating_add(cycle.value());
                 let bytes =
                     held.saturating_mul(elem(self)).saturating_add(cycle.saturating_mul(READ_BUFFER_BYTES));
-                Figures { threads, held, bytes }
+                Figures { threads, held: held.value(), bytes }
             }
             Plan::Map(m) => {
                 let e = elem(self);
@@ -213,22 +226,20 @@ impl Cx<'_> {
                     10_000,
                     "a shuffle buffer of 10000 elements when set without a default",
                 );
-                Figures { threads: "1".into(), held, bytes: held.saturating_mul(elem(self)) }
+                Figures { threads: "1".into(), held: held.value(), bytes: held.saturating_mul(elem(self)) }
             }
-            Plan::Filter(_) => Figures { threads: "1".into(), held: 0, bytes: 0 },
-            Plan::Rust(_) => Figures { threads: "1".into(), held: 0, bytes: 0 },
-            Plan::Select(_) => Figures { threads: "1".into(), held: 0, bytes: 0 },
+            Plan::Filter(_) | Plan::Rust(_) | Plan::Select(_) => none(),
             // The open rows of the first-fit window.
             Plan::Pack(p) => {
                 let window = p.spec.window;
-                Figures { threads: "1".into(), held: window, bytes: window.saturating_mul(elem(self)) }
+                Figures { threads: "1".into(), held: window, bytes: elem(self).saturating_mul(window) }
             }
             Plan::Shuffle(s) if s.is_global() => {
                 // Reader threads hold two windows of about 8 MiB of records each; the
                 // reader below it does not run.
                 let (threads, workers) = self.threads(&ArgValue::Auto);
                 let held = workers.saturating_mul(2);
-                Figures { threads, held, bytes: held.saturating_mul(GLOBAL_SHUFFLE_WINDOW_BYTES) }
+                Figures { threads, held, bytes: Amount::of(held.saturating_mul(GLOBAL_SHUFFLE_WINDOW_BYTES)) }
             }
             Plan::Shuffle(s) => {
                 let held = self.count(
@@ -236,15 +247,15 @@ impl Cx<'_> {
                     10_000,
                     "a shuffle buffer of 10000 elements when set by a parameter",
                 );
-                Figures { threads: "1".into(), held, bytes: held.saturating_mul(elem(self)) }
+                Figures { threads: "1".into(), held: held.value(), bytes: held.saturating_mul(elem(self)) }
             }
             Plan::Batch(b) => {
                 // The staging vector of one batch's elements and the batch built from it.
                 let size = self.count(&b.size, 1024, "a batch size of 1024 when set without a default");
-                let bytes = elem(self).saturating_mul(2);
-                Figures { threads: "1".into(), held: size, bytes }
+                let bytes = elem(self).saturating_mul(2u64);
+                Figures { threads: "1".into(), held: size.value(), bytes }
             }
-            Plan::Unbatch(_) => Figures { threads: "1".into(), held: 0, bytes: 0 },
+            Plan::Unbatch(_) => none(),
             // The buckets hold at most `Σ (batch_sizes[i] - 1)` elements between batches,
             // plus the largest batch's elements and the batch built from them (as
             // `batch`'s staging and columns): rows of the input's size each.
@@ -252,7 +263,7 @@ impl Cx<'_> {
                 let largest = b.spec.batch_sizes.iter().copied().max().unwrap_or(1).max(1);
                 let waiting =
                     b.spec.batch_sizes.iter().map(|s| s.saturating_sub(1)).fold(0u64, u64::saturating_add);
-                let row = elem(self) / largest;
+                let row = elem(self).div(largest);
                 let held = waiting.saturating_add(largest);
                 let bytes = row.saturating_mul(waiting.saturating_add(largest.saturating_mul(2)));
                 Figures { threads: "1".into(), held, bytes }
@@ -263,33 +274,37 @@ impl Cx<'_> {
             Plan::Window(w) => {
                 let size = self.count(&w.size, 1024, "a window size of 1024 when set without a default");
                 let stride = self.count(&w.stride, 1, "a window stride of 1 when set without a default");
-                let held = size.saturating_sub(1).saturating_mul(stride).saturating_add(1);
+                let held = size.saturating_sub(1u64).saturating_mul(stride).saturating_add(1u64);
                 let window = elem(self);
-                let row = window / size.max(1);
-                Figures { threads: "1".into(), held, bytes: held.saturating_mul(row).saturating_add(window) }
+                let row = window.div(size.max(1u64));
+                Figures {
+                    threads: "1".into(),
+                    held: held.value(),
+                    bytes: held.saturating_mul(row).saturating_add(window),
+                }
             }
             // The device feed's thread converts and moves batches ahead of the training
             // loop: up to `DEVICE_FEED_AHEAD`, 2 whatever their size, and a third or later
             // only while those queued hold under `DEVICE_FEED_AHEAD_BYTES`.
             Plan::DeviceTail(_) => {
                 let batch = elem(self);
-                let held = match batch {
-                    0 => DEVICE_FEED_AHEAD,
-                    _ => DEVICE_FEED_AHEAD_BYTES.div_ceil(batch).clamp(2, DEVICE_FEED_AHEAD),
+                let held = match batch.value() {
+                    0 => Amount::of(DEVICE_FEED_AHEAD),
+                    _ => Amount::of(DEVICE_FEED_AHEAD_BYTES).div_ceil(&batch).clamp(2, DEVICE_FEED_AHEAD),
                 };
-                Figures { threads: "1".into(), held, bytes: held.saturating_mul(batch) }
+                Figures { threads: "1".into(), held: held.value(), bytes: held.saturating_mul(batch) }
             }
             Plan::Prefetch(p) => {
                 let held = match p.args.first().map(|(_, v)| v) {
-                    None | Some(ArgValue::Auto) => PREFETCH_AUTO_DEPTH,
-                    Some(v) => self.count(v, 2, "a prefetch depth of 2 when set by a parameter").max(1),
+                    None | Some(ArgValue::Auto) => Amount::of(PREFETCH_AUTO_DEPTH),
+                    Some(v) => self.count(v, 2, "a prefetch depth of 2 when set by a parameter").max(1u64),
                 };
-                Figures { threads: "1".into(), held, bytes: held.saturating_mul(elem(self)) }
+                Figures { threads: "1".into(), held: held.value(), bytes: held.saturating_mul(elem(self)) }
             }
             Plan::Cache(c) if c.args.is_empty() => {
                 self.assumptions
                     .push("an in-memory cache of at most 1024 elements (it holds the whole dataset)");
-                Figures { threads: "1".into(), held: 1024, bytes: 1024u64.saturating_mul(elem(self)) }
+                Figures { threads: "1".into(), held: 1024, bytes: elem(self).saturating_mul(1024u64) }
             }
             // `remainder: drop` holds back this worker's element of a round; `pad` keeps
             // the elements before the worker's first position, at most `num_shards - 1`.
@@ -297,14 +312,12 @@ impl Cx<'_> {
                 let held = match (p.remainder(), p.args.iter().find(|(k, _)| *k == "num_shards")) {
                     ("pad", Some((_, n))) => self
                         .count(n, 8, "at most 8 workers for a padded shard's parameter without a default")
-                        .saturating_sub(1),
-                    _ => 1,
+                        .saturating_sub(1u64),
+                    _ => Amount::of(1),
                 };
-                Figures { threads: "1".into(), held, bytes: held.saturating_mul(elem(self)) }
+                Figures { threads: "1".into(), held: held.value(), bytes: held.saturating_mul(elem(self)) }
             }
-            Plan::Repeat(_) | Plan::Take(_) | Plan::Skip(_) | Plan::Shard(_) | Plan::Cache(_) => {
-                Figures { threads: "1".into(), held: 0, bytes: 0 }
-            }
+            Plan::Repeat(_) | Plan::Take(_) | Plan::Skip(_) | Plan::Shard(_) | Plan::Cache(_) => none(),
         }
     }
 

@@ -21,12 +21,14 @@ use crate::ir::decls::{Device, ParamDecl};
 use crate::ir::plan::Plan;
 use crate::span::Span;
 
+mod amount;
 pub mod defaults;
 mod exec;
 mod lower;
 mod memory;
 mod rules;
 
+pub use amount::{Amount, Expr};
 pub use exec::{
     Compression, CorruptPolicy, DeviceTailExec, Exec, MapFn, ReaderMap, ReaderOptions, Remainder,
 };
@@ -53,8 +55,9 @@ pub struct Figures {
     pub threads: String,
     /// Elements it may hold at once.
     pub held: u64,
-    /// Bytes those elements (and its own buffers) may take, at most.
-    pub bytes: u64,
+    /// Bytes those elements (and its own buffers) may take, at most (with the
+    /// parameters that size it: their expression).
+    pub bytes: Amount,
 }
 
 /// One stage as it runs, and what it costs.
@@ -75,8 +78,11 @@ pub struct PhysicalPlan {
     /// The device tail of a `device cuda` pipeline, after the stages.
     pub tail: Option<(DeviceTailExec, Figures)>,
     /// The static memory bound: the sum of the stages' bytes and the idle batch buffers
-    /// kept for recycling.
+    /// kept for recycling (with the parameters at their defaults).
     pub memory_bound: u64,
+    /// The bound as an expression of the parameters that size it (`None`: none does),
+    /// which a declared `budget` binds when their values are known (`Params::check`).
+    pub bound: Option<Expr>,
     /// The idle batch buffers the runtime keeps for recycling, at most (counted in the
     /// bound; 0 without batches).
     pub recycled: u64,
@@ -105,23 +111,31 @@ pub fn plan(
     device: Device,
     options: Options,
 ) -> Result<PhysicalPlan, Box<Diagnostic>> {
-    let mut cx =
-        memory::Cx { assumptions: Vec::new(), options, params, rows: 1, open_files: 0, largest_batch: 0 };
+    let mut cx = memory::Cx {
+        assumptions: Vec::new(),
+        options,
+        params,
+        rows: Amount::of(1),
+        open_files: 0,
+        largest_batch: Amount::of(0),
+    };
     let (stages, tail) = lower::lower(plan, &mut cx);
     let recycled = cx.recycled();
-    let largest_batch = cx.largest_batch;
-    let memory_bound = stages
+    let largest_batch = cx.largest_batch.value();
+    let bound = stages
         .iter()
         .map(|s| &s.figures)
         .chain(tail.as_ref().map(|(_, f)| f))
-        .map(|f| f.bytes)
-        .fold(recycled, u64::saturating_add);
+        .fold(recycled.clone(), |sum, f| sum.saturating_add(&f.bytes));
+    let memory_bound = bound.value();
+    let recycled = recycled.value();
     cx.assumptions.sort_unstable();
     cx.assumptions.dedup();
     let physical = PhysicalPlan {
         stages,
         tail,
         memory_bound,
+        bound: bound.expr().cloned(),
         recycled,
         largest_batch,
         assumptions: cx.assumptions,
@@ -132,12 +146,13 @@ pub fn plan(
     if let Some(b) = budget
         && memory_bound > b
     {
-        let mut costly: Vec<(&str, &Figures)> = physical.nodes().filter(|(_, f)| f.bytes > 0).collect();
-        costly.sort_by_key(|(_, f)| std::cmp::Reverse(f.bytes));
+        let mut costly: Vec<(&str, &Figures)> =
+            physical.nodes().filter(|(_, f)| f.bytes.value() > 0).collect();
+        costly.sort_by_key(|(_, f)| std::cmp::Reverse(f.bytes.value()));
         let top: Vec<String> = costly
             .iter()
             .take(3)
-            .map(|(name, f)| format!("{name} holds up to {} ({} elements)", human(f.bytes), f.held))
+            .map(|(name, f)| format!("{name} holds up to {} ({} elements)", human(f.bytes.value()), f.held))
             .collect();
         let mut d = Diagnostic::error(
             "E0500",
@@ -191,7 +206,7 @@ impl PhysicalPlan {
                 name,
                 f.threads,
                 f.held,
-                human(f.bytes)
+                human(f.bytes.value())
             );
             if !detail.is_empty() {
                 let _ = write!(out, ", {detail}");
@@ -219,6 +234,15 @@ impl PhysicalPlan {
             let _ = write!(out, ", assuming {}", self.assumptions.join(", "));
         }
         out.push('\n');
+        if let (Some(b), Some(e)) = (self.budget, &self.bound) {
+            let params: Vec<String> = e.params().iter().map(|p| format!("`{p}`")).collect();
+            let _ = writeln!(
+                out,
+                "budget check: the bound again with the values of {} when the pipeline is built, refused above {}",
+                params.join(", "),
+                human(b)
+            );
+        }
         if self.open_files > 0 {
             let ahead = defaults::OBJECT_READ_AHEAD_BYTES;
             let each = self.open_files.saturating_mul(ahead);

@@ -7,6 +7,7 @@
 //! runtime error from deep inside a stage, nor a value silently accepted.
 
 use super::PhysicalPlan;
+use super::amount::Expr;
 use super::exec::Exec;
 use crate::ir::plan::ArgValue;
 
@@ -38,6 +39,26 @@ pub enum ParamRule {
         /// The count: a parameter or a constant.
         count: ArgValue,
     },
+    /// Parameter `param`, feeding argument `arg` of stage `stage`, must be at most
+    /// `max`: more than any machine can honour (the literal is E0211).
+    AtMost {
+        /// The parameter.
+        param: String,
+        /// The stage.
+        stage: &'static str,
+        /// The argument.
+        arg: &'static str,
+        /// The largest value taken.
+        max: u64,
+    },
+    /// The memory bound, computed again with the parameters' values, must not exceed
+    /// the declared budget (the bound with the literals is E0500).
+    WithinBudget {
+        /// The bound, an expression of the parameters that size it.
+        bound: Expr,
+        /// The declared budget, in bytes.
+        budget: u64,
+    },
 }
 
 impl PhysicalPlan {
@@ -55,6 +76,19 @@ impl PhysicalPlan {
         };
         let mut shards = Vec::new();
         let mut nonzero = Vec::new();
+        let mut at_most = Vec::new();
+        let mut limit = |v: &ArgValue, stage: &'static str, arg: &'static str| {
+            if let ArgValue::Param(p) = v {
+                let max = crate::ir::limits::limit(arg).unwrap_or(u64::MAX);
+                let rule = ParamRule::AtMost { param: p.clone(), stage, arg, max };
+                if !at_most
+                    .iter()
+                    .any(|r| matches!(r, ParamRule::AtMost { param, max: m, .. } if param == p && *m == max))
+                {
+                    at_most.push(rule);
+                }
+            }
+        };
         for node in &self.stages {
             match &node.exec {
                 Exec::Range(r) => {
@@ -66,20 +100,28 @@ impl PhysicalPlan {
                     at_least_one(cycle, "interleave", "cycle");
                     at_least_one(block, "interleave", "block");
                     at_least_one(parallel, "interleave", "parallel");
+                    limit(cycle, "interleave", "cycle");
+                    limit(parallel, "interleave", "parallel");
                 }
                 Exec::ReadBatches { cycle, parallel, size, .. } => {
                     at_least_one(cycle, "interleave", "cycle");
                     at_least_one(parallel, "interleave", "parallel");
                     at_least_one(size, "batch", "size");
+                    limit(cycle, "interleave", "cycle");
+                    limit(parallel, "interleave", "parallel");
                 }
                 Exec::GlobalShuffle { shard: Some((count, index, _)), .. } => {
                     at_least_one(count, "shard", "num_shards");
                     shards.push((index.clone(), count.clone()));
                 }
-                Exec::Map { parallel, .. } => at_least_one(parallel, "map", "parallel"),
+                Exec::Map { parallel, .. } => {
+                    at_least_one(parallel, "map", "parallel");
+                    limit(parallel, "map", "parallel");
+                }
                 Exec::ChunkedMap { size, parallel, .. } | Exec::MapBatch { size, parallel, .. } => {
                     at_least_one(size, "batch", "size");
                     at_least_one(parallel, "map", "parallel");
+                    limit(parallel, "map", "parallel");
                 }
                 Exec::Shuffle { buffer, .. } => at_least_one(buffer, "shuffle", "buffer"),
                 Exec::ShuffleBatches { buffer, size, .. } => {
@@ -116,6 +158,7 @@ impl PhysicalPlan {
             }
         }
         out.extend(nonzero);
+        out.extend(at_most);
         for (index, count) in shards {
             let param = |v: &ArgValue| matches!(v, ArgValue::Param(_));
             let rule = ParamRule::IndexBelowCount { index, count };
@@ -126,6 +169,90 @@ impl PhysicalPlan {
                 out.push(rule);
             }
         }
+        // Last: the bound is computed with values the rules above have let through.
+        if let (Some(budget), Some(bound)) = (self.budget, &self.bound) {
+            out.push(ParamRule::WithinBudget { bound: bound.clone(), budget });
+        }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn physical(source: &str) -> PhysicalPlan {
+        let c = crate::driver::compile(source);
+        assert!(!c.has_errors(), "{source}: {:?}", c.diagnostics);
+        c.pipelines[0].physical.clone()
+    }
+
+    /// A cycle or thread count set by a parameter is held to the largest one taken (the
+    /// literal is E0211): `--set c=65537` was exit 1 from inside the interleave, naming
+    /// no parameter; `--set p=4294967295` started threads until the process failed.
+    #[test]
+    fn cycles_and_threads_set_by_parameters_have_a_ceiling() {
+        let p = physical(
+            "pipeline p(files: glob, c: u32 = 4, t: u32 = 2) { tfrecords(files, cycle: c, parallel: t); \
+             map(parallel: t) { } }",
+        );
+        let at_most: Vec<_> = p
+            .param_rules()
+            .into_iter()
+            .filter_map(|r| match r {
+                ParamRule::AtMost { param, stage, arg, max } => Some((param, stage, arg, max)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            at_most,
+            [
+                ("c".to_string(), "interleave", "cycle", 65536),
+                ("t".to_string(), "interleave", "parallel", 4096),
+            ]
+        );
+    }
+
+    /// With a `budget`, the bound of buffers sized by parameters is an expression of them,
+    /// checked when their values are known: at their defaults it is the bound `explain`
+    /// prints; a buffer of a billion elements is over the budget (before, only the same
+    /// literal was refused, E0500, and `--set buf=1000000000` ran past 1.5 GB).
+    #[test]
+    fn a_budget_binds_the_parameters_that_size_the_buffers() {
+        for (source, param) in [
+            ("pipeline p(buf: u64 = 100) { budget 64 MiB; range(0, 10); shuffle(buf, seed: 1); }", "buf"),
+            ("pipeline p(size: u64 = 4) { budget 64 MiB; range(0, 10); window(size, shift: 1); }", "size"),
+            (
+                "pipeline p(bs: u32 = 8, buf: u64 = 100) { budget 64 MiB; range(0, 10); batch(bs); \
+                 shuffle(buf, seed: 1); prefetch(2); }",
+                "bs",
+            ),
+        ] {
+            let p = physical(source);
+            let bound = p.bound.clone().expect("sized by parameters");
+            assert!(bound.params().contains(&param.to_string()), "{source}: {:?}", bound.params());
+            let defaults = |name: &str| match name {
+                "buf" => Some(100),
+                "size" => Some(4),
+                "bs" => Some(8),
+                _ => None,
+            };
+            assert_eq!(bound.eval(&defaults), p.memory_bound, "{source}");
+            let big = |name: &str| if name == param { Some(1_000_000_000) } else { defaults(name) };
+            assert!(bound.eval(&big) > 64 << 20, "{source}");
+            let rules = p.param_rules();
+            assert!(
+                matches!(rules.last(), Some(ParamRule::WithinBudget { budget, .. }) if *budget == 64 << 20),
+                "{source}: {rules:?}"
+            );
+            let code = crate::driver::compile(source).generate().unwrap().to_pretty_string();
+            assert!(code.contains("__sl::abi::over_budget("), "{code}");
+        }
+        // Without a budget, or with no parameter sizing a buffer, nothing to check.
+        let none = physical("pipeline p(buf: u64 = 100) { range(0, 10); shuffle(buf, seed: 1); }");
+        assert!(!none.param_rules().iter().any(|r| matches!(r, ParamRule::WithinBudget { .. })));
+        let fixed =
+            physical("pipeline p(n: i64 = 10) { budget 64 MiB; range(0, n); shuffle(100, seed: 1); }");
+        assert_eq!(fixed.bound, None);
     }
 }

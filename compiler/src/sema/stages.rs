@@ -7,7 +7,8 @@
 //! Codes: E0200 unknown stage, E0201 unknown argument name, E0202 too many arguments,
 //! E0203 missing argument, E0204 argument given twice, E0205 argument of the wrong kind,
 //! E0206 zero size, E0207 unknown enum word, E0208 block not allowed or required, E0209
-//! unknown name in an argument.
+//! unknown name in an argument, E0211 a `cycle` or `parallel` above what any machine can
+//! honour (`ir::limits`).
 //!
 //! The block of `map` (per-field statements) and the predicate of `filter` are typed
 //! against the element type by the plan lowering, not here.
@@ -555,6 +556,23 @@ fn signature(sig: &StageSig) -> String {
 }
 
 /// Checks one argument's value against what it must be.
+/// The largest value argument `a` takes, when one is set (`ir::limits`).
+fn limit(a: &ArgSig) -> Option<u64> {
+    crate::ir::limits::limit(a.name)
+}
+
+/// E0211: argument `a` of `sig` above `max`.
+fn too_large(sig: &StageSig, a: &ArgSig, max: u64, span: crate::span::Span) -> Diagnostic {
+    let help = match a.name {
+        "parallel" => format!(
+            "at most {max} threads; `auto` picks them from the cores (a stage starts at most 4 per core)"
+        ),
+        _ => format!("at most {max} files open at once; `auto` reads as many as the cores"),
+    };
+    Diagnostic::error("E0211", format!("`{}` of `{}` is above {max}", a.name, sig.name), span, "too large")
+        .with_help(help)
+}
+
 fn check_arg(sig: &StageSig, a: &ArgSig, e: &ast::Expr, decls: &Declarations, diags: &mut Vec<Diagnostic>) {
     if a.kind == ArgKind::Expr {
         return;
@@ -587,6 +605,18 @@ fn check_arg(sig: &StageSig, a: &ArgSig, e: &ast::Expr, decls: &Declarations, di
                     diags.push(
                         wrong(format!("parameter `{name}` is a `{}`", param.ty))
                             .with_label(param.span, format!("`{name}` is declared here")),
+                    );
+                } else if let Some(max) = limit(a)
+                    && let Some(n) = match param.default {
+                        Some(Value::Int(n)) if n >= 0 => Some(n as u64),
+                        Some(Value::UInt(n)) => Some(n),
+                        _ => None,
+                    }
+                    && n > max
+                {
+                    diags.push(
+                        too_large(sig, a, max, e.span)
+                            .with_label(param.span, format!("`{name}` defaults to {n} here")),
                     );
                 } else if matches!(a.kind, Count | CountOrAuto | CountOrGlobal)
                     && matches!(param.default, Some(Value::Int(0)))
@@ -633,6 +663,9 @@ fn check_arg(sig: &StageSig, a: &ArgSig, e: &ast::Expr, decls: &Declarations, di
                 Diagnostic::error("E0206", format!("`{}` of `{}` is zero", a.name, sig.name), e.span, "zero")
                     .with_help("sizes and counts are at least 1"),
             ),
+            Count | CountOrAuto | CountOrGlobal if limit(a).is_some_and(|max| *n > max) => {
+                diags.push(too_large(sig, a, limit(a).unwrap_or(0), e.span))
+            }
             Count | CountOrAuto | CountOrGlobal | UInt | Int => {}
             _ => diags.push(wrong(format!("found the integer `{n}`"))),
         },

@@ -175,6 +175,32 @@ pub fn run_seed() -> u64 {
     *SEED.get_or_init(fresh_seed)
 }
 
+/// The error of generated `Params::check` when the memory bound, computed again with the
+/// parameters' values (`values`: each parameter it reads), exceeds the declared `budget`:
+/// it names the parameters, their values, the bound and the budget.
+pub fn over_budget(bound: u64, budget: u64, values: &[(&str, u64)]) -> String {
+    let set: Vec<String> = values.iter().map(|(name, v)| format!("`{name}` = {v}")).collect();
+    let (noun, them) = if values.len() == 1 { ("parameter", "it") } else { ("parameters", "them") };
+    format!(
+        "{noun} {}: the pipeline may then hold {} in its buffers, more than its `budget` of {}: lower {them} or raise the budget",
+        set.join(", "),
+        human_bytes(bound),
+        human_bytes(budget)
+    )
+}
+
+/// `1.5 MiB`-style, as `sluice explain` prints sizes.
+pub fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut v = bytes as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u < UNITS.len() - 1 {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 { format!("{bytes} B") } else { format!("{v:.1} {}", UNITS[u]) }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -186,6 +212,16 @@ mod tests {
         assert_eq!(size_param("s", "100"), Ok(100));
         assert!(size_param("s", "12 parsecs").unwrap_err().contains("unknown size unit"));
         assert!(size_param("s", "lots").is_err());
+    }
+
+    #[test]
+    fn over_budget_names_the_parameters_and_both_sizes() {
+        assert_eq!(
+            over_budget(3 << 30, 64 << 20, &[("buf", 1_000_000)]),
+            "parameter `buf` = 1000000: the pipeline may then hold 3.0 GiB in its buffers, more than its \
+             `budget` of 64.0 MiB: lower it or raise the budget"
+        );
+        assert!(over_budget(u64::MAX, 1, &[("a", 1), ("b", 2)]).starts_with("parameters `a` = 1, `b` = 2: "));
     }
 
     #[test]

@@ -14,13 +14,23 @@ use super::types::{Repr, field_ident, repr};
 use crate::ir::flat_map::{InnerKind, InnerSource};
 use crate::ir::plan::{Element, FieldType};
 use crate::ir::types::{DType, Shape};
-use crate::physical::ExecNode;
+use crate::physical::{Exec, ExecNode};
 
 impl Gen<'_> {
     /// `let ds = __sl::flat_map(ds, move |x| { inner chain });` over elements `from`.
     pub(super) fn flat_map(&mut self, from: &[FieldType], inner: &[ExecNode]) -> R<TokenStream> {
         let rec = self.record(from)?;
-        let stmts = self.chain(inner)?;
+        // The inner source reads the element as the flat_map receives it, whose fields
+        // may be more than the source's own view of it (`InnerSource::outer`, pruned).
+        let stmts = match inner.split_first() {
+            Some((first, rest)) if matches!(first.exec, Exec::InnerSource(_)) => {
+                let Exec::InnerSource(s) = &first.exec else { unreachable!() };
+                let mut stmts = self.inner_source(s, Some(from))?;
+                stmts.extend(self.chain(rest)?);
+                stmts
+            }
+            _ => self.chain(inner)?,
+        };
         Ok(quote! {
             let ds = {
                 let __outer = __params.clone();
@@ -33,18 +43,20 @@ impl Gen<'_> {
         })
     }
 
-    /// `let ds = ...;` the inner source made from the element `x`.
-    pub(super) fn inner_source(&mut self, s: &InnerSource) -> R<TokenStream> {
+    /// `let ds = ...;` the inner source made from the element `x`, of fields `from` (the
+    /// flat_map's input; `None`: the source's own `outer`).
+    pub(super) fn inner_source(&mut self, s: &InnerSource, from: Option<&[FieldType]>) -> R<TokenStream> {
         let (Element::Fields(outer), Element::Fields(out)) = (&s.outer, &s.output) else {
             return Err("a flat_map's source is made from fields, into fields".into());
         };
+        let outer: &[FieldType] = from.unwrap_or(outer);
         let rec_in = self.record(outer)?;
         let rec_out = self.record(out)?;
         let name = self.fresh("inner");
         match &s.kind {
             InnerKind::Range { start, end, step, keep } => {
                 let mut next_rng = self.next_rng;
-                let mut scope = Scope::new(outer.clone(), self.decls, &mut next_rng);
+                let mut scope = Scope::new(outer.to_vec(), self.decls, &mut next_rng);
                 let bounds = [
                     scope.scalar(start, DType::I64)?,
                     scope.scalar(end, DType::I64)?,

@@ -401,7 +401,7 @@ impl Gen<'_> {
             Exec::Zip(z) => self.zip(z)?,
             Exec::Concatenate(c) => self.concatenate(c)?,
             Exec::FlatMap { from, inner } => self.flat_map(from, inner)?,
-            Exec::InnerSource(s) => self.inner_source(s)?,
+            Exec::InnerSource(s) => self.inner_source(s, None)?,
             Exec::Prefetch(None) => quote!(let ds = ds.prefetch(__sl::Buffer::Auto);),
             Exec::Prefetch(Some(v)) => {
                 let c = usize_arg(v)?;

@@ -794,7 +794,8 @@ fn glob_matches_are_read_or_reported_and_map_errors_name_whole_files() {
 
     let tf = dir.path().join("tf");
     std::fs::create_dir_all(&tf).unwrap();
-    let mut w = sluice::tfrecord::create(tf.join("part-0.tfrecord"), sluice::tfrecord::Compression::None).unwrap();
+    let mut w =
+        sluice::tfrecord::create(tf.join("part-0.tfrecord"), sluice::tfrecord::Compression::None).unwrap();
     w.write_record(b"one").unwrap();
     w.finish().unwrap();
     let dangling = tf.join("part-1.tfrecord");

@@ -209,7 +209,8 @@ fn read_file_skips_an_unreadable_glob_match_counted_and_named() {
     let list = sluice_runtime::stage::files(&format!("{}/*", a.display())).unwrap();
     let options = ReadFileOptions { labels: false, on_error: CorruptPolicy::Skip };
     let ctx = Ctx::new(&RuntimeOptions::default());
-    let got: Vec<_> = read_files(list.clone(), options).stream_in(&ctx).unwrap().map(|r| r.unwrap()).collect();
+    let got: Vec<_> =
+        read_files(list.clone(), options).stream_in(&ctx).unwrap().map(|r| r.unwrap()).collect();
     assert_eq!(got.iter().map(|f| f.contents.clone()).collect::<Vec<_>>(), [b"good".to_vec()]);
     let io = ctx.reader_stats();
     assert_eq!((io.records, io.skipped_records, io.skipped_files), (1, 1, 1));

@@ -7,7 +7,8 @@
 //!
 //! # Map workers ([`WorkerTuner`])
 //!
-//! - `Fixed(n)`: `n` workers, an in-flight window of `2n` elements (at least 2); nothing
+//! - `Fixed(n)`: `n` workers (at most [`THREADS_PER_CORE`](crate::defaults::THREADS_PER_CORE)
+//!   per core: [`most_threads`]), an in-flight window of twice that (at least 2); nothing
 //!   is tuned.
 //! - `Auto`: up to `ctx.cores()` workers, started lazily. The active-worker limit starts
 //!   at 1 and the in-flight window is `active + 1` (at least 2): one element per worker
@@ -49,6 +50,13 @@ pub(crate) const LOWER_AFTER: u32 = 32;
 /// The largest depth `Buffer::Auto` grows to.
 pub(crate) const MAX_AUTO_DEPTH: usize = 1024;
 
+/// The most worker threads a stage with a fixed thread count starts:
+/// [`THREADS_PER_CORE`](crate::defaults::THREADS_PER_CORE) per core of `ctx`. More could
+/// not run at once; thousands would only exhaust the process's threads and memory.
+pub(crate) fn most_threads(ctx: &Ctx) -> usize {
+    ctx.cores().max(1).saturating_mul(crate::defaults::THREADS_PER_CORE)
+}
+
 /// The worker policy of a parallel `map`: how many workers may work and how many
 /// elements may be in flight.
 #[derive(Debug)]
@@ -70,7 +78,10 @@ impl WorkerTuner {
     /// The policy for `p` with `ctx`'s cores and memory budget (used by `Auto` only).
     pub(crate) fn new(p: Parallelism, ctx: &Ctx) -> Self {
         let (active, max, auto) = match p {
-            Parallelism::Fixed(n) => (n.max(1), n.max(1), false),
+            Parallelism::Fixed(n) => {
+                let n = n.clamp(1, most_threads(ctx));
+                (n, n, false)
+            }
             Parallelism::Auto => (1, ctx.cores().max(1), true),
         };
         WorkerTuner {

@@ -18,8 +18,9 @@ use super::{
 use crate::error::{Error, Result};
 use crate::tfrecord::ReaderOptions;
 
-/// The largest accepted `cycle_length` (each slot costs memory up front).
-pub const MAX_CYCLE_LENGTH: usize = 1 << 16;
+/// The largest accepted `cycle_length` (each slot costs a few bytes up front; files are
+/// buffered only once open).
+pub const MAX_CYCLE_LENGTH: usize = crate::defaults::MAX_CYCLE_LENGTH;
 
 /// Elements each open dataset may have read ahead, by default, when the stage runs on
 /// worker threads.
@@ -177,8 +178,9 @@ impl<D, G> Interleave<D, G> {
 
     /// Worker threads: `Fixed(1)` (the default) runs on the consumer's thread; `Auto`
     /// uses `cycle_length` threads, at most the cores available; `Fixed(0)` is invalid.
-    /// More than `2 × cycle_length + 1` threads could never all be busy, so no more are
-    /// started.
+    /// More than `2 × cycle_length + 1` threads could never all be busy, and more than
+    /// [`THREADS_PER_CORE`](crate::defaults::THREADS_PER_CORE) per core could not run,
+    /// so no more are started.
     pub fn num_parallel(mut self, p: impl Into<Parallelism>) -> Self {
         self.parallelism = p.into();
         self
@@ -225,7 +227,7 @@ impl<D, G> Interleave<D, G> {
                     "stage `{name}`: num_parallel must be at least 1, got 0"
                 )));
             }
-            Parallelism::Fixed(n) => n,
+            Parallelism::Fixed(n) => n.min(super::autotune::most_threads(ctx)),
             Parallelism::Auto => self.cycle_length.min(ctx.cores()),
         };
         Ok(n.min(2 * self.cycle_length + 1))
@@ -483,7 +485,8 @@ impl<I, X, J, Y> State<I, X, J, Y> {
                 j
             }
             None => {
-                // Unreachable by the pool's sizing; growing is the safe answer anyway.
+                // The pool grows as files open: a cycle far wider than the input (65536
+                // slots over 4 files) allocates for the files read, not for the cycle.
                 self.pool.push(Job { src, buf: VecDeque::new() });
                 self.pool.len() - 1
             }
@@ -576,7 +579,7 @@ where
         // then refill in chunks.
         let refill = job.buf.len() == self.slot_capacity / 2;
         st.buffered -= 1;
-        self.stats.sample_queue(st.buffered, st.pool.len() * self.slot_capacity);
+        self.stats.sample_queue(st.buffered, (st.slots.len() + self.prefetch) * self.slot_capacity);
         if refill {
             self.wake_worker(st);
         }
@@ -782,14 +785,11 @@ where
 {
     fn start(c: ParConfig<I, G>) -> Result<Self> {
         let prefetch = c.workers.min(c.cycle_length);
-        let jobs = c.cycle_length + prefetch;
         let state = State {
             input: Some(c.input),
             input_done: false,
-            pool: (0..jobs)
-                .map(|_| Job { src: Src::Free, buf: VecDeque::with_capacity(c.slot_capacity.min(64)) })
-                .collect(),
-            free: (0..jobs).rev().collect(),
+            pool: Vec::new(),
+            free: Vec::new(),
             slots: vec![None; c.cycle_length],
             future: VecDeque::with_capacity(prefetch),
             num_open: 0,

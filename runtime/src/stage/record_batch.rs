@@ -300,7 +300,8 @@ impl<D: Dataset<Item = PathBuf>, F: BatchFn> Dataset for TfRecordBatches<D, F> {
         }
         let workers = match self.parallelism {
             Parallelism::Fixed(0) => return Err(Error::Invalid("tfrecord_batches: 0 threads".into())),
-            Parallelism::Fixed(k) => k,
+            // More than the files open at once, or than can run, would only wait.
+            Parallelism::Fixed(k) => k.min(self.cycle_length).min(super::autotune::most_threads(ctx)),
             Parallelism::Auto => ctx.cores().min(self.cycle_length),
         }
         .max(1);

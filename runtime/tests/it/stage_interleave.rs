@@ -510,3 +510,23 @@ fn an_auto_cycle_is_the_cores_at_most_the_files() {
     assert_eq!(auto_cycle(&from_vec(vec![PathBuf::from("a"); 1000])).unwrap(), cores.min(1000));
     assert_eq!(auto_cycle(&from_vec(Vec::<PathBuf>::new())).unwrap(), 1, "no files: a cycle of 1");
 }
+
+/// A cycle far wider than the input and more threads than any machine runs (`cycle:
+/// 65536, parallel: 65536` over 4 files) reads the 4 inputs in tf.data's order on at most
+/// `THREADS_PER_CORE` threads per core, allocating for the inputs opened, not for the
+/// cycle (it aborted after about 1 GB: "failed to set up alternative stack guard page").
+#[test]
+fn a_cycle_and_thread_count_beyond_the_input_start_what_can_run() {
+    let cycle = sluice_runtime::defaults::MAX_CYCLE_LENGTH;
+    let inners: Vec<Vec<u64>> = (0..4u64).map(|i| (0..i + 2).map(|x| x * 10 + i).collect()).collect();
+    let s = range(0..4)
+        .interleave(|i: u64| range(0..i + 2).map(move |x| x * 10 + i), cycle, 1)
+        .num_parallel(cycle)
+        .deterministic(true);
+    let mut stream = s.stream().unwrap();
+    let got: Vec<u64> = stream.by_ref().map(Result::unwrap).collect();
+    assert_eq!(got, reference(&inners, cycle, 1));
+    let most = sluice_runtime::stage::available_cores() * sluice_runtime::defaults::THREADS_PER_CORE;
+    let report = stream.report();
+    assert!((2..=most).contains(&report.stages[0].parallelism), "{report}");
+}

@@ -376,3 +376,17 @@ fn auto_prefetch_stays_within_the_memory_budget() {
         assert_eq!(ctx.budget().used(), 0, "the reservation is released");
     }
 }
+
+/// A map asked for 100000 threads starts at most `THREADS_PER_CORE` per core, with the
+/// same results in the same order (it ended with "cannot start worker thread 32731" or
+/// an abort).
+#[test]
+fn a_map_asked_for_more_threads_than_can_run_starts_what_can() {
+    let d = range(0..1000).map(uneven).num_parallel(100_000).named("wide");
+    let mut s = d.stream().unwrap();
+    assert_eq!(s.by_ref().map(Result::unwrap).collect::<Vec<_>>(), (0..1000).map(uneven).collect::<Vec<_>>());
+    let report = s.report();
+    let stage = report.stages.iter().find(|st| st.name == "wide").unwrap();
+    let most = sluice_runtime::stage::available_cores() * sluice_runtime::defaults::THREADS_PER_CORE;
+    assert!((2..=most).contains(&stage.parallelism), "{stage:?}");
+}

@@ -62,9 +62,11 @@ pub mod __private {
     // The combining stages (`zip`, `concatenate`, `take_while`).
     pub use sluice_runtime::stage::{BucketOptions, bucket_by_length};
     pub use sluice_runtime::stage::{Overflow, PackOptions, PackedRow, pack};
-    pub use sluice_runtime::stage::{concatenate, take_while, zip};
+    pub use sluice_runtime::stage::{concatenate, take_while, zip, zip_batches};
     // `flat_map` and the helpers of its `slices` source.
     pub use sluice_runtime::stage::{flat_map, slice_len, tensor_len, tensor_rows};
+    // `unbatch` of fields: each record split into its rows.
+    pub use sluice_runtime::stage::{row_count, unbatch_fields};
     pub use sluice_runtime::text::{CsvOptions, OpenCsv, OpenLines, TextOptions, csv_file, lines_file};
     pub use sluice_runtime::tfrecord;
     pub use sluice_runtime::tfrecord::{Compression, CorruptPolicy, ReaderOptions};

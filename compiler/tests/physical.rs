@@ -77,6 +77,7 @@ fn expected(exec: &Exec) -> Vec<&'static str> {
         Exec::Batch { input, .. } if input.fields().is_empty() => vec![".chunks("],
         Exec::Batch { .. } => vec![".batch("],
         Exec::Unbatch => vec![".unbatch("],
+        Exec::UnbatchFields { .. } => vec!["__sl::unbatch_fields("],
         Exec::Repeat(_) => vec![".repeat("],
         Exec::Take(_) => vec![".take("],
         Exec::Skip(_) => vec![".skip("],
@@ -85,6 +86,9 @@ fn expected(exec: &Exec) -> Vec<&'static str> {
         Exec::Prefetch(_) => vec![".prefetch("],
         Exec::Enumerate { .. } => vec![".enumerate()"],
         Exec::TakeWhile { .. } => vec!["__sl::take_while("],
+        Exec::Zip(z) if matches!(z.output, sluice_compiler::ir::plan::Element::Batch(_)) => {
+            vec!["__sl::zip_batches("]
+        }
         Exec::Zip(_) => vec!["__sl::zip("],
         Exec::Concatenate(_) => vec!["__sl::concatenate("],
         // One statement holding the inner chain's (its source's among them).

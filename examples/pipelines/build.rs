@@ -29,6 +29,7 @@ fn main() {
         "../../tests/pipes/flat_map.pipe",
         "../../tests/pipes/window.pipe",
         "../../tests/pipes/sequence.pipe",
+        "../../tests/pipes/parity.pipe",
         "pipes/tf_fixtures.pipe",
         "pipes/shard.pipe",
     ]);

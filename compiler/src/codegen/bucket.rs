@@ -38,7 +38,7 @@ impl Gen<'_> {
         let mut paddings = Vec::new();
         for i in 0..spec.batch_sizes.len() {
             let boundary = spec.boundaries.get(i).copied().filter(|_| spec.pad_to_bucket_boundary);
-            paddings.push(self.bucket_padding(from, boundary)?);
+            paddings.push(self.bucket_padding(from, boundary, &spec.padding_values)?);
         }
         let (pad, drop) = (spec.pad_to_bucket_boundary, spec.drop_remainder);
         Ok(quote! {

@@ -1,14 +1,15 @@
 //! The generators of the combining stages: `enumerate` (the runtime's `enumerate` and a
 //! map adding `index`), and the sources of other pipelines `zip` (nested pairs of the
-//! inputs' elements, their fields moved into one record) and `concatenate` (each input
-//! converted to this module's record type, chained).
+//! inputs' elements, their fields moved into one record, or their columns into one
+//! batch) and `concatenate` (each input converted to this module's record type,
+//! chained).
 
 use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
 
 use super::context::{Gen, R, arg_tokens};
 use super::types::field_ident;
-use crate::ir::plan::{ArgValue, Concatenate, FieldType, Zip};
+use crate::ir::plan::{ArgValue, Concatenate, Element, FieldType, Zip};
 
 impl Gen<'_> {
     /// `enumerate`: `index` is the pass position plus `start`, wrapping as i64 arithmetic.
@@ -32,8 +33,11 @@ impl Gen<'_> {
     }
 
     /// `zip(a, b, c)`: `zip(zip(a, b), c)`, each element `((x0, x1), x2)` moved into one
-    /// record.
+    /// record; of batches, `zip_batches` (equal sizes checked), the columns moved into one
+    /// batch.
     pub(super) fn zip(&mut self, z: &Zip) -> R<TokenStream> {
+        let batched = matches!(z.output, Element::Batch(_));
+        let zip_fn = if batched { quote!(__sl::zip_batches) } else { quote!(__sl::zip) };
         let mut chain: Option<(TokenStream, TokenStream)> = None;
         let mut moves = Vec::new();
         for (k, (name, element)) in z.inputs.iter().zip(&z.elements).enumerate() {
@@ -42,7 +46,7 @@ impl Gen<'_> {
             let d = quote!(super::#id::dataset(&__params.#id)?);
             chain = Some(match chain {
                 None => (d, quote!(#x)),
-                Some((ds, pat)) => (quote!(__sl::zip(#ds, #d)), quote!((#pat, #x))),
+                Some((ds, pat)) => (quote!(#zip_fn(#ds, #d)), quote!((#pat, #x))),
             });
             for f in element.fields() {
                 let f = field_ident(&f.name);
@@ -50,7 +54,7 @@ impl Gen<'_> {
             }
         }
         let (ds, pat) = chain.ok_or("a zip of no pipelines")?;
-        let rec = self.record(z.output.fields())?;
+        let rec = if batched { self.batch(z.output.fields())? } else { self.record(z.output.fields())? };
         Ok(quote!(let ds = #ds.map(|#pat| #rec { #(#moves,)* }).named("zip");))
     }
 

@@ -7,9 +7,10 @@ use quote::{format_ident, quote};
 
 use super::Unit;
 use super::types::{Repr, field_ident, record_items, repr};
+use crate::ir::bucket::PaddingValues;
 use crate::ir::decls::Declarations;
 use crate::ir::plan::{ArgValue, Element, FieldType};
-use crate::ir::types::{Dim, Shape, Value};
+use crate::ir::types::{DType, Dim, Shape, Value};
 
 /// A generator's result: the error is what it cannot handle (`E0600`).
 pub(super) type R<T> = Result<T, String>;
@@ -211,6 +212,7 @@ impl Gen<'_> {
         fields: &[FieldType],
         pad_to: Option<&ArgValue>,
         pad_to_multiple: Option<&ArgValue>,
+        values: &PaddingValues,
     ) -> R<TokenStream> {
         let k = self.record_index(fields);
         let padding = format_ident!("Padding{}", k);
@@ -218,21 +220,20 @@ impl Gen<'_> {
         for f in fields {
             let ty = f.ty.as_ref().ok_or("untyped field")?;
             let id = field_ident(&f.name);
+            let value = pad_value(values.get(&f.name), ty.dtype)?;
             match repr(ty)? {
                 Repr::List => inits.push(match (pad_to, pad_to_multiple) {
                     (Some(v), _) => {
                         let n = usize_arg(v)?;
-                        quote!(#id: __sl::PadLen::to(#n, ::core::default::Default::default()))
+                        quote!(#id: __sl::PadLen::to(#n, #value))
                     }
                     (None, Some(m)) => {
                         let m = usize_arg(m)?;
-                        quote!(#id: __sl::PadLen::longest(::core::default::Default::default()).multiple_of(#m))
+                        quote!(#id: __sl::PadLen::longest(#value).multiple_of(#m))
                     }
-                    (None, None) => quote!(#id: __sl::PadLen::longest(::core::default::Default::default())),
+                    (None, None) => quote!(#id: __sl::PadLen::longest(#value)),
                 }),
-                Repr::Tensor => {
-                    inits.push(quote!(#id: __sl::PadShape::longest(::core::default::Default::default())))
-                }
+                Repr::Tensor => inits.push(quote!(#id: __sl::PadShape::longest(#value))),
                 _ => {}
             }
         }
@@ -242,7 +243,12 @@ impl Gen<'_> {
     /// The padding of `bucket_by_length`'s bucket with `boundary` (`None`: the last
     /// bucket, or without `pad_to_bucket_boundary`): every variable dimension to
     /// `boundary - 1`, as tf.data's `pad_to_bucket_boundary`, or to the longest.
-    pub(super) fn bucket_padding(&mut self, fields: &[FieldType], boundary: Option<u64>) -> R<TokenStream> {
+    pub(super) fn bucket_padding(
+        &mut self,
+        fields: &[FieldType],
+        boundary: Option<u64>,
+        values: &PaddingValues,
+    ) -> R<TokenStream> {
         let k = self.record_index(fields);
         let padding = format_ident!("Padding{}", k);
         let fill =
@@ -252,7 +258,7 @@ impl Gen<'_> {
         for f in fields {
             let ty = f.ty.as_ref().ok_or("untyped field")?;
             let id = field_ident(&f.name);
-            let zero = quote!(::core::default::Default::default());
+            let zero = pad_value(values.get(&f.name), ty.dtype)?;
             match (repr(ty)?, fill, &ty.shape) {
                 (Repr::List, Some(n), _) => inits.push(quote!(#id: __sl::PadLen::to(#n, #zero))),
                 (Repr::List, None, _) => inits.push(quote!(#id: __sl::PadLen::longest(#zero))),
@@ -269,4 +275,31 @@ impl Gen<'_> {
         }
         Ok(quote!(#padding { #(#inits,)* }))
     }
+}
+
+/// The value a field of `dtype` pads with: the constant given (sema checked it fits the
+/// dtype) as a literal of the field's type, or the type's default (0, `false`).
+fn pad_value(v: Option<&Value>, dtype: DType) -> R<TokenStream> {
+    let t = super::types::scalar(dtype);
+    Ok(match v {
+        None => quote!(::core::default::Default::default()),
+        Some(Value::Bool(b)) => quote!(#b),
+        Some(Value::Int(n)) if dtype.is_float() => {
+            let l = Literal::f64_unsuffixed(*n as f64);
+            quote!((#l as #t))
+        }
+        Some(Value::Int(n)) => {
+            let l = Literal::i64_unsuffixed(*n);
+            quote!((#l as #t))
+        }
+        Some(Value::UInt(n)) => {
+            let l = Literal::u64_unsuffixed(*n);
+            quote!((#l as #t))
+        }
+        Some(Value::Float(x)) => {
+            let l = Literal::f64_unsuffixed(*x);
+            quote!((#l as #t))
+        }
+        Some(other) => return Err(format!("padding value `{other}` is not a number")),
+    })
 }

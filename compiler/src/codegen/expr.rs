@@ -503,6 +503,20 @@ impl<'a> Scope<'a> {
                 };
                 Ok(quote!(__sl::abi::tokenize::tokenize(#b, #path, #add_bos, #add_eos)?))
             }
+            Op::CheckFinite { x } => {
+                // The value named in the error: the field, or the expression as written.
+                let what = match &x.kind {
+                    ExprKind::Field(name) => name.clone(),
+                    _ => x.to_string(),
+                };
+                if repr(&out_ty)? == Repr::Scalar {
+                    let v = self.scalar(x, out_ty.dtype)?;
+                    Ok(quote!(__sl::ops::check_finite_scalar(#v, #what)?))
+                } else {
+                    let v = self.owned(x)?;
+                    Ok(quote!(__sl::ops::check_finite(#v, #what)?))
+                }
+            }
             Op::Extern { path, args } => self.user_fn(path, args),
         }
     }

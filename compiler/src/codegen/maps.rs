@@ -394,7 +394,7 @@ impl Gen<'_> {
         let builder = if fixed {
             quote!(<#rec as __sl::Batchable>::builder(n))
         } else {
-            let padding = self.padding(out_fields, None, None)?;
+            let padding = self.padding(out_fields, None, None, &Default::default())?;
             quote!(<#rec as __sl::Batchable>::padded_builder(n, &#padding))
         };
         self.items.extend(quote! {

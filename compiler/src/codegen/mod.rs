@@ -53,6 +53,7 @@ mod sequence;
 mod stages;
 mod tokenize;
 mod types;
+mod unbatch;
 
 use proc_macro2::TokenStream;
 

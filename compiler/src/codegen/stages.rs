@@ -333,7 +333,7 @@ impl Gen<'_> {
                 let count = repeat_count(count)?;
                 quote!(let ds = ds.shuffle(#buffer, #seed).reshuffle_each_epoch(true).repeat(#count);)
             }
-            Exec::Batch { input, size, drop_remainder: drop, padded, pad_to_multiple } => {
+            Exec::Batch { input, size, drop_remainder: drop, padded, pad_to_multiple, padding_values } => {
                 let size = usize_arg(size)?;
                 match (input, padded) {
                     (Element::Fields(f), None) => {
@@ -342,7 +342,8 @@ impl Gen<'_> {
                     }
                     (Element::Fields(f), Some(pad_to)) => {
                         self.batch(f)?;
-                        let padding = self.padding(f, pad_to.as_ref(), pad_to_multiple.as_ref())?;
+                        let padding =
+                            self.padding(f, pad_to.as_ref(), pad_to_multiple.as_ref(), padding_values)?;
                         quote!(let ds = ds.padded_batch(#size, #drop, #padding);)
                     }
                     (Element::Record, _) => {
@@ -357,6 +358,7 @@ impl Gen<'_> {
                 quote!(let ds = ds.window(#size, #shift, #stride, #drop);)
             }
             Exec::Unbatch => quote!(let ds = ds.unbatch();),
+            Exec::UnbatchFields { from, to } => self.unbatch_fields(from, to)?,
             Exec::Repeat(count) => {
                 let count = repeat_count(count)?;
                 quote!(let ds = ds.repeat(#count);)

@@ -8,6 +8,33 @@
 use std::fmt::Write as _;
 
 use super::plan::{Element, Plan};
+use super::types::Value;
+
+/// `padding_values` of `padded_batch` and `bucket_by_length` (tf.data's): the value each
+/// field named pads with, a constant of the field's dtype (sema checks it); a field not
+/// named pads with 0 (`false`), as without the argument.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct PaddingValues(pub Vec<(String, Value)>);
+
+impl PaddingValues {
+    /// The value field `name` pads with, when given.
+    pub fn get(&self, name: &str) -> Option<&Value> {
+        self.0.iter().find(|(n, _)| n == name).map(|(_, v)| v)
+    }
+
+    /// Whether no value is given (every field pads with 0).
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// `{tokens: -1, mask: false}`, in field order.
+impl std::fmt::Display for PaddingValues {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let items: Vec<String> = self.0.iter().map(|(n, v)| format!("{n}: {v}")).collect();
+        write!(f, "{{{}}}", items.join(", "))
+    }
+}
 
 /// What the length of an element is taken from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,6 +70,8 @@ pub struct BucketSpec {
     pub pad_to_bucket_boundary: bool,
     /// Drop the partial buckets at the end of the input.
     pub drop_remainder: bool,
+    /// What each padded field pads with.
+    pub padding_values: PaddingValues,
 }
 
 impl BucketSpec {
@@ -67,6 +96,9 @@ impl BucketSpec {
             self.pad_to_bucket_boundary,
             self.drop_remainder
         );
+        if !self.padding_values.is_empty() {
+            _ = write!(s, ", padding_values={}", self.padding_values);
+        }
         s
     }
 }

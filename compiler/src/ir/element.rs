@@ -3,7 +3,7 @@
 
 use std::fmt::{self, Write};
 
-use super::types::TensorType;
+use super::types::{DType, Shape, TensorType};
 
 /// A named field of an element, with its type when known.
 #[derive(Debug, Clone, PartialEq)]
@@ -35,6 +35,42 @@ impl Element {
             Element::Fields(f) => f,
             Element::Batch(inner) => inner.fields(),
             Element::Path | Element::Record => &[],
+        }
+    }
+}
+
+impl Element {
+    /// The type of one row of a field of type `t` that `unbatch` splits along its first
+    /// dimension (`i64[]` → `i64`, `f32[n, 4]` → `f32[4]`), or `None` when it has no
+    /// leading dimension (a scalar) or holds byte strings or text.
+    pub fn unbatched(t: &TensorType) -> Option<TensorType> {
+        if matches!(t.dtype, DType::Bytes | DType::Str) {
+            return None;
+        }
+        let shape = match &t.shape {
+            Shape::Var => Shape::scalar(),
+            Shape::Dims(d) if d.is_empty() => return None,
+            Shape::Dims(d) => Shape::Dims(d[1..].to_vec()),
+        };
+        Some(TensorType { dtype: t.dtype, shape })
+    }
+
+    /// What `unbatch` makes of these elements: a batch's rows, or records whose fields
+    /// each lose their leading dimension ([`Element::unbatched`]; a field without one is
+    /// left as it is, which sema refuses).
+    pub fn unbatch(self) -> Element {
+        match self {
+            Element::Batch(inner) => *inner,
+            Element::Fields(fields) => Element::Fields(
+                fields
+                    .into_iter()
+                    .map(|f| FieldType {
+                        ty: f.ty.map(|t| Element::unbatched(&t).unwrap_or(t)),
+                        name: f.name,
+                    })
+                    .collect(),
+            ),
+            other => other,
         }
     }
 }

@@ -171,6 +171,13 @@ pub enum Op {
         /// Put the tokenizer's EOS token at the end.
         add_eos: bool,
     },
+    /// `check_finite(x)` (tf.debugging.check_numerics): `x` unchanged when every value
+    /// is finite, else an error naming the value (a field) and the first NaN or infinity,
+    /// which `map(on_error: skip)` drops with its element.
+    CheckFinite {
+        /// A float value of any shape.
+        x: Expr,
+    },
     /// A declared `extern fn`, its arguments positional.
     Extern {
         /// The Rust path of the function (from the crate root).
@@ -200,6 +207,7 @@ impl Op {
             Op::Transpose { .. } => "transpose",
             Op::OneHot { .. } => "one_hot",
             Op::Tokenize { .. } => "tokenize",
+            Op::CheckFinite { .. } => "check_finite",
             Op::Extern { path, .. } => path,
         }
     }
@@ -210,7 +218,9 @@ impl Op {
             Op::DecodeRaw { bytes, .. } | Op::DecodeImage { bytes, .. } | Op::ParseTensor { bytes, .. } => {
                 vec![bytes]
             }
-            Op::Reshape { x, .. } | Op::Cast { x, .. } | Op::Transpose { x, .. } => vec![x],
+            Op::Reshape { x, .. } | Op::Cast { x, .. } | Op::Transpose { x, .. } | Op::CheckFinite { x } => {
+                vec![x]
+            }
             Op::Resize { image, h, w } | Op::CenterCrop { image, h, w } => vec![image, h, w],
             Op::RandomCrop { image, h, w, seed } => [image, h, w].into_iter().chain(seed).collect(),
             Op::RandomFlip { image, seed } => [image].into_iter().chain(seed).collect(),

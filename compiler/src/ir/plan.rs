@@ -194,6 +194,8 @@ pub struct Batch {
     pub padded: Option<Option<ArgValue>>,
     /// For `padded_batch(pad_to_multiple: k)`: the longest rounded up to a multiple of `k`.
     pub pad_to_multiple: Option<ArgValue>,
+    /// For `padded_batch(padding_values: ...)`: what each padded field pads with.
+    pub padding_values: super::bucket::PaddingValues,
 }
 
 /// A node that passes its input's elements through, selecting or buffering them.
@@ -454,10 +456,7 @@ impl Plan {
                 Plan::Batch(_) | Plan::Window(_) => Element::Batch(Box::new(element)),
                 Plan::BucketByLength(_) => super::bucket::BucketSpec::element(element),
                 Plan::Enumerate(_) => Enumerate::output(element),
-                Plan::Unbatch(_) => match element {
-                    Element::Batch(inner) => *inner,
-                    other => other,
-                },
+                Plan::Unbatch(_) => element.unbatch(),
                 _ => element,
             };
         }
@@ -593,6 +592,9 @@ impl Plan {
                 }
                 if let Some(k) = &n.pad_to_multiple {
                     pairs.push(("pad_to_multiple", k.to_string()));
+                }
+                if !n.padding_values.is_empty() {
+                    pairs.push(("padding_values", n.padding_values.to_string()));
                 }
                 kv(&mut s, &pairs);
             }

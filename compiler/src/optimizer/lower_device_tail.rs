@@ -109,6 +109,7 @@ fn take_suffix(node: &mut Plan) -> Option<Vec<MapOp>> {
                     drop_remainder: m.drop_remainder,
                     padded: None,
                     pad_to_multiple: None,
+                    padding_values: Default::default(),
                 });
             }
             Some(moved)

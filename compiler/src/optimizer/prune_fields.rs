@@ -88,6 +88,10 @@ fn prune(node: &mut Plan, mut needed: BTreeSet<String>) -> bool {
         // A flat_map's inner source reads these fields of its input (its inner chain
         // makes the rest).
         Plan::FlatMap(f) => needed = f.reads().into_iter().collect(),
+        // An `unbatch` of records checks that every field it splits has one length.
+        Plan::Unbatch(input) if matches!(input.output(), Element::Fields(_)) => {
+            needed = field_names(&input.output())
+        }
         _ => {}
     }
     match node.input_mut() {

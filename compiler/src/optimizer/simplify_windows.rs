@@ -41,6 +41,7 @@ fn simplify(plan: Plan) -> Transformed {
             drop_remainder: w.drop_remainder,
             padded: None,
             pad_to_multiple: None,
+            padding_values: Default::default(),
         })),
         other => Transformed::no(other),
     }

@@ -269,9 +269,19 @@ pub enum Exec {
         padded: Option<Option<ArgValue>>,
         /// For `padded_batch(pad_to_multiple: k)`: the longest rounded up to a multiple of `k`.
         pad_to_multiple: Option<ArgValue>,
+        /// For `padded_batch(padding_values: ...)`: what each padded field pads with.
+        padding_values: crate::ir::bucket::PaddingValues,
     },
     /// Batches back to their rows.
     Unbatch,
+    /// Records whose fields are lists or tensors, each split along its first dimension
+    /// into that many records (`unbatch` of fields; the runtime's `unbatch_fields`).
+    UnbatchFields {
+        /// The fields in.
+        from: Vec<FieldType>,
+        /// The fields out: each without its leading dimension.
+        to: Vec<FieldType>,
+    },
     /// Passes again (`None`: forever).
     Repeat(Option<ArgValue>),
     /// The first elements.
@@ -392,6 +402,7 @@ impl Exec {
             Exec::Batch { padded: Some(_), .. } => "PaddedBatchExec",
             Exec::Batch { .. } => "BatchExec",
             Exec::Unbatch => "UnbatchExec",
+            Exec::UnbatchFields { .. } => "UnbatchFieldsExec",
             Exec::Repeat(_) => "RepeatExec",
             Exec::Take(_) => "TakeExec",
             Exec::Skip(_) => "SkipExec",

@@ -358,8 +358,12 @@ fn one(step: &Step<'_>, cx: &mut Cx<'_>) -> ExecNode {
             drop_remainder: b.drop_remainder,
             padded: b.padded.clone(),
             pad_to_multiple: b.pad_to_multiple.clone(),
+            padding_values: b.padding_values.clone(),
         },
-        Plan::Unbatch(_) => Exec::Unbatch,
+        Plan::Unbatch(_) => match input() {
+            Element::Fields(from) => Exec::UnbatchFields { from, to: n.output().fields().to_vec() },
+            _ => Exec::Unbatch,
+        },
         Plan::Repeat(p) => Exec::Repeat(count(p.args.iter().find(|(k, _)| *k == "count").map(|(_, v)| v))),
         Plan::Take(p) => Exec::Take(arg(&p.args, "count")),
         Plan::Skip(p) => Exec::Skip(p.args.first().map_or(ArgValue::Auto, |(_, v)| v.clone())),

@@ -12,13 +12,22 @@
 //! rounded up); E0372 `bucket_by_length` of elements without fields or of batches; E0373
 //! a `length` that is not a `T[]` or integer field; E0374 `boundaries` that are not
 //! positive, strictly increasing integer constants; E0375 `batch_sizes` that are not
-//! `len(boundaries) + 1` integer constants of at least 1.
+//! `len(boundaries) + 1` integer constants of at least 1; E0376 `padding_values` (of
+//! `padded_batch` or `bucket_by_length`) that is not one number for every field or
+//! `fields(name: number, ...)`, names a field the element does not have, or gives a
+//! value that the field's dtype cannot hold.
+//!
+//! `padding_values` is tf.data's: `padding_values: -1` pads every field with -1 (a
+//! scalar, as tf.data broadcasts one), `padding_values: fields(tokens: -1, mask: 0.5)`
+//! pads each field named with its value (a dict in tf.data); a field not named pads
+//! with 0 (`false`), as when the argument is not given.
 
 use crate::ast::{self, ExprKind};
+use crate::ast::{Span, UnaryOp};
 use crate::diagnostic::Diagnostic;
-use crate::ir::bucket::{BucketByLength, BucketSpec, LengthOf};
+use crate::ir::bucket::{BucketByLength, BucketSpec, LengthOf, PaddingValues};
 use crate::ir::plan::{Element, FieldType, Plan};
-use crate::ir::types::{DType, Dim, Shape};
+use crate::ir::types::{DType, Dim, Shape, Value};
 
 /// The `BucketByLength` node of stage `s` (its arguments bound by name: `arg`, its flags
 /// read), or `None` with diagnostics.
@@ -48,10 +57,19 @@ pub fn lower<'e>(
         (Some(e), Some(b)) => batch_sizes(e, b.len(), diags),
         _ => None,
     };
+    let padding_values = padding_values(arg("padding_values"), have, diags);
     let ((length, length_of), boundaries, batch_sizes) = (length?, boundaries?, batch_sizes?);
+    let padding_values = padding_values?;
     let (pad_to_bucket_boundary, drop_remainder) = flags;
-    let spec =
-        BucketSpec { length, length_of, boundaries, batch_sizes, pad_to_bucket_boundary, drop_remainder };
+    let spec = BucketSpec {
+        length,
+        length_of,
+        boundaries,
+        batch_sizes,
+        pad_to_bucket_boundary,
+        drop_remainder,
+        padding_values,
+    };
     Some(Plan::BucketByLength(BucketByLength { input, spec }))
 }
 
@@ -206,4 +224,194 @@ pub fn check_pad_to_multiple<'e>(
         return false;
     }
     true
+}
+
+/// `padding_values` (`None`: not given, every field pads with 0) against the fields of
+/// the element batched: one number for every field (`-1`), or `fields(name: number,
+/// ...)`; each value checked against its field's dtype (E0376). `None` when it is wrong.
+pub fn padding_values(
+    e: Option<&ast::Expr>,
+    fields: &[FieldType],
+    diags: &mut Vec<Diagnostic>,
+) -> Option<PaddingValues> {
+    let Some(e) = e else { return Some(PaddingValues::default()) };
+    let bad = |span: Span, label: String| {
+        Diagnostic::error(
+            "E0376",
+            "`padding_values` is one number, or `fields(name: number, ...)`",
+            span,
+            label,
+        )
+        .with_help("such as `padding_values: -1` for every field, or `padding_values: fields(tokens: -1)`")
+    };
+    let mut out = Vec::new();
+    let mut ok = true;
+    match &e.kind {
+        ExprKind::Call { callee, args, ret: None } if callee.to_string() == "fields" => {
+            for a in args {
+                let Some(name) = &a.name else {
+                    diags.push(bad(a.span, "a value without the field it pads".into()));
+                    ok = false;
+                    continue;
+                };
+                let Some(f) = fields.iter().find(|f| f.name == name.name) else {
+                    let known: Vec<&str> = fields.iter().map(|f| f.name.as_str()).collect();
+                    let d = Diagnostic::error(
+                        "E0376",
+                        format!("`padding_values` of an unknown field `{}`", name.name),
+                        name.span,
+                        "not a field of the elements batched",
+                    );
+                    diags.push(match super::decls::closest(&name.name, &known) {
+                        Some(c) => d.with_help(format!("did you mean `{c}`?")),
+                        None => d.with_note(format!("the fields here: {}", known.join(", "))),
+                    });
+                    ok = false;
+                    continue;
+                };
+                if out.iter().any(|(n, _)| n == &f.name) {
+                    diags.push(Diagnostic::error(
+                        "E0376",
+                        format!("`padding_values` gives field `{}` twice", f.name),
+                        a.span,
+                        "given again",
+                    ));
+                    ok = false;
+                    continue;
+                }
+                match pad_constant(&a.value, f, diags) {
+                    Some(v) => out.push((f.name.clone(), v)),
+                    None => ok = false,
+                }
+            }
+        }
+        _ if constant(e).is_some() => {
+            // One value for every field padded (a list or a tensor), checked against each.
+            for f in fields.iter().filter(|f| f.ty.as_ref().is_some_and(|t| t.shape != Shape::scalar())) {
+                match pad_constant(e, f, diags) {
+                    Some(v) => out.push((f.name.clone(), v)),
+                    None => ok = false,
+                }
+            }
+        }
+        _ => {
+            diags.push(bad(e.span, format!("this is `{e}`")));
+            ok = false;
+        }
+    }
+    if !ok {
+        return None;
+    }
+    // In the element's field order, whatever the order written.
+    out.sort_by_key(|(n, _)| fields.iter().position(|f| &f.name == n));
+    Some(PaddingValues(out))
+}
+
+/// A literal number or boolean, negated or not, as a constant.
+fn constant(e: &ast::Expr) -> Option<Value> {
+    match &e.kind {
+        ExprKind::Int(n) => Some(i64::try_from(*n).map_or(Value::UInt(*n), Value::Int)),
+        ExprKind::Float(x) => Some(Value::Float(*x)),
+        ExprKind::Bool(b) => Some(Value::Bool(*b)),
+        ExprKind::Unary(UnaryOp::Neg, inner) => match &inner.kind {
+            ExprKind::Int(n) if *n <= 1 << 63 => Some(Value::Int(0i64.wrapping_sub_unsigned(*n))),
+            ExprKind::Float(x) => Some(Value::Float(-x)),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The constant `e` as a padding value of field `f`: a number its dtype holds (an
+/// integer in range for integers, any number for floats, `true`/`false` for bools).
+fn pad_constant(e: &ast::Expr, f: &FieldType, diags: &mut Vec<Diagnostic>) -> Option<Value> {
+    let ty = f.ty.as_ref()?;
+    let v = constant(e);
+    let fits = match (&v, ty.dtype) {
+        (Some(Value::Bool(_)), DType::Bool) => true,
+        (Some(Value::Int(n)), d) if d.is_int() => int_fits(i128::from(*n), d),
+        (Some(Value::UInt(n)), d) if d.is_int() => int_fits(i128::from(*n), d),
+        (Some(Value::Int(_) | Value::UInt(_) | Value::Float(_)), d) => d.is_float(),
+        _ => false,
+    };
+    if fits {
+        return v;
+    }
+    let want = match ty.dtype {
+        DType::Bool => "`true` or `false`".to_string(),
+        d if d.is_int() => format!("an integer in the range of `{}`", d.name()),
+        d if d.is_float() => "a number".to_string(),
+        d => format!("nothing: `{}` values are never padded", d.name()),
+    };
+    diags.push(
+        Diagnostic::error(
+            "E0376",
+            format!("padding value `{e}` does not fit field `{}`, which is `{ty}`", f.name),
+            e.span,
+            format!("`{}` pads with {want}", f.name),
+        )
+        .with_note(
+            "a padding value is a constant of the field's dtype, checked when the pipeline is compiled",
+        ),
+    );
+    None
+}
+
+/// Whether integer `n` is a value of integer dtype `d`.
+fn int_fits(n: i128, d: DType) -> bool {
+    let (lo, hi): (i128, i128) = match d {
+        DType::U8 => (0, u8::MAX.into()),
+        DType::I32 => (i32::MIN.into(), i32::MAX.into()),
+        DType::U32 => (0, u32::MAX.into()),
+        DType::I64 => (i64::MIN.into(), i64::MAX.into()),
+        _ => (0, u64::MAX.into()),
+    };
+    (lo..=hi).contains(&n)
+}
+
+#[cfg(test)]
+mod tests {
+    /// The last node's `explain` line of `stage` over records of `tokens: i64[]`,
+    /// `weights: f32[]`, `mask: u8[]` and `label: i64`, or the diagnostics.
+    fn line(stage: &str) -> String {
+        let src = format!(
+            "pipeline p(files: glob = \"d/*\") {{
+                schema {{ tokens: i64[], weights: f32[], mask: u8[], label: i64 }}
+                tfrecords(files);
+                map {{ parse_example(); }}
+                {stage}
+            }}"
+        );
+        match crate::compile(&src).into_result() {
+            Ok(p) => p[0].logical.line().split(" -> ").next().unwrap_or_default().to_string(),
+            Err(d) => d.iter().map(|d| format!("{}: {}\n", d.code, d.message)).collect(),
+        }
+    }
+
+    #[test]
+    fn padding_values_are_one_number_or_one_per_field_in_field_order() {
+        insta::assert_snapshot!(line("padded_batch(4, padding_values: fields(weights: -0.5, tokens: -1));"), @"PaddedBatch: size=4, drop_remainder=false, pad_to=longest, padding_values={tokens: -1, weights: -0.5}");
+        // One number: every padded field (not the scalar `label`), checked against each.
+        insta::assert_snapshot!(line("padded_batch(4, padding_values: 7);"), @"PaddedBatch: size=4, drop_remainder=false, pad_to=longest, padding_values={tokens: 7, weights: 7, mask: 7}");
+        insta::assert_snapshot!(line("padded_batch(4, padding_values: fields(label: 3));"), @"PaddedBatch: size=4, drop_remainder=false, pad_to=longest, padding_values={label: 3}");
+        insta::assert_snapshot!(line("bucket_by_length(length: tokens, boundaries: [4], batch_sizes: [2, 2], padding_values: fields(mask: 255));"), @"BucketByLength: length=len(tokens), boundaries=[4], batch_sizes=[2, 2], pad_to_bucket_boundary=false, drop_remainder=false, padding_values={mask: 255}");
+        // Not given: nothing printed, zeros.
+        insta::assert_snapshot!(line("padded_batch(4);"), @"PaddedBatch: size=4, drop_remainder=false, pad_to=longest");
+    }
+
+    #[test]
+    fn padding_values_that_do_not_fit_their_fields_are_errors() {
+        insta::assert_snapshot!(line("padded_batch(4, padding_values: -1);"), @"E0376: padding value `-1` does not fit field `mask`, which is `u8[]`");
+        insta::assert_snapshot!(line("padded_batch(4, padding_values: fields(tokens: 0.5, mask: 256, label: true));"), @r"
+        E0376: padding value `0.5` does not fit field `tokens`, which is `i64[]`
+        E0376: padding value `256` does not fit field `mask`, which is `u8[]`
+        E0376: padding value `true` does not fit field `label`, which is `i64`
+        ");
+        insta::assert_snapshot!(line("padded_batch(4, padding_values: fields(token: 1, tokens: 1, tokens: 2));"), @r"
+        E0376: `padding_values` of an unknown field `token`
+        E0376: `padding_values` gives field `tokens` twice
+        ");
+        insta::assert_snapshot!(line("bucket_by_length(length: tokens, boundaries: [4], batch_sizes: [2, 2], padding_values: [1, 2]);"), @"E0376: `padding_values` is one number, or `fields(name: number, ...)`");
+        insta::assert_snapshot!(line("padded_batch(4, padding_values: fields(1));"), @"E0376: `padding_values` is one number, or `fields(name: number, ...)`");
+    }
 }

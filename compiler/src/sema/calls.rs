@@ -226,6 +226,10 @@ impl Typer<'_> {
                 (Op::OneHot { label, depth }, ty)
             }
             "tokenize" => self.tokenize(&a)?,
+            "check_finite" => {
+                let (x, t) = self.tensor_arg(&name, a[0]?, DType::is_float, "a float value", None)?;
+                (Op::CheckFinite { x }, t)
+            }
             other => unreachable!("`{other}` is in SIGNATURES"),
         })
     }
@@ -579,5 +583,28 @@ mod tests {
             // The canonical text types to the same expression.
             assert_eq!(value(text), e, "{v}");
         }
+    }
+
+    #[test]
+    fn check_finite_keeps_the_type_of_floats_of_any_shape_and_refuses_the_rest() {
+        let typed = |src: &str| {
+            let src = format!(
+                "pipeline p(files: glob = \"d/*\") {{
+                    schema {{ w: f32[], s: f64, g: f32[2, 3], n: i64 }}
+                    tfrecords(files);
+                    map {{ parse_example(); {src} }}
+                }}"
+            );
+            match crate::compile(&src).into_result() {
+                Ok(p) => p[0].logical.output().to_string(),
+                Err(d) => crate::diagnostic::render("test.pipe", &src, &d),
+            }
+        };
+        insta::assert_snapshot!(
+            typed("w = check_finite(w); s = check_finite(s); g = check_finite(g); r = check_finite(1.0 / s);"),
+            @"{w: f32[], s: f64, g: f32[2, 3], n: i64, r: f64}"
+        );
+        let e = typed("n = check_finite(n);");
+        assert!(e.contains("error[E0403]: `check_finite` needs a float value"), "{e}");
     }
 }

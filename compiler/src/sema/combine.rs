@@ -6,7 +6,15 @@
 //! Codes: E0330 `zip` of pipelines that share a field name, E0331 `concatenate` of
 //! pipelines of different element types, E0332 `enumerate` of elements without fields,
 //! of batches or of elements that have an `index` already, E0333 `zip` of elements
-//! without fields (or of batches). A `take_while` predicate is a `filter`'s (E0407).
+//! without fields, of batches of them, or of batches with elements that are not. A
+//! `take_while` predicate is a `filter`'s (E0407).
+//!
+//! `zip` of batches: element `i` of a zip is the pair of its inputs' `i`-th elements,
+//! merged; so a zip of batched pipelines yields batches whose columns are the inputs'
+//! columns (tf.data's zip of two batched datasets). A batch is columnar, so the batches
+//! paired must have as many rows: checked at run time (an error naming the element and
+//! both sizes, the runtime's `zip_batches`); a zip of batches with unbatched elements is
+//! refused (E0333).
 
 use crate::ast::{self, Span};
 use crate::diagnostic::Diagnostic;
@@ -73,22 +81,48 @@ pub(super) fn zip(
     let inputs = input_pipelines(s, p, pipelines, "zips", diags)?;
     let mut fields: Vec<(FieldType, usize)> = Vec::new();
     let mut ok = true;
+    // Records with fields, or batches of them (then every input is batches): element `i`
+    // of the zip is the inputs' `i`-th elements merged, so batches zip into batches.
+    let batched = matches!(inputs.first(), Some((_, Element::Batch(_), _)));
     for (k, (name, element, span)) in inputs.iter().enumerate() {
-        let Element::Fields(fs) = element else {
-            diags.push(
-                Diagnostic::error(
-                    "E0333",
-                    "`zip` merges elements with fields",
-                    *span,
-                    format!("`{name}` makes {element}"),
-                )
-                .with_help(match element {
-                    Element::Batch(_) => "zip the pipelines' elements, then `batch` the zip",
-                    _ => "parse the records first (`map { parse_example(); }`)",
-                }),
-            );
-            ok = false;
-            continue;
+        let fs = match (element, batched) {
+            (Element::Fields(fs), false) => fs,
+            (Element::Batch(inner), true) if matches!(**inner, Element::Fields(_)) => inner.fields(),
+            _ => {
+                let (first, first_element, first_span) = &inputs[0];
+                let d = match (element, batched) {
+                    (Element::Fields(_), true) | (Element::Batch(_), false)
+                        if matches!(first_element, Element::Fields(_) | Element::Batch(_)) =>
+                    {
+                        Diagnostic::error(
+                            "E0333",
+                            format!("`zip` of batches and elements that are not: `{first}` and `{name}`"),
+                            *span,
+                            format!("`{name}` makes {element}"),
+                        )
+                        .with_label(*first_span, format!("`{first}` makes {first_element}"))
+                        .with_help(
+                            "zip pipelines of one kind: batch every input by the same size, or zip the \
+                             elements and `batch` the zip",
+                        )
+                    }
+                    _ => Diagnostic::error(
+                        "E0333",
+                        "`zip` merges elements with fields, or batches of them",
+                        *span,
+                        format!("`{name}` makes {element}"),
+                    )
+                    .with_help(match element {
+                        Element::Batch(_) => {
+                            "zip batches of records with fields (`batch` after `parse_example`)"
+                        }
+                        _ => "parse the records first (`map { parse_example(); }`)",
+                    }),
+                };
+                diags.push(d);
+                ok = false;
+                continue;
+            }
         };
         for f in fs {
             if let Some((_, j)) = fields.iter().find(|(g, _)| g.name == f.name) {
@@ -118,7 +152,10 @@ pub(super) fn zip(
     Some(Plan::Zip(Zip {
         inputs: inputs.iter().map(|(n, _, _)| n.clone()).collect(),
         elements: inputs.iter().map(|(_, e, _)| e.clone()).collect(),
-        output: Element::Fields(fields.into_iter().map(|(f, _)| f).collect()),
+        output: {
+            let merged = Element::Fields(fields.into_iter().map(|(f, _)| f).collect());
+            if batched { Element::Batch(Box::new(merged)) } else { merged }
+        },
     }))
 }
 
@@ -216,4 +253,41 @@ pub(super) fn take_while(
         reads: condition.reads(),
         conditions: vec![condition],
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    /// The output of pipeline `z`, `zip(a, b)` of the pipelines `a` and `b` whose stages
+    /// are given, or the diagnostics.
+    fn zipped(a: &str, b: &str) -> String {
+        let src = format!("pipeline a() {{ {a} }}\npipeline b() {{ {b} }}\npipeline z() {{ zip(a, b); }}\n");
+        match crate::compile(&src).into_result() {
+            Ok(p) => p[2].logical.output().to_string(),
+            Err(d) => d.iter().map(|d| format!("{}: {}\n", d.code, d.message)).collect(),
+        }
+    }
+
+    #[test]
+    fn a_zip_of_batches_is_batches_of_the_merged_fields() {
+        let a = "range(10); batch(4);";
+        let b = "range(10); map { twice = value * 2; } select(twice); batch(4);";
+        insta::assert_snapshot!(zipped(a, b), @"batch<{value: i64, twice: i64}>");
+        insta::assert_snapshot!(zipped("range(10);", "range(3); map { w = value; } select(w);"), @"{value: i64, w: i64}");
+    }
+
+    #[test]
+    fn a_zip_of_batches_and_elements_or_of_batches_without_fields_is_an_error() {
+        insta::assert_snapshot!(
+            zipped("range(10); batch(4);", "range(3); map { w = value; } select(w);"),
+            @"E0333: `zip` of batches and elements that are not: `a` and `b`"
+        );
+        insta::assert_snapshot!(
+            zipped("range(10);", "range(3); map { w = value; } select(w); batch(2);"),
+            @"E0333: `zip` of batches and elements that are not: `a` and `b`"
+        );
+        insta::assert_snapshot!(
+            zipped("files(\"d/*\"); tfrecord(); batch(2);", "range(3); batch(2);"),
+            @"E0333: `zip` merges elements with fields, or batches of them"
+        );
+    }
 }

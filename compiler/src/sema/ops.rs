@@ -37,6 +37,7 @@ pub const SIGNATURES: &[(&str, &[&str], usize)] = &[
     ("transpose", &["x", "layout"], 2),
     ("one_hot", &["label", "depth"], 2),
     ("tokenize", &["text", "tokenizer", "add_bos", "add_eos"], 2),
+    ("check_finite", &["x"], 1),
 ];
 
 /// The names of the built-in operations.

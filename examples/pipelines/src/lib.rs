@@ -31,6 +31,12 @@ pub mod bucket {
     sluice::include_pipelines!("bucket");
 }
 
+/// tf.data parity: `unbatch` of fields, `padding_values`, `zip` of batches,
+/// `check_finite` (`tests/pipes/parity.pipe`, `tests/parity.rs`).
+pub mod parity {
+    sluice::include_pipelines!("parity");
+}
+
 /// `parse_sequence_example` (`tests/pipes/sequence.pipe`, `tests/sequence.rs`).
 pub mod sequence {
     sluice::include_pipelines!("sequence");

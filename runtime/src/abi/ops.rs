@@ -460,6 +460,36 @@ pub fn one_hot<T: Cast<i64>>(label: T, depth: usize) -> Result<Tensor<f32>, BoxE
     Ok(Tensor::from_vec(image::one_hot(label.cast(), depth)?))
 }
 
+/// `check_finite(x)` on a list or tensor of floats (tf.debugging.check_numerics): `x`
+/// itself when every value is finite, else an error naming `what` (the field) and the
+/// first value that is NaN or infinite, by its position in row-major order.
+pub fn check_finite<T: Scalar + Cast<f64>, A: Array<T>>(x: A, what: &str) -> Result<A, BoxError> {
+    match x.values().iter().position(|v| !v.cast().is_finite()) {
+        None => Ok(x),
+        Some(i) => {
+            let v: f64 = x.values()[i].cast();
+            Err(format!("check_finite: `{what}` has {} at index {i}", not_finite(v)).into())
+        }
+    }
+}
+
+/// `check_finite(x)` on one float.
+pub fn check_finite_scalar<T: Copy + Cast<f64>>(x: T, what: &str) -> Result<T, BoxError> {
+    let v: f64 = x.cast();
+    if v.is_finite() { Ok(x) } else { Err(format!("check_finite: `{what}` is {}", not_finite(v)).into()) }
+}
+
+/// How an error names a value that is not finite: `NaN`, `inf` or `-inf`.
+fn not_finite(v: f64) -> &'static str {
+    if v.is_nan() {
+        "NaN"
+    } else if v > 0.0 {
+        "inf"
+    } else {
+        "-inf"
+    }
+}
+
 /// `normalize(x, mean, std)` in place on floats: `(x - mean[c]) * (1 / std[c])` with `c`
 /// the position in the last dimension; one `mean`/`std` value applies to every channel.
 pub fn normalize<A: Array<f32>>(mut x: A, mean: &[f32], std: &[f32]) -> Result<A, BoxError> {
@@ -883,5 +913,27 @@ mod tests {
             err(put_raw_map(&mut a, &bytes[..5], &[2], 2, "x", id)),
             "decode_raw: 5 bytes is not a whole number of 2-byte values"
         );
+    }
+
+    #[test]
+    fn check_finite_passes_finite_values_and_names_the_first_that_is_not() {
+        let err = |r: Result<Vec<f32>, BoxError>| r.unwrap_err().to_string();
+        assert_eq!(check_finite(vec![1.0f32, -2.5, 0.0], "x").unwrap(), [1.0, -2.5, 0.0]);
+        assert_eq!(
+            err(check_finite(vec![1.0f32, f32::INFINITY, f32::NAN], "x")),
+            "check_finite: `x` has inf at index 1"
+        );
+        assert_eq!(err(check_finite(vec![f32::NEG_INFINITY], "y")), "check_finite: `y` has -inf at index 0");
+        let t = Tensor::new(vec![2, 2], vec![0.5f64, 1.0, f64::NAN, 2.0]).unwrap();
+        let e = check_finite(t, "image").unwrap_err().to_string();
+        assert_eq!(e, "check_finite: `image` has NaN at index 2");
+        let t = Tensor::new(vec![1, 2], vec![0.5f64, 1.0]).unwrap();
+        assert_eq!(check_finite(t.clone(), "image").unwrap(), t);
+        assert_eq!(check_finite_scalar(3.0f32, "r").unwrap(), 3.0);
+        assert_eq!(
+            check_finite_scalar(1.0f64 / 0.0, "r").unwrap_err().to_string(),
+            "check_finite: `r` is inf"
+        );
+        assert_eq!(check_finite_scalar(f32::NAN, "r").unwrap_err().to_string(), "check_finite: `r` is NaN");
     }
 }

@@ -54,6 +54,7 @@ mod source;
 mod state;
 pub mod stats;
 mod take_while;
+mod unbatch_fields;
 mod window;
 mod zip;
 
@@ -95,8 +96,9 @@ pub use source::{
 pub use state::{PipelineState, StagePosition, fingerprint};
 pub use stats::{StageReport, StageStats, StatsReport};
 pub use take_while::{TakeWhile, TakeWhileIter, take_while};
+pub use unbatch_fields::{UnbatchFields, UnbatchFieldsIter, row_count, unbatch_fields};
 pub use window::{Window, WindowIter};
-pub use zip::{Zip, ZipIter, zip};
+pub use zip::{Zip, ZipBatches, ZipBatchesIter, ZipIter, zip, zip_batches};
 
 use crate::column::{Batchable, Columns};
 use crate::error::{BoxError, Error, Result};

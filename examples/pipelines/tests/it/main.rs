@@ -13,6 +13,7 @@ mod global_shuffle;
 #[path = "macro.rs"] // `macro` is a keyword
 mod macros;
 mod on_error;
+mod parity;
 mod resume;
 mod sequence;
 mod shard;

@@ -6,9 +6,9 @@
 //! Codes: E0300 a pipeline without stages, E0301 a stage before the source, E0302 a
 //! second source, E0303 `tfrecord` with no files to read, E0304 `interleave` not reading
 //! files, E0305 `parse_example` without records or without a schema, E0306 `unbatch` of
-//! elements that are neither batches nor fields each with a leading dimension, E0307 an
-//! `interleave` block without exactly one reader, E0308 `batch` of fields whose size
-//! varies, E0407 a `filter` predicate that is not one bool;
+//! elements that are neither batches nor fields each with a leading dimension
+//! ([`unbatch`](super::unbatch)), E0307 an `interleave` block without exactly one
+//! reader, E0308 `batch` of fields whose size varies, E0407 a `filter` predicate that is not one bool;
 //! `select` of an unknown field is E0401; E0309 a pipeline that mixes itself (directly or
 //! through others), E0310 `sample_from` of an unknown pipeline, E0311 mixed pipelines of
 //! different element types, E0312 bad weights, E0313 Rust code in `map`/`filter`
@@ -415,12 +415,7 @@ pub(super) fn chain(
                 super::bucket::lower(s, arg, flags, input, diags)?
             }
             "window" => super::window::lower(s, a, flag("drop_remainder", false), input, diags)?,
-            "unbatch" => {
-                if !unbatchable(&input.output(), s.name.span, diags) {
-                    return None;
-                }
-                Plan::Unbatch(input)
-            }
+            "unbatch" => super::unbatch::lower(s, input, diags)?,
             name => {
                 let mut args: Vec<(&'static str, ArgValue)> = sig
                     .args
@@ -448,50 +443,6 @@ pub(super) fn chain(
         plan = Some(node);
     }
     plan
-}
-
-/// Whether `unbatch` applies to `element` (else E0306): batches, or elements whose every
-/// field has a leading dimension (a list `T[]` or a tensor), as tf.data unbatches any
-/// element whose components share one: each field loses it (`i64[]` → `i64`, `f32[n, 4]`
-/// → `f32[4]`); their lengths must agree at run time.
-fn unbatchable(element: &Element, span: Span, diags: &mut Vec<Diagnostic>) -> bool {
-    let fields = match element {
-        Element::Batch(_) => return true,
-        Element::Fields(f) => f,
-        other => {
-            diags.push(
-                Diagnostic::error(
-                    "E0306",
-                    "`unbatch` needs batches or fields with a leading dimension",
-                    span,
-                    format!("its input is {other}"),
-                )
-                .with_help("parse the records first (`map { parse_example(); }`), or `batch` them"),
-            );
-            return false;
-        }
-    };
-    let scalars: Vec<&FieldType> =
-        fields.iter().filter(|f| f.ty.as_ref().is_some_and(|t| Element::unbatched(t).is_none())).collect();
-    let Some(first) = scalars.first() else { return true };
-    let names: Vec<String> = scalars
-        .iter()
-        .map(|f| format!("`{}: {}`", f.name, f.ty.as_ref().map_or_else(String::new, ToString::to_string)))
-        .collect();
-    diags.push(
-        Diagnostic::error(
-            "E0306",
-            format!("`unbatch` splits every field along its first dimension, and `{}` has none", first.name),
-            span,
-            format!("its input is {element}"),
-        )
-        .with_note(format!(
-            "each field must be a list (`T[]`) or a tensor of numbers; not so: {}",
-            names.join(", ")
-        ))
-        .with_help("`select` away the fields that are not lists, or `batch` the elements first"),
-    );
-    false
 }
 
 /// `map(code)` / `filter(code)` with Rust code: records with fields in, the same out.
@@ -802,37 +753,5 @@ pub fn device_tail(plan: Plan, device: super::Device) -> Plan {
             })
         }
         _ => plan,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    /// The output of `stages` over records of the fields `schema`, or the diagnostics.
-    fn output(schema: &str, stages: &str) -> String {
-        let src = format!(
-            "pipeline p(files: glob = \"d/*\") {{ schema {{ {schema} }} tfrecords(files); map {{ parse_example(); }} {stages} }}"
-        );
-        match crate::compile(&src).into_result() {
-            Ok(p) => p[0].logical.output().to_string(),
-            Err(d) => d.iter().map(|d| format!("{}: {}\n", d.code, d.message)).collect(),
-        }
-    }
-
-    #[test]
-    fn unbatch_of_fields_drops_each_leading_dimension() {
-        insta::assert_snapshot!(output("v: i64[], w: f32[]", "unbatch();"), @"{v: i64, w: f32}");
-        insta::assert_snapshot!(output("g: f32[3, 2], ids: i64[3]", "unbatch();"), @"{g: f32[2], ids: i64}");
-        insta::assert_snapshot!(output("g: u8[4, 4, 3]", "unbatch();"), @"{g: u8[4, 3]}");
-        // A batch's rows, as before; then the rows' lists.
-        insta::assert_snapshot!(output("v: i64[]", "padded_batch(2); unbatch(); unbatch();"), @"{v: i64}");
-    }
-
-    #[test]
-    fn unbatch_of_a_field_without_a_leading_dimension_is_an_error() {
-        insta::assert_snapshot!(
-            output("v: i64[], label: i64, name: bytes", "unbatch();"),
-            @"E0306: `unbatch` splits every field along its first dimension, and `label` has none"
-        );
-        insta::assert_snapshot!(output("name: bytes", "unbatch();"), @"E0306: `unbatch` splits every field along its first dimension, and `name` has none");
     }
 }

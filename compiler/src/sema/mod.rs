@@ -20,6 +20,7 @@ mod pack;
 mod sources;
 pub mod stages;
 mod tokenize;
+mod unbatch;
 mod window;
 
 pub use decls::{Declarations, Device, ExternDecl, FieldDecl, ParamDecl, check_declarations};

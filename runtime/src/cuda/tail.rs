@@ -10,8 +10,9 @@
 //!
 //! The staged batch is one byte buffer (several columns lie at offsets the kernel is told
 //! through its arguments or its source); the grid has one thread per
-//! [`VALUES_PER_THREAD`] (V) output values, blocks of [`BLOCK`] threads. A thread's
-//! values are consecutive so that their loads are independent and in flight together.
+//! [`VALUES_PER_THREAD`] (V) output values, blocks of [`BLOCK`] threads. A block covers
+//! `V * BLOCK` consecutive values in V rounds, its threads writing consecutive values in
+//! each (coalesced stores); a thread's V loads are independent and in flight together.
 //!
 //! The flow of batch `k` through slot `k % 2` (two pinned host buffers, two device input
 //! buffers, two streams, events between them):

@@ -25,6 +25,13 @@ fn main() -> ExitCode {
     };
     match cli::run(args) {
         Ok(code) => flushed(code),
+        // A write to standard output that failed is said once: what it left buffered
+        // would fail again.
+        Err(failure @ cli::Failure::Write { stream: "standard output", .. }) => {
+            let code = failure.report();
+            let _ = std::io::Write::flush(&mut std::io::stdout());
+            code
+        }
         Err(failure) => {
             let code = failure.report();
             flushed(code)

@@ -21,8 +21,7 @@ pub struct ExplainArgs {
 }
 
 pub fn run(args: ExplainArgs) -> Result<ExitCode, Failure> {
-    let source = std::fs::read_to_string(&args.file)
-        .map_err(|e| Failure::Usage(format!("{}: {e}", args.file.display())))?;
+    let source = super::check::read_source(&args.file)?;
     let compilation = sluice_compiler::compile(&source);
     if compilation.has_errors() {
         say!("{}", render(&args.file.display().to_string(), &source, &compilation.diagnostics));

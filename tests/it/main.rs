@@ -13,6 +13,7 @@ mod support;
 
 mod cli;
 mod cli_export;
+mod cli_limits;
 mod cli_objects;
 mod cli_run;
 mod cli_s3;

@@ -6,6 +6,7 @@ use quote::quote;
 
 use super::context::{Gen, R};
 use super::types::field_ident;
+use crate::ir::decls::Declarations;
 use crate::ir::plan::{ArgValue, Plan};
 use crate::ir::types::{ParamType, Value};
 use crate::physical::{Expr, ParamRule};
@@ -114,7 +115,7 @@ impl Gen<'_> {
         } else {
             TokenStream::new()
         };
-        let checks = checks(rules)?;
+        let checks = checks(rules, self.decls)?;
         Ok(quote! {
             /// The pipeline's parameters.
             #[derive(Debug, Clone, PartialEq)]
@@ -174,7 +175,7 @@ impl Gen<'_> {
 }
 
 /// The statements of `Params::check` for `rules`.
-fn checks(rules: &[ParamRule]) -> R<TokenStream> {
+fn checks(rules: &[ParamRule], decls: &Declarations) -> R<TokenStream> {
     // A value as a `u64` and how to show it: a parameter (`self.name`) or a constant.
     let value = |v: &ArgValue| -> R<(TokenStream, String)> {
         match v {
@@ -234,7 +235,19 @@ fn checks(rules: &[ParamRule]) -> R<TokenStream> {
                 let expr = bound_tokens(bound);
                 let values = bound.params().into_iter().map(|p| {
                     let id = field_ident(&p);
-                    quote!((#p, (self.#id as u64)))
+                    let default = match decls.params.iter().find(|q| q.name == p).and_then(|q| q.default.as_ref()) {
+                        Some(Value::Int(n)) if *n >= 0 => Some(*n as u64),
+                        Some(Value::UInt(n) | Value::Bytes(n)) => Some(*n),
+                        _ => None,
+                    };
+                    let default = match default {
+                        Some(n) => {
+                            let l = Literal::u64_suffixed(n);
+                            quote!(::std::option::Option::Some(#l))
+                        }
+                        None => quote!(::std::option::Option::None),
+                    };
+                    quote!((#p, (self.#id as u64), #default))
                 });
                 let budget = Literal::u64_suffixed(*budget);
                 quote! {

@@ -176,14 +176,19 @@ pub fn run_seed() -> u64 {
 }
 
 /// The error of generated `Params::check` when the memory bound, computed again with the
-/// parameters' values (`values`: each parameter it reads), exceeds the declared `budget`:
-/// it names the parameters, their values, the bound and the budget.
-pub fn over_budget(bound: u64, budget: u64, values: &[(&str, u64)]) -> String {
-    let set: Vec<String> = values.iter().map(|(name, v)| format!("`{name}` = {v}")).collect();
-    let (noun, them) = if values.len() == 1 { ("parameter", "it") } else { ("parameters", "them") };
+/// parameters' values, exceeds the declared `budget`: it names the parameters (each that
+/// sizes the bound, as `(name, value, default)`: those set to other than their default,
+/// or all when none is), their values, the bound and the budget.
+pub fn over_budget(bound: u64, budget: u64, params: &[(&str, u64, Option<u64>)]) -> String {
+    let set: Vec<&(&str, u64, Option<u64>)> = params.iter().filter(|(_, v, d)| Some(*v) != *d).collect();
+    let shown: Vec<String> = if set.is_empty() { params.iter().collect() } else { set }
+        .iter()
+        .map(|(name, v, _)| format!("`{name}` = {v}"))
+        .collect();
+    let (noun, them) = if shown.len() == 1 { ("parameter", "it") } else { ("parameters", "them") };
     format!(
         "{noun} {}: the pipeline may then hold {} in its buffers, more than its `budget` of {}: lower {them} or raise the budget",
-        set.join(", "),
+        shown.join(", "),
         human_bytes(bound),
         human_bytes(budget)
     )
@@ -217,11 +222,14 @@ mod tests {
     #[test]
     fn over_budget_names_the_parameters_and_both_sizes() {
         assert_eq!(
-            over_budget(3 << 30, 64 << 20, &[("buf", 1_000_000)]),
+            over_budget(3 << 30, 64 << 20, &[("cycle", 2, Some(2)), ("buf", 1_000_000, Some(100))]),
             "parameter `buf` = 1000000: the pipeline may then hold 3.0 GiB in its buffers, more than its \
              `budget` of 64.0 MiB: lower it or raise the budget"
         );
-        assert!(over_budget(u64::MAX, 1, &[("a", 1), ("b", 2)]).starts_with("parameters `a` = 1, `b` = 2: "));
+        let all = over_budget(u64::MAX, 1, &[("a", 1, Some(1)), ("b", 2, None)]);
+        assert!(all.starts_with("parameter `b` = 2: "), "{all}");
+        let all = over_budget(u64::MAX, 1, &[("a", 1, Some(1)), ("b", 2, Some(2))]);
+        assert!(all.starts_with("parameters `a` = 1, `b` = 2: "), "{all}");
     }
 
     #[test]

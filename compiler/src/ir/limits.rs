@@ -2,12 +2,13 @@
 //! a reader's `cycle` (files open at once) and any stage's `parallel` (threads asked
 //! for). A literal above one is E0211 (`sema::stages`); a parameter is held to it when
 //! the pipeline is built (`physical::rules`, the generated `Params::check`). The values
-//! are the runtime's own, from `runtime/src/defaults.rs` (read as source, as
-//! `physical::defaults` reads it).
+//! are the runtime's own, from `runtime/src/defaults.rs` (read as source: the one
+//! include of it, which `physical::defaults` reads too).
 
-#[allow(dead_code)]
+/// The runtime's `defaults.rs`, compiled here once for the whole compiler
+/// (`physical::defaults` reads its buffer sizes from it).
 #[path = "../../../runtime/src/defaults.rs"]
-mod runtime;
+pub(crate) mod runtime;
 
 /// The most files an interleave reads at once.
 pub const MAX_CYCLE_LENGTH: u64 = runtime::MAX_CYCLE_LENGTH as u64;

@@ -1,10 +1,9 @@
 //! The figures the physical plan sizes stages by. The runtime's defaults come from the
-//! runtime's own `defaults.rs`, included here as source: one file, read by both crates
+//! runtime's own `defaults.rs`, included as source (`ir::limits`): one file, read by both crates
 //! (the compiler does not link the runtime). `compiler/tests/physical.rs` also holds them
 //! against what the runtime's stages do.
 
-#[path = "../../../runtime/src/defaults.rs"]
-mod runtime;
+use crate::ir::limits::runtime;
 
 /// Elements a parallel interleave buffers per open file.
 pub const INTERLEAVE_BUFFER_PER_SLOT: u64 = runtime::INTERLEAVE_BUFFER_PER_SLOT as u64;

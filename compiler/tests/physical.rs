@@ -66,7 +66,7 @@ fn expected(exec: &Exec) -> Vec<&'static str> {
         Exec::MapBatch { .. } => vec![".chunks(", ".named(\"map_batch\")"],
         Exec::Filter { .. } => vec![".try_filter("],
         Exec::Rust { .. } => vec!["__sluice_"],
-        Exec::Select { .. } => vec![".map(|x: Record"],
+        Exec::Select { .. } => vec![".map(|__x: Record"],
         Exec::Pack { .. } => vec!["__sl::pack("],
         Exec::BucketByLength { .. } => vec!["__sl::bucket_by_length("],
         Exec::Window { .. } => vec![".window("],

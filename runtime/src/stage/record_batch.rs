@@ -681,7 +681,7 @@ mod tests {
             let fs = files(&format!("{}/*.tfrecord", dir.path().display())).unwrap();
             let ds = tfrecord_batches(fs, ReaderOptions::default(), 4, 100, false).num_parallel(threads);
             let ctx = Ctx::new(&RuntimeOptions::default());
-            let handed_out = ds.stream_in(&ctx).unwrap().map(|b| b.unwrap()).count() as u64;
+            let handed_out = ds.stream_in(&ctx).unwrap().collect::<Result<Vec<_>>>().unwrap().len() as u64;
             let report = ctx.report();
             let row = report.stages.iter().find(|s| s.name == "read_batches").unwrap();
             assert_eq!(row.elements, handed_out, "{threads} threads");

@@ -516,7 +516,7 @@ impl Gen {
             (0..self.done.len()).filter(|&i| self.done[i].elem.fields().is_some()).collect();
         let kind = self.rng.range(0, 9);
         match kind {
-            0 | 1 | 2 => {
+            0..=2 => {
                 let (a, b) = (self.rng.range(0, 5) as i64 - 2, self.rng.range(3, 30));
                 let end = self.count(p, 3, 30, "i64");
                 let end = if self.rng.chance(1, 2) { end } else { b.to_string() };

@@ -257,7 +257,10 @@ fn random_pipelines_check_compile_and_run() {
 /// The regressions of the class, with their output: `select` after `batch`,
 /// `padded_batch`, `window`, `bucket_by_length` and a batch of batches (E0631 before);
 /// parameters named `k`, `v` and `set` (E0308: the generated `--set` loop's locals); 128
-/// and 1024 stages (E0275: the chain's type nested past rustc's recursion limit).
+/// and 1024 stages (E0275: the chain's type nested past rustc's recursion limit); a map
+/// before a batch of batches (E0600: `vectorize_past_batch` moved it over the inner
+/// batches, then `fuse_map_batch` made a map + batch producing batches) and a map over a
+/// batch of batches (E0600, and typed as a batch of its last batch's columns).
 #[test]
 fn regressions_select_after_batching_colliding_names_and_long_chains_run() {
     let dir = tempfile::tempdir().unwrap();
@@ -267,7 +270,9 @@ fn regressions_select_after_batching_colliding_names_and_long_chains_run() {
          pipeline sel_window() { range(6); map { key = value * 10; } window(3, shift: 3); select(key); }\n\
          pipeline sel_bucket() { range(10); map { key = value % 2; } \
              bucket_by_length(length: key, boundaries: [1], batch_sizes: [5, 5]); select(value); }\n\
-         pipeline sel_nested() { range(8); enumerate(); batch(2); batch(2); select(index); prefetch(2); }\n\
+         pipeline sel_nested() { range(8); map { key = value % 2; } batch(2); batch(2); select(key); prefetch(2); }\n\
+         pipeline map_nested() { range(16); batch(2); batch(2); batch(2); map { key = value * 2; } select(key); }\n\
+         pipeline map_nested2() { range(8); map { key = value * 3; } batch(2); map { key = key + 1; } batch(2); }\n\
          pipeline q(k: u64 = 3, v: u64 = 1, set: u64 = 2) { range(10); skip(v); take(k); batch(set); }\n",
     );
     for n in [128, 1023] {
@@ -298,8 +303,23 @@ fn regressions_select_after_batching_colliding_names_and_long_chains_run() {
     assert_eq!(show("sel_padded", &[]), lines(&[t("key", &[0, 1, 0, 1]), t("key", &[0, 1])]));
     assert_eq!(show("sel_window", &[]), lines(&[t("key", &[0, 10, 20]), t("key", &[30, 40, 50])]));
     assert_eq!(show("sel_bucket", &[]), lines(&[t("value", &[0, 2, 4, 6, 8]), t("value", &[1, 3, 5, 7, 9])]));
-    let pair = |a: [i64; 2], b: [i64; 2]| format!("[{},{}]", t("index", &a), t("index", &b));
-    assert_eq!(show("sel_nested", &[]), lines(&[pair([0, 1], [2, 3]), pair([4, 5], [6, 7])]));
+    let pair = |name: &str, a: [i64; 2], b: [i64; 2]| format!("[{},{}]", t(name, &a), t(name, &b));
+    assert_eq!(show("sel_nested", &[]), lines(&[pair("key", [0, 1], [0, 1]), pair("key", [0, 1], [0, 1])]));
+    let quad = |k: i64| {
+        let (a, b) =
+            (pair("key", [k, k + 2], [k + 4, k + 6]), pair("key", [k + 8, k + 10], [k + 12, k + 14]));
+        format!("[{a},{b}]")
+    };
+    assert_eq!(show("map_nested", &[]), lines(&[quad(0), quad(16)]));
+    // `{value, key}` rows `[v, v + 1]` of `map_nested2`, key = value * 3 + 1.
+    let vk = |v: i64| {
+        let col = |a: i64, b: i64| format!("{{\"dtype\":\"i64\",\"shape\":[2],\"values\":[{a},{b}]}}");
+        format!("{{\"value\":{},\"key\":{}}}", col(v, v + 1), col(3 * v + 1, 3 * v + 4))
+    };
+    assert_eq!(
+        show("map_nested2", &[]),
+        lines(&[format!("[{},{}]", vk(0), vk(2)), format!("[{},{}]", vk(4), vk(6))])
+    );
     assert_eq!(show("q", &[]), lines(&[t("value", &[1, 2]), t("value", &[3])]));
     assert_eq!(show("q", &["k=2", "v=5", "set=3"]), lines(&[t("value", &[5, 6])]));
     let scalar = |v: i64| format!("{{\"value\":{{\"dtype\":\"i64\",\"shape\":[],\"values\":[{v}]}}}}");
@@ -666,7 +686,7 @@ impl Gen {
             }
             _ => Vec::new(),
         };
-        match self.rng.range(0, 8) {
+        match self.rng.range(0, 9) {
             0 | 1 if matches!(inner, Elem::Fields(_)) => {
                 p.stmts.push("unbatch();".into());
                 p.elem = inner.clone();
@@ -701,7 +721,19 @@ impl Gen {
                         .clone(),
                 );
             }
-            _ => p.stmts.push("shard(2, 1, remainder: pad);".into()),
+            7 => p.stmts.push("shard(2, 1, remainder: pad);".into()),
+            _ => {
+                // A map over the batches' rows: its fields, at the same depth.
+                let Some(fields) = inner.fields().or_else(|| match inner {
+                    Elem::Batch(b) => b.fields(),
+                    _ => None,
+                }) else {
+                    return;
+                };
+                let Some(stmt) = self.map_block(p, fields.clone()) else { return };
+                p.stmts.push(stmt.0);
+                p.elem = rebatch(&p.elem, stmt.1);
+            }
         }
     }
 
@@ -785,8 +817,11 @@ impl Gen {
             14 if !ints.is_empty() => {
                 let a = self.rng.pick(&ints).clone();
                 let n = self.field_name(&fields);
-                p.stmts.push(format!("map {{ {n} = ({a} % 9 + 9) % 9; }}"));
+                // With `pad_to_bucket_boundary` a length must be below the last boundary
+                // (tf.data's rule too: an error otherwise).
                 let to_boundary = self.rng.chance(1, 2);
+                let m = if to_boundary { 5 } else { 9 };
+                p.stmts.push(format!("map {{ {n} = ({a} % {m} + {m}) % {m}; }}"));
                 p.stmts.push(format!(
                     "bucket_by_length(length: {n}, boundaries: [2, 5], batch_sizes: [2, 3, 2], pad_to_bucket_boundary: {to_boundary}, drop_remainder: {});",
                     self.rng.chance(1, 3)
@@ -831,7 +866,16 @@ impl Gen {
     }
 
     /// A `map` block of one to four statements over the fields.
-    fn map(&mut self, p: &mut Pipe, mut fields: Vec<Field>) {
+    fn map(&mut self, p: &mut Pipe, fields: Vec<Field>) {
+        if let Some((stmt, fields)) = self.map_block(p, fields) {
+            p.stmts.push(stmt);
+            p.elem = Elem::Fields(fields);
+        }
+    }
+
+    /// A `map` statement of one to four assignments over `fields`, and the fields after
+    /// it; `None` when no operation fits.
+    fn map_block(&mut self, p: &mut Pipe, mut fields: Vec<Field>) -> Option<(String, Vec<Field>)> {
         let mut stmts = Vec::new();
         for _ in 0..self.rng.range(1, 4) {
             let Some((target, expr, ty)) = self.op(p, &fields) else { continue };
@@ -842,7 +886,7 @@ impl Gen {
             }
         }
         if stmts.is_empty() {
-            return;
+            return None;
         }
         let opts = self.rng.pick(&[
             "",
@@ -850,8 +894,7 @@ impl Gen {
             "(parallel: auto, deterministic: true)",
             "(on_error: skip)",
         ]);
-        p.stmts.push(format!("map{opts} {{ {} }}", stmts.join(" ")));
-        p.elem = Elem::Fields(fields);
+        Some((format!("map{opts} {{ {} }}", stmts.join(" ")), fields))
     }
 
     /// One statement: target, expression, the target's new type.
@@ -901,6 +944,14 @@ impl Gen {
             Ty::Tensor(_) => (target, format!("{a} + 1.0"), f.ty.clone()),
             Ty::Str | Ty::Bytes | Ty::List => return None,
         })
+    }
+}
+
+/// `e` (a batch, perhaps of batches) with its rows' fields now `fields`.
+fn rebatch(e: &Elem, fields: Vec<Field>) -> Elem {
+    match e {
+        Elem::Batch(b) => Elem::Batch(Box::new(rebatch(b, fields))),
+        _ => Elem::Fields(fields),
     }
 }
 

@@ -96,6 +96,12 @@ impl Gen<'_> {
 
     /// The function mapping one element (`input`) through `ops` to a record `output`.
     pub(super) fn map_fn(&mut self, input: &Element, ops: &[MapOp], output: &Element) -> R<MapFn> {
+        if let (Element::Batch(inner), Element::Batch(out)) = (input, output)
+            && matches!(**inner, Element::Batch(_))
+        {
+            // A map over batches of batches: each inner batch mapped as a batch.
+            return self.map_each_fn(inner, ops, out);
+        }
         if let (Element::Batch(inner), Element::Batch(out)) = (input, output) {
             // A map over batches: parse straight into columns when that is all it does,
             // else map each row and build the output batch.
@@ -498,7 +504,7 @@ impl Gen<'_> {
     /// a `Vec` of elements), a batch out.
     pub(super) fn map_batch_fn(&mut self, input: &Element, ops: &[MapOp], map_output: &Element) -> R<MapFn> {
         let Element::Fields(out_fields) = map_output else {
-            return Err(format!("a map producing {map_output}"));
+            return self.map_each_fn(input, ops, map_output);
         };
         let in_ty = match input {
             Element::Record => quote!(__sl::RecordBatch),
@@ -541,6 +547,30 @@ impl Gen<'_> {
             }
         });
         Ok(MapFn { name, random: self.last_random, by_ref: false })
+    }
+
+    /// A map over a `Vec` of `input` elements (a batch of batches), each mapped to an
+    /// `output` by its own function, their `Vec` out: a fused map + batch whose map is
+    /// over batches (`vectorize_past_batch` moves a map before a second `batch`), or a
+    /// map over batches of batches.
+    fn map_each_fn(&mut self, input: &Element, ops: &[MapOp], map_output: &Element) -> R<MapFn> {
+        let in_ty = self.item_type(input)?;
+        let out_ty = self.item_type(&Element::Batch(Box::new(map_output.clone())))?;
+        let each = self.map_fn(input, ops, map_output)?;
+        let (call, name) = (each.name, self.fresh("map_batch"));
+        let row = if each.by_ref { quote!(&row) } else { quote!(row) };
+        self.items.extend(quote! {
+            fn #name(p: &Params, __epoch: u64, __index: u64, x: ::std::vec::Vec<#in_ty>) -> ::std::result::Result<#out_ty, __sl::BoxError> {
+                x.into_iter()
+                    .enumerate()
+                    .map(|(i, row)| {
+                        #call(p, __epoch, (__index << 20) | i as u64, #row)
+                            .map_err(|e| __sl::BoxError::from(format!("element {i} of the batch: {e}")))
+                    })
+                    .collect()
+            }
+        });
+        Ok(MapFn { name, random: each.random, by_ref: false })
     }
 }
 

@@ -78,8 +78,14 @@ pub fn apply_ops(input: &Element, ops: &[MapOp]) -> Element {
 
 impl MapOp {
     /// The element after this operation: `parse_example` makes fields of records (of a
-    /// batch of records: a batch of fields); an assignment sets (or adds) its field.
+    /// batch of records: a batch of fields); an assignment sets (or adds) its field. On
+    /// a batch of batches, each inner batch's rows.
     pub fn apply(&self, element: &Element) -> Element {
+        if let Element::Batch(inner) = element
+            && matches!(**inner, Element::Batch(_))
+        {
+            return Element::Batch(Box::new(self.apply(inner)));
+        }
         match self {
             MapOp::Parse { fields, .. } => match element {
                 Element::Batch(_) => Element::Batch(Box::new(Element::Fields(fields.clone()))),

@@ -46,5 +46,25 @@ pub fn report(file: &Path, source: &str, diagnostics: &[Diagnostic]) -> Result<b
     if errors > 0 {
         sayln!("error: {name}: {errors} error{}", if errors == 1 { "" } else { "s" });
     }
+    sayln!("{}", explain_hint(diagnostics));
     Ok(errors > 0)
+}
+
+/// rustc's "for more information about this error, try `rustc --explain E0308`": names
+/// `sluice explain-code` with the first code, and the other codes there are.
+fn explain_hint(diagnostics: &[Diagnostic]) -> String {
+    let mut codes: Vec<&str> = Vec::new();
+    for d in diagnostics {
+        if !codes.contains(&d.code) {
+            codes.push(d.code);
+        }
+    }
+    match codes.as_slice() {
+        [one] => format!("for more on this diagnostic, run `sluice explain-code {one}`"),
+        [first, ..] => format!(
+            "for more on a diagnostic, run `sluice explain-code {first}` (codes here: {})",
+            codes.join(", ")
+        ),
+        [] => String::new(),
+    }
 }

@@ -39,6 +39,7 @@ mod cat;
 mod check;
 mod emit;
 mod explain;
+mod explain_code;
 mod files;
 mod generate;
 mod index;
@@ -68,6 +69,9 @@ enum Command {
     Check(check::CheckArgs),
     /// Print the plan of each pipeline of a `.pipe` file.
     Explain(explain::ExplainArgs),
+    /// Explain a diagnostic code (`sluice explain-code E0306`): what it means, a failing
+    /// example and its fix; with no code, list every code.
+    ExplainCode(explain_code::ExplainCodeArgs),
     /// Print the Rust generated for a `.pipe` file.
     Emit(emit::EmitArgs),
     /// Print the first elements of a pipeline as JSON lines (5 by default; `-n N|all`):
@@ -95,6 +99,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Cat(args) => cat::run(args),
         Command::Check(args) => check::run(args),
         Command::Explain(args) => explain::run(args),
+        Command::ExplainCode(args) => explain_code::run(args),
         Command::Emit(args) => emit::run(args),
         Command::Show(args) => show::run(args),
         Command::Run(args) => run::run(args),

@@ -11,8 +11,10 @@ use std::path::{Path, PathBuf};
 use sluice_compiler::diagnostic::CODES;
 
 /// Codes whose page has no `.pipe` example, and why: Rust code exists only in
-/// `pipeline!` (E0313, E0408), the smallest example is 1025 stages long (E0315), and no
-/// valid pipeline is known to reach a code generator failure (E0600, a compiler bug).
+/// `pipeline!` (E0313, E0408: their examples are ```rust blocks of a `pipeline!` call,
+/// checked through the token front end), the smallest example is 1025 stages long
+/// (E0315, checked here as such), and no valid pipeline is known to reach a code
+/// generator failure (E0600, a compiler bug).
 const NO_PIPE_EXAMPLE: &[&str] = &["E0313", "E0315", "E0408", "E0600"];
 
 fn root() -> PathBuf {
@@ -87,11 +89,17 @@ fn every_code_has_a_page_and_every_page_is_a_code() {
 
 /// The contents of each ```pipe fenced block of `page`.
 fn pipe_blocks(page: &str) -> Vec<String> {
+    blocks(page, "pipe")
+}
+
+/// The contents of each fenced block of `page` in `language`.
+fn blocks(page: &str, language: &str) -> Vec<String> {
+    let fence = format!("```{language}");
     let mut blocks = Vec::new();
     let mut current: Option<String> = None;
     for line in page.lines() {
         match &mut current {
-            None if line.trim_end() == "```pipe" => current = Some(String::new()),
+            None if line.trim_end() == fence => current = Some(String::new()),
             Some(_) if line.trim_end() == "```" => blocks.push(current.take().unwrap()),
             Some(block) => {
                 block.push_str(line);
@@ -139,4 +147,45 @@ fn each_page_fails_with_its_code_and_its_fix_compiles() {
         }
     }
     assert!(problems.is_empty(), "diagnostic pages:\n{}", problems.join("\n"));
+}
+
+/// The codes of a `pipeline! { … }` call's body, compiled as the macro does (the token
+/// front end, then `compile_ast`).
+fn macro_codes(block: &str) -> Vec<&'static str> {
+    let body = block.trim().strip_prefix("sluice::pipeline! {").and_then(|b| b.strip_suffix('}'));
+    let body = body.unwrap_or_else(|| panic!("not one `sluice::pipeline! {{ … }}` call:\n{block}"));
+    let tokens: proc_macro2::TokenStream = body.parse().unwrap();
+    match sluice_compiler::syntax::tokens::parse_tokens(tokens).0 {
+        Err(diagnostics) => diagnostics.iter().map(|d| d.code).collect(),
+        Ok(file) => sluice_compiler::compile_ast(&file).diagnostics.iter().map(|d| d.code).collect(),
+    }
+}
+
+#[test]
+fn the_pages_of_codes_only_pipeline_macro_gives_are_checked_through_it() {
+    for code in ["E0313", "E0408"] {
+        let page = std::fs::read_to_string(pages_dir().join(format!("{code}.md"))).unwrap();
+        let [failing, fix] =
+            blocks(&page, "rust").try_into().expect("two ```rust blocks: the example, the fix");
+        assert!(
+            macro_codes(&failing).contains(&code),
+            "{code}: the example reports {:?}",
+            macro_codes(&failing)
+        );
+        assert_eq!(macro_codes(&fix), Vec::<&str>::new(), "{code}: the fix");
+    }
+}
+
+#[test]
+fn a_pipeline_of_more_than_1024_stages_is_e0315() {
+    let stages = |n| format!("pipeline p() {{\n    range(10);\n{}}}\n", "    take(1);\n".repeat(n));
+    let codes =
+        |n| sluice_compiler::compile(&stages(n)).diagnostics.iter().map(|d| d.code).collect::<Vec<_>>();
+    assert_eq!(codes(1023), Vec::<&str>::new(), "1024 stages");
+    assert_eq!(codes(1024), ["E0315"], "1025 stages");
+    let page = std::fs::read_to_string(pages_dir().join("E0315.md")).unwrap();
+    assert!(
+        page.contains("`range(10);` and 1024 `take(1);` after it"),
+        "the page says the example this test builds"
+    );
 }

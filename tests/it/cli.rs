@@ -347,6 +347,37 @@ fn check_reports_diagnostics_with_exit_status() {
 }
 
 #[test]
+fn explain_code_prints_a_page_lists_the_codes_and_refuses_an_unknown_one() {
+    let page = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("docs/guide/src/diagnostics/E0306.md"),
+    )
+    .unwrap();
+    let o = sluice(&["explain-code", "E0306"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o), page, "the page, as it is");
+    let o = sluice(&["explain-code"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let list = stdout(&o);
+    assert!(list.starts_with("E0001  syntax error\n") && list.contains("\nW0210  "), "{list}");
+    let o = sluice(&["explain-code", "E0316"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(stdout(&o), "");
+    assert!(
+        stderr(&o).contains("no diagnostic code `E0316`; close codes: E0313, E0314, E0315"),
+        "{}",
+        stderr(&o)
+    );
+    // A report of diagnostics ends with the hint, as rustc's `--explain` one.
+    let bad = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/errors/missing_semicolon.pipe");
+    let o = sluice(&["check", bad.to_str().unwrap()]);
+    assert!(
+        stderr(&o).ends_with("for more on this diagnostic, run `sluice explain-code E0001`\n"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
 fn explain_prints_the_logical_plan() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let o = sluice(&["explain", root.join("tests/pipes/tabular.pipe").to_str().unwrap()]);

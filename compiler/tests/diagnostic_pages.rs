@@ -1,14 +1,15 @@
 //! Docs that cannot lie, for diagnostics: `diagnostic::CODES` is every code the compiler's
 //! sources write (and no other), each code has a page `docs/guide/src/diagnostics/CODE.md`
 //! (and each page is a code) listed in the index `README.md` with its summary, and each
-//! page's failing ```pipe example reports its code while the ```pipe fix after it
-//! compiles with no error (and without that code, for a warning). A new code without a
-//! page, or a page whose example no longer fails, fails here naming it.
+//! page's failing ```pipe example reports its code, rendered as the page's ```text block
+//! shows, while the ```pipe fix after it compiles with no error (and without that code,
+//! for a warning). A new code without a page, or a page whose example no longer fails
+//! as it shows, fails here naming it.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use sluice_compiler::diagnostic::CODES;
+use sluice_compiler::diagnostic::{CODES, render};
 
 /// Codes whose page has no `.pipe` example, and why: Rust code exists only in
 /// `pipeline!` (E0313, E0408: their examples are ```rust blocks of a `pipeline!` call,
@@ -120,24 +121,34 @@ fn each_page_fails_with_its_code_and_its_fix_compiles() {
         if !page.starts_with(&title) {
             problems.push(format!("{code}: the page does not start with {title:?}"));
         }
-        let blocks = pipe_blocks(&page);
+        let pipe = pipe_blocks(&page);
         if NO_PIPE_EXAMPLE.contains(code) {
-            if !blocks.is_empty() {
+            if !pipe.is_empty() {
                 problems.push(format!("{code}: has a ```pipe example now: take it off NO_PIPE_EXAMPLE"));
             }
             continue;
         }
-        let [failing, fix] = blocks.as_slice() else {
-            problems.push(format!(
-                "{code}: {} ```pipe blocks, not 2 (the failing example, the fix)",
-                blocks.len()
-            ));
+        let [failing, fix] = pipe.as_slice() else {
+            problems
+                .push(format!("{code}: {} ```pipe blocks, not 2 (the failing example, the fix)", pipe.len()));
             continue;
         };
-        let reported: Vec<&str> =
-            sluice_compiler::compile(failing).diagnostics.iter().map(|d| d.code).collect();
-        if !reported.contains(code) {
+        let diagnostics = sluice_compiler::compile(failing).diagnostics;
+        let reported: Vec<&str> = diagnostics.iter().map(|d| d.code).collect();
+        let of_code: Vec<_> = diagnostics.iter().filter(|d| d.code == *code).cloned().collect();
+        if of_code.is_empty() {
             problems.push(format!("{code}: the example reports {reported:?}, not {code}"));
+        } else {
+            // The page shows the errors of its code the example gives, as `sluice check
+            // example.pipe` renders them.
+            let rendered = render("example.pipe", failing, &of_code);
+            let shown = blocks(&page, "text");
+            if shown.first().map(|b| b.trim_end()) != Some(rendered.trim_end()) {
+                problems.push(format!(
+                    "{code}: the page's first ```text block is not what its example gives, which is:\n{}",
+                    rendered.trim_end()
+                ));
+            }
         }
         let fixed = sluice_compiler::compile(fix).diagnostics;
         let bad: Vec<&str> =

@@ -35,6 +35,7 @@ pub const CODES: &[(&str, &str)] = &[
     ("E0117", "a budget that is not an amount of memory"),
     ("E0118", "an extern fn declared twice"),
     ("E0119", "a reserved word of Rust as a name"),
+    ("E0120", "a parameter named as a pipeline it takes"),
     ("E0200", "unknown stage"),
     ("E0201", "unknown argument name"),
     ("E0202", "too many arguments"),

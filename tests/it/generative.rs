@@ -66,11 +66,11 @@ const GENERATED_STAGES: &[&str] = &[
     "shard",
     "cache",
     "prefetch",
+    "pack",
 ];
 
 /// Stages the generator leaves out, and why.
-const SKIPPED_STAGES: &[(&str, &str)] =
-    &[("pack", "its fields are token ids (`i32[]`), made only by `tokenize`, which needs a tokenizer file")];
+const SKIPPED_STAGES: &[(&str, &str)] = &[];
 
 /// The operations the generator calls in `map` blocks.
 const GENERATED_OPS: &[&str] = &[
@@ -85,16 +85,15 @@ const GENERATED_OPS: &[&str] = &[
     "transpose",
     "one_hot",
     "check_finite",
+    "decode_raw",
+    "parse_tensor",
+    "decode_jpeg",
+    "decode_png",
+    "tokenize",
 ];
 
 /// Operations left out, and why.
-const SKIPPED_OPS: &[(&str, &str)] = &[
-    ("decode_raw", "needs records of raw tensors (the differential tests cover it)"),
-    ("parse_tensor", "needs serialized TensorProtos"),
-    ("decode_jpeg", "needs JPEG files"),
-    ("decode_png", "needs PNG files"),
-    ("tokenize", "needs a tokenizer file"),
-];
+const SKIPPED_OPS: &[(&str, &str)] = &[];
 
 /// Names that a user may give a field, parameter or pipeline and that Rust or the code
 /// generator also uses: keywords (raw identifiers in Rust), the generated module's items
@@ -367,6 +366,13 @@ struct Data {
     csv: String,
     /// Where `cache(file)` writes.
     caches: String,
+    /// Files read whole (`files(..); read_file()`), by what they hold.
+    raw: String,
+    tensors: String,
+    jpegs: String,
+    pngs: String,
+    /// The tokenizer of `tokenize` (`examples/text/tokenizer.json`).
+    tokenizer: String,
 }
 
 impl Data {
@@ -380,8 +386,21 @@ impl Data {
         let text = dir.join("text");
         let csv = dir.join("csv");
         let caches = dir.join("caches");
-        for d in [&text, &csv, &caches] {
+        let (raw, tensors, images) = (dir.join("raw"), dir.join("tensors"), dir.join("images"));
+        for d in [&text, &csv, &caches, &raw, &tensors, &images] {
             std::fs::create_dir_all(d).unwrap();
+        }
+        // 16 little-endian f32s a file (`decode_raw(.., f32)`), and the bytes of
+        // `tf.io.serialize_tensor` of an `f32[2, 3]` (`parse_tensor`).
+        for f in 0..2u8 {
+            let floats: Vec<u8> =
+                (0..16u8).flat_map(|i| (f32::from(i) * 0.5 - f32::from(f)).to_le_bytes()).collect();
+            std::fs::write(raw.join(format!("r{f}.bin")), floats).unwrap();
+            std::fs::write(tensors.join(format!("t{f}.pb")), tensor_proto(&[2, 3], f32::from(f))).unwrap();
+        }
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/image");
+        for name in ["gray_40x32.jpg", "rgb_64x48.jpg", "gray_9x13.png", "rgba_20x24.png"] {
+            std::fs::copy(fixtures.join(name), images.join(name)).unwrap();
         }
         for f in 0..2 {
             let lines: String = (0..5).map(|i| format!("line {i} of file {f}\n")).collect();
@@ -394,8 +413,45 @@ impl Data {
             text: format!("{}/*.txt", text.display()),
             csv: format!("{}/*.csv", csv.display()),
             caches: caches.display().to_string(),
+            raw: format!("{}/*.bin", raw.display()),
+            tensors: format!("{}/*.pb", tensors.display()),
+            jpegs: format!("{}/*.jpg", images.display()),
+            pngs: format!("{}/*.png", images.display()),
+            tokenizer: Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("examples/text/tokenizer.json")
+                .display()
+                .to_string(),
         }
     }
+}
+
+/// A serialized `TensorProto` (`tf.io.serialize_tensor`) of `f32` values `base`,
+/// `base + 1`, … of shape `dims`.
+fn tensor_proto(dims: &[u64], base: f32) -> Vec<u8> {
+    fn varint(out: &mut Vec<u8>, mut v: u64) {
+        while v >= 0x80 {
+            out.push((v as u8) | 0x80);
+            v >>= 7;
+        }
+        out.push(v as u8);
+    }
+    fn field(out: &mut Vec<u8>, tag: u64, bytes: &[u8]) {
+        varint(out, tag << 3 | 2);
+        varint(out, bytes.len() as u64);
+        out.extend_from_slice(bytes);
+    }
+    let mut shape = Vec::new();
+    for &d in dims {
+        let mut dim = vec![0x08];
+        varint(&mut dim, d);
+        field(&mut shape, 2, &dim);
+    }
+    let n = dims.iter().product::<u64>();
+    let values: Vec<u8> = (0..n).flat_map(|i| (base + i as f32).to_le_bytes()).collect();
+    let mut out = vec![0x08, 0x01]; // dtype: DT_FLOAT
+    field(&mut out, 2, &shape);
+    field(&mut out, 4, &values);
+    out
 }
 
 /// A field's type, as far as the generator tracks it.
@@ -405,11 +461,39 @@ enum Ty {
     F32,
     F64,
     Str,
-    Bytes,
+    /// Bytes holding this.
+    Bytes(Content),
     /// An `f32` tensor of this shape (`[16]`; images `[h, w, c]`).
     Tensor(Vec<u64>),
-    /// A variable-length list `i64[]`.
+    /// A variable-length list without operations (`i64[]`, `u8[]`).
     List,
+    /// `f32[]` (`decode_raw` of 16 floats).
+    Floats,
+    /// A decoded image `u8[H, W, c]` of this many channels.
+    Image(u64),
+    /// Token ids `i32[]` (`tokenize`).
+    Ids,
+    /// Packed token ids `i32[n]` (`pack`).
+    Packed(u64),
+}
+
+impl Ty {
+    /// A type of no fixed size: `batch` and `window` cannot stack it.
+    fn varies(&self) -> bool {
+        matches!(self, Ty::List | Ty::Floats | Ty::Image(_) | Ty::Ids)
+    }
+}
+
+/// What bytes hold.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Content {
+    Text,
+    /// 16 little-endian `f32`s.
+    Raw,
+    /// A serialized `f32[2, 3]`.
+    TensorProto,
+    Jpeg,
+    Png,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -452,6 +536,10 @@ struct Pipe {
     schema: Option<String>,
     /// Pipelines a combinator of this one takes, which must precede it.
     stages: usize,
+    /// What the files of `files(..)` hold.
+    content: Content,
+    /// The pipelines it takes (`zip`, ...), whose names no parameter may have (E0120).
+    inputs: Vec<String>,
 }
 
 struct Gen {
@@ -485,7 +573,8 @@ impl Gen {
         if !self.rng.chance(1, 3) {
             return v.to_string();
         }
-        let taken = p.params.iter().map(|d| d.split(':').next().unwrap().to_string()).collect::<Vec<_>>();
+        let mut taken = p.params.iter().map(|d| d.split(':').next().unwrap().to_string()).collect::<Vec<_>>();
+        taken.extend(p.inputs.iter().cloned());
         let name = self.name(&taken);
         p.params.push(format!("{name}: {ty} = {v}"));
         if self.rng.chance(1, 3) {
@@ -505,6 +594,8 @@ impl Gen {
             elem: Elem::Path,
             schema: None,
             stages: 0,
+            content: Content::Text,
+            inputs: Vec::new(),
         };
         self.source(&mut p);
         let n = if i == 7 { 40 } else { self.rng.range(0, 7) };
@@ -515,7 +606,7 @@ impl Gen {
         if matches!(p.elem, Elem::Path) {
             p.stmts.push("read_file();".into());
             p.elem = Elem::Fields(vec![
-                Field { name: "contents".into(), ty: Ty::Bytes },
+                Field { name: "contents".into(), ty: Ty::Bytes(p.content) },
                 Field { name: "path".into(), ty: Ty::Str },
             ]);
         }
@@ -609,7 +700,15 @@ impl Gen {
                 ]);
             }
             7 => {
-                p.stmts.push(format!("files({:?});", self.data.text));
+                let (files, content) = *self.rng.pick(&[
+                    (&self.data.text, Content::Text),
+                    (&self.data.raw, Content::Raw),
+                    (&self.data.tensors, Content::TensorProto),
+                    (&self.data.jpegs, Content::Jpeg),
+                    (&self.data.pngs, Content::Png),
+                ]);
+                p.content = content;
+                p.stmts.push(format!("files({files:?});"));
                 if self.rng.chance(1, 2) {
                     p.stmts.push("shard(2, 0);".into());
                 }
@@ -620,6 +719,7 @@ impl Gen {
                 let b = *self.rng.pick(&combinable);
                 let (ea, eb) = (self.done[a].elem.clone(), self.done[b].elem.clone());
                 let (na, nb) = (self.done[a].name.clone(), self.done[b].name.clone());
+                p.inputs = vec![na.clone(), nb.clone()];
                 let disjoint = ea
                     .fields()
                     .unwrap()
@@ -666,7 +766,7 @@ impl Gen {
                     _ => {
                         p.stmts.push(format!("read_file(on_error: {});", self.rng.pick(&["fail", "skip"])));
                         p.elem = Elem::Fields(vec![
-                            Field { name: "contents".into(), ty: Ty::Bytes },
+                            Field { name: "contents".into(), ty: Ty::Bytes(p.content) },
                             Field { name: "path".into(), ty: Ty::Str },
                         ]);
                     }
@@ -739,7 +839,7 @@ impl Gen {
 
     fn fields_stage(&mut self, p: &mut Pipe, fields: Vec<Field>) {
         let ints: Vec<String> = fields.iter().filter(|f| f.ty == Ty::I64).map(|f| f.name.clone()).collect();
-        let lists = fields.iter().any(|f| f.ty == Ty::List);
+        let lists = fields.iter().any(|f| f.ty.varies());
         match self.rng.range(0, 22) {
             0..=5 => self.map(p, fields),
             6 if !ints.is_empty() => {
@@ -849,7 +949,7 @@ impl Gen {
                 let rem = self.rng.pick(&["keep", "drop", "pad"]);
                 p.stmts.push(format!("shard({n}, {}, remainder: {rem});", self.rng.range(0, n - 1)));
             }
-            18 if !fields.iter().any(|f| matches!(f.ty, Ty::List)) => {
+            18 if !lists => {
                 let path = format!("{}/{}.cache", self.data.caches, self.rng.next());
                 p.stmts.push(self.rng.pick(&["cache();".to_string(), format!("cache({path:?});")]).clone());
             }
@@ -859,6 +959,18 @@ impl Gen {
                     self.rng
                         .pick(&[format!("prefetch({c});"), "prefetch(auto);".into(), "prefetch();".into()])
                         .clone(),
+                );
+            }
+            20 if fields.iter().any(|f| f.ty == Ty::Ids) => {
+                let ids = fields.iter().find(|f| f.ty == Ty::Ids).unwrap().name.clone();
+                let length = self.rng.range(2, 12);
+                let window = self.rng.pick(&["", ", window: 1", ", window: 3"]);
+                p.stmts.push(format!("pack(length: {length}, fields: [{ids}]{window});"));
+                p.elem = Elem::Fields(
+                    [ids.as_str(), "segment_ids", "positions"]
+                        .iter()
+                        .map(|n| Field { name: n.to_string(), ty: Ty::Packed(length) })
+                        .collect(),
                 );
             }
             _ => self.map(p, fields),
@@ -942,7 +1054,39 @@ impl Gen {
                 }
             }
             Ty::Tensor(_) => (target, format!("{a} + 1.0"), f.ty.clone()),
-            Ty::Str | Ty::Bytes | Ty::List => return None,
+            Ty::Bytes(Content::Text) => (target, format!("decode_raw({a}, u8)"), Ty::List),
+            Ty::Bytes(Content::Raw) => (target, format!("decode_raw({a}, f32)"), Ty::Floats),
+            Ty::Bytes(Content::TensorProto) => match self.rng.range(0, 1) {
+                0 => (target, format!("parse_tensor({a}, f32, [2, 3])"), Ty::Tensor(vec![2, 3])),
+                _ => (target, format!("parse_tensor({a}, f32)"), Ty::Floats),
+            },
+            Ty::Bytes(c @ (Content::Jpeg | Content::Png)) => {
+                let op = if *c == Content::Jpeg { "decode_jpeg" } else { "decode_png" };
+                let channels = *self.rng.pick(&[1, 3]);
+                (target, format!("{op}({a}, channels: {channels})"), Ty::Image(channels))
+            }
+            Ty::Image(c) => {
+                let c = *c;
+                match self.rng.range(0, 3) {
+                    0 => (target, format!("resize({a}, 3, 2)"), Ty::Tensor(vec![3, 2, c])),
+                    1 => (target, format!("center_crop({a}, 4, 4)"), Ty::Image(c)),
+                    2 => (target, format!("random_crop({a}, 3, 5, seed: 1)"), Ty::Image(c)),
+                    _ => (target, format!("random_flip({a}, seed: 2)"), Ty::Image(c)),
+                }
+            }
+            Ty::Floats => match self.rng.range(0, 2) {
+                0 => (target, format!("{a} * 2.0 + 1.0"), Ty::Floats),
+                1 => (target, format!("check_finite({a})"), Ty::Floats),
+                _ => (target, format!("reshape({a}, [4, 4, 1])"), Ty::Tensor(vec![4, 4, 1])),
+            },
+            Ty::Str => {
+                let (bos, eos) = (self.rng.chance(1, 2), self.rng.chance(1, 2));
+                let tok = &self.data.tokenizer;
+                (target, format!("tokenize({a}, {tok:?}, add_bos: {bos}, add_eos: {eos})"), Ty::Ids)
+            }
+            Ty::Ids => (target, format!("cast({a}, f32)"), Ty::Floats),
+            Ty::Packed(n) => (target, format!("cast({a}, f32) * 0.5"), Ty::Tensor(vec![*n])),
+            Ty::List => return None,
         })
     }
 }
@@ -964,4 +1108,15 @@ fn select(e: &Elem, keep: &[String]) -> Elem {
         Elem::Batch(b) => Elem::Batch(Box::new(select(b, keep))),
         other => other.clone(),
     }
+}
+
+/// The generator's finds that `sluice check` now refuses: a parameter with the name of a
+/// pipeline the pipeline takes (E0120; the generated `Params` had the field twice, E0124).
+#[test]
+fn regressions_refused_by_check() {
+    let src = "pipeline a() { range(3); }\n\
+               pipeline b(a: u64 = 1) { sample_from(a, weights: [1.0]); take(a); }\n\
+               pipeline c(x: u64 = 1) { zip(a, b); take(x); }\n";
+    let codes: Vec<&str> = sluice_compiler::compile(src).diagnostics.iter().map(|d| d.code).collect();
+    assert_eq!(codes, ["E0120"]);
 }

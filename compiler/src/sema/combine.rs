@@ -1,7 +1,8 @@
 //! The lowering of the stages that combine or number whole streams: `enumerate`,
 //! `take_while`, and the sources made of other pipelines of the file, `zip` and
 //! `concatenate` (which name their inputs as `sample_from` does, with its checks: E0309 a
-//! pipeline that takes itself, E0310 an unknown pipeline).
+//! pipeline that takes itself, E0310 an unknown pipeline, E0120 a parameter with the
+//! name of a pipeline it takes).
 //!
 //! Codes: E0330 `zip` of pipelines that share a field name, E0331 `concatenate` of
 //! pipelines of different element types, E0332 `enumerate` of elements without fields,
@@ -45,6 +46,21 @@ pub(super) fn input_pipelines(
                 a.span,
                 "a cycle",
             ));
+            return None;
+        }
+        if let Some(param) = p.params.iter().find(|q| q.name.name == name) {
+            // Its parameters are `--set NAME.PARAM=...` and a field `NAME` of `Params`,
+            // which the parameter would be too.
+            diags.push(
+                Diagnostic::error(
+                    "E0120",
+                    format!("parameter `{name}` has the name of a pipeline that `{}` takes", p.name.name),
+                    a.span,
+                    "the pipeline",
+                )
+                .with_label(param.name.span, "the parameter")
+                .with_help(format!("rename the parameter: `{name}` alone names the pipeline here")),
+            );
             return None;
         }
         let element = match pipelines.get(&name) {

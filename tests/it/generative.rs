@@ -467,8 +467,8 @@ enum Ty {
     Tensor(Vec<u64>),
     /// A variable-length list without operations (`i64[]`, `u8[]`).
     List,
-    /// `f32[]` (`decode_raw` of 16 floats).
-    Floats,
+    /// `f32[]`, of this many values when known (`decode_raw` of 16 floats).
+    Floats(Option<u64>),
     /// A decoded image `u8[H, W, c]` of this many channels.
     Image(u64),
     /// Token ids `i32[]` (`tokenize`).
@@ -480,7 +480,7 @@ enum Ty {
 impl Ty {
     /// A type of no fixed size: `batch` and `window` cannot stack it.
     fn varies(&self) -> bool {
-        matches!(self, Ty::List | Ty::Floats | Ty::Image(_) | Ty::Ids)
+        matches!(self, Ty::List | Ty::Floats(_) | Ty::Image(_) | Ty::Ids)
     }
 }
 
@@ -900,7 +900,14 @@ impl Gen {
             }
             12 => {
                 let size = self.count(p, 1, 4, "u32");
-                let more = self.rng.pick(&["", ", pad_to_multiple: 4", ", drop_remainder: true"]);
+                // `pad_to_multiple` rounds lists only, not images (E0371).
+                let images = fields.iter().any(|f| matches!(f.ty, Ty::Image(_)));
+                let more = if images {
+                    &["", ", drop_remainder: true"][..]
+                } else {
+                    &["", ", pad_to_multiple: 4", ", drop_remainder: true"][..]
+                };
+                let more = self.rng.pick(more);
                 p.stmts.push(format!("padded_batch({size}{more});"));
                 p.elem = Elem::Batch(Box::new(p.elem.clone()));
             }
@@ -917,9 +924,10 @@ impl Gen {
             14 if !ints.is_empty() => {
                 let a = self.rng.pick(&ints).clone();
                 let n = self.field_name(&fields);
-                // With `pad_to_bucket_boundary` a length must be below the last boundary
-                // (tf.data's rule too: an error otherwise).
-                let to_boundary = self.rng.chance(1, 2);
+                // With `pad_to_bucket_boundary` a length must be below the last boundary,
+                // and a list no longer than the length given (tf.data's rules too: an
+                // error otherwise).
+                let to_boundary = !lists && self.rng.chance(1, 2);
                 let m = if to_boundary { 5 } else { 9 };
                 p.stmts.push(format!("map {{ {n} = ({a} % {m} + {m}) % {m}; }}"));
                 p.stmts.push(format!(
@@ -1055,10 +1063,10 @@ impl Gen {
             }
             Ty::Tensor(_) => (target, format!("{a} + 1.0"), f.ty.clone()),
             Ty::Bytes(Content::Text) => (target, format!("decode_raw({a}, u8)"), Ty::List),
-            Ty::Bytes(Content::Raw) => (target, format!("decode_raw({a}, f32)"), Ty::Floats),
+            Ty::Bytes(Content::Raw) => (target, format!("decode_raw({a}, f32)"), Ty::Floats(Some(16))),
             Ty::Bytes(Content::TensorProto) => match self.rng.range(0, 1) {
                 0 => (target, format!("parse_tensor({a}, f32, [2, 3])"), Ty::Tensor(vec![2, 3])),
-                _ => (target, format!("parse_tensor({a}, f32)"), Ty::Floats),
+                _ => (target, format!("parse_tensor({a}, f32)"), Ty::Floats(Some(6))),
             },
             Ty::Bytes(c @ (Content::Jpeg | Content::Png)) => {
                 let op = if *c == Content::Jpeg { "decode_jpeg" } else { "decode_png" };
@@ -1074,17 +1082,20 @@ impl Gen {
                     _ => (target, format!("random_flip({a}, seed: 2)"), Ty::Image(c)),
                 }
             }
-            Ty::Floats => match self.rng.range(0, 2) {
-                0 => (target, format!("{a} * 2.0 + 1.0"), Ty::Floats),
-                1 => (target, format!("check_finite({a})"), Ty::Floats),
-                _ => (target, format!("reshape({a}, [4, 4, 1])"), Ty::Tensor(vec![4, 4, 1])),
+            Ty::Floats(n) => match self.rng.range(0, 2) {
+                0 => (target, format!("{a} * 2.0 + 1.0"), f.ty.clone()),
+                1 => (target, format!("check_finite({a})"), f.ty.clone()),
+                _ if *n == Some(16) => {
+                    (target, format!("reshape({a}, [4, 4, 1])"), Ty::Tensor(vec![4, 4, 1]))
+                }
+                _ => (target, format!("scale({a}, 0.5)"), f.ty.clone()),
             },
             Ty::Str => {
                 let (bos, eos) = (self.rng.chance(1, 2), self.rng.chance(1, 2));
                 let tok = &self.data.tokenizer;
                 (target, format!("tokenize({a}, {tok:?}, add_bos: {bos}, add_eos: {eos})"), Ty::Ids)
             }
-            Ty::Ids => (target, format!("cast({a}, f32)"), Ty::Floats),
+            Ty::Ids => (target, format!("cast({a}, f32)"), Ty::Floats(None)),
             Ty::Packed(n) => (target, format!("cast({a}, f32) * 0.5"), Ty::Tensor(vec![*n])),
             Ty::List => return None,
         })

@@ -21,7 +21,12 @@ fn emit_and_run_render_the_diagnostics_of_a_bad_file() {
             err.contains("error[E0001]: expected `;`") && err.contains("missing_semicolon.pipe:2:21"),
             "{err}"
         );
-        assert!(err.ends_with("missing_semicolon.pipe: 1 error\n"), "{err}");
+        assert!(
+            err.ends_with(
+                "missing_semicolon.pipe: 1 error\nfor more on this diagnostic, run `sluice explain-code E0001`\n"
+            ),
+            "{err}"
+        );
     }
     assert!(!cache.path().join("run").exists(), "nothing is built for a bad file");
 }

@@ -63,6 +63,9 @@ pub struct RunArgs {
     /// Write one pass as TFRecord shards instead of running (`--output DIR`, `--shards N`,
     /// `--compression none|gzip`).
     pub export: Option<Export>,
+    /// The backend that runs the pipeline, as the report names it: `compiled` (a generated
+    /// runner), or `interpreted` (`sluice-engine`, in the `sluice` tool itself).
+    pub engine: &'static str,
 }
 
 impl RunArgs {
@@ -85,6 +88,7 @@ impl Default for RunArgs {
             show: None,
             full: false,
             export: None,
+            engine: "compiled",
         }
     }
 }
@@ -212,6 +216,8 @@ struct Outcome {
     epoch_skipped: Vec<u64>,
     /// The memory budget AUTOTUNE ran within, in bytes (`None`: unlimited).
     budget: Option<usize>,
+    /// The backend that ran it (`RunArgs::engine`).
+    engine: &'static str,
 }
 
 /// Pulls `args.epochs` full passes from `ds` ([`epochs::each_pass`]). With a `bar`, a
@@ -285,6 +291,7 @@ where
         io,
         epoch_skipped: (0..args.epochs).map(|e| ctx.reader_stats_of(e).skipped_records).collect(),
         budget: args.memory_budget,
+        engine: args.engine,
     })
 }
 
@@ -364,12 +371,13 @@ impl Outcome {
             s => format!(" ({} s)", s.iter().map(|s| format!("{s:.2}")).collect::<Vec<_>>().join(" + ")),
         };
         let mut text = format!(
-            "{name}: {} records in {} batches{epochs}, {:.2} s{each}: {:.0} records/s, peak RSS {:.1} MB{budget}\n{}\n",
+            "{name}: {} records in {} batches{epochs}, {:.2} s{each}: {:.0} records/s, peak RSS {:.1} MB{budget}, engine {}\n{}\n",
             self.records,
             self.batches,
             self.elapsed.as_secs_f64(),
             self.records_per_sec(),
             peak_rss as f64 / 1e6,
+            self.engine,
             self.report,
         );
         text.push_str(&skipped_text(&self.io));
@@ -380,6 +388,7 @@ impl Outcome {
     fn json(&self, name: &str, peak_rss: u64) -> Value {
         json!({
             "pipeline": name,
+            "engine": self.engine,
             "epochs": self.epochs,
             "records": self.records,
             "batches": self.batches,
@@ -454,6 +463,18 @@ pub fn main(pipelines: &[(&str, Pipeline)]) -> ExitCode {
             eprint!("{}", usage(&program, &names));
             ExitCode::from(USAGE)
         }
+    }
+}
+
+/// Parses a runner's command line after the program name (`[PIPELINE] [--set
+/// NAME=VALUE]... [--epochs N] ...`, as [`main`] does) for a file whose pipelines are
+/// `names`: the pipeline's index and its arguments, or `None` for `--help`. `sluice run
+/// --engine interpreted` parses the flags it passes a compiled runner with it, so both
+/// backends take (and refuse) the same ones.
+pub fn parse_args(argv: Vec<OsString>, names: &[&str]) -> Result<Option<(usize, RunArgs)>, String> {
+    match parse(argv, names)? {
+        Command::Help => Ok(None),
+        Command::Run(i, args) => Ok(Some((i, args))),
     }
 }
 
@@ -615,6 +636,7 @@ mod tests {
             show: Some(u64::MAX),
             full: true,
             export: None,
+            engine: "compiled",
         };
         assert_eq!(c, Ok(Command::Run(1, expected)));
         assert_eq!(parse_strs(&[], &["only"]), Ok(Command::Run(0, RunArgs::default())));

@@ -24,7 +24,7 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 #[test]
 fn every_rust_file_starts_with_a_module_doc() {
     let mut files = Vec::new();
-    for dir in ["src", "tests", "compiler", "runtime", "macros", "examples", "python"] {
+    for dir in ["src", "tests", "compiler", "runtime", "engine", "macros", "examples", "python"] {
         if root().join(dir).is_dir() {
             rust_files(&root().join(dir), &mut files);
         }
@@ -51,13 +51,26 @@ fn dependencies(manifest: &str) -> String {
 fn dependencies_point_one_way() {
     let runtime = dependencies("runtime/Cargo.toml");
     assert!(
-        !runtime.contains("sluice-compiler") && !runtime.contains("sluice-macros"),
+        !runtime.contains("sluice-compiler")
+            && !runtime.contains("sluice-macros")
+            && !runtime.contains("sluice-engine"),
         "runtime is standalone"
     );
     let compiler = dependencies("compiler/Cargo.toml");
     assert!(!compiler.contains("sluice-runtime") && !compiler.contains("sluice-macros"));
+    assert!(!compiler.contains("sluice-engine"), "the compiler knows no backend but its code generator");
     let macros = dependencies("macros/Cargo.toml");
     assert!(macros.contains("sluice-compiler") && !macros.contains("sluice-runtime"));
+    // The engine runs plans: the compiler's and the runtime's, never the macros' or the
+    // facade's (the `sluice` tool depends on it, not the other way round).
+    let engine = dependencies("engine/Cargo.toml");
+    assert!(engine.contains("sluice-compiler") && engine.contains("sluice-runtime"));
+    assert!(!engine.contains("sluice-macros") && !engine.contains("\nsluice ="));
+    let facade = dependencies("Cargo.toml");
+    assert!(
+        facade.contains("sluice-engine = { workspace = true, optional = true }"),
+        "the engine is the tool's only"
+    );
 }
 
 /// What the README's commands write into the clone (`--out DIR`, `--output DIR`,

@@ -43,6 +43,7 @@ mod explain_code;
 mod files;
 mod generate;
 mod index;
+mod interpret;
 mod pipelines;
 mod python_lib;
 mod run;

@@ -73,6 +73,12 @@ pub struct RunArgs {
     /// Say where the runner is and whether it was built or reused.
     #[arg(long)]
     verbose: bool,
+    /// Which backend runs the pipeline: `compiled` (generated Rust built by cargo into a
+    /// cached runner) or `interpreted` (the engine in this tool: at once, no cargo; it
+    /// refuses, by name, what it does not run yet). `auto` comes once the engine runs the
+    /// whole corpus.
+    #[arg(long, value_enum, default_value = "compiled")]
+    engine: super::interpret::Engine,
 }
 
 pub(super) fn name_value(s: &str) -> Result<String, String> {
@@ -83,6 +89,11 @@ pub(super) fn name_value(s: &str) -> Result<String, String> {
 }
 
 pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
+    if args.engine == super::interpret::Engine::Interpreted {
+        // The runner's flags without the pipeline's name, which `interpret::run` adds.
+        let argv = passthrough(&args).into_iter().skip(usize::from(args.pipeline.is_some())).collect();
+        return super::interpret::run(&args.file, args.pipeline.as_deref(), argv);
+    }
     let bin = match runner_for(&args.file, args.pipeline.as_deref(), args.verbose)? {
         Ok(bin) => bin,
         Err(code) => return Ok(code),

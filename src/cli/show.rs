@@ -37,6 +37,10 @@ pub struct ShowArgs {
     /// the output is always whole JSON lines.
     #[arg(long)]
     full: bool,
+    /// Which backend runs the pipeline: `compiled` (a cached runner built by cargo) or
+    /// `interpreted` (the engine in this tool: at once, no cargo).
+    #[arg(long, value_enum, default_value = "compiled")]
+    engine: super::interpret::Engine,
 }
 
 /// `-n`'s value: a positive number, or `all` (`u64::MAX`).
@@ -49,12 +53,22 @@ fn count(s: &str) -> Result<u64, String> {
 }
 
 pub fn run(args: ShowArgs) -> Result<ExitCode, Failure> {
+    let argv = runner_args(&args);
+    if args.engine == super::interpret::Engine::Interpreted {
+        return super::interpret::run(&args.file, args.pipeline.as_deref(), argv);
+    }
     let bin = match runner_for(&args.file, args.pipeline.as_deref(), false)? {
         Ok(bin) => bin,
         Err(code) => return Ok(code),
     };
+    let mut command = Command::new(&bin);
+    command.args(args.pipeline.iter().map(OsString::from).chain(argv));
+    exec(command, &format!("sluice show {}", args.file.display()))
+}
+
+/// The runner's flags for `args` (after the pipeline's name).
+fn runner_args(args: &ShowArgs) -> Vec<OsString> {
     let mut argv: Vec<OsString> = Vec::new();
-    argv.extend(args.pipeline.iter().map(OsString::from));
     for s in &args.set {
         argv.extend(["--set".into(), s.into()]);
     }
@@ -63,9 +77,7 @@ pub fn run(args: ShowArgs) -> Result<ExitCode, Failure> {
     if args.full {
         argv.push("--full".into());
     }
-    let mut command = Command::new(&bin);
-    command.args(argv);
-    exec(command, &format!("sluice show {}", args.file.display()))
+    argv
 }
 
 #[cfg(test)]

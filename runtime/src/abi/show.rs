@@ -180,8 +180,9 @@ macro_rules! float_num {
 }
 float_num!(f32, f64);
 
-/// `{"dtype":…,"shape":…,"values":[…]}`.
-fn numbers<T: Num>(out: &mut Json, shape: &[usize], values: &[T]) {
+/// `{"dtype":…,"shape":…,"values":[…]}`: numbers of any shape, flat in row-major order
+/// (what the engine, whose values are typed buffers with a shape, prints them through).
+pub fn numbers<T: Num>(out: &mut Json, shape: &[usize], values: &[T]) {
     out.begin_object();
     out.key("dtype");
     out.string(T::NAME);
@@ -236,7 +237,7 @@ pub fn text(out: &mut Json, value: &str) {
 }
 
 /// A byte-string column: `"base64"` is a list, one string per row.
-fn bytes_rows<'a>(out: &mut Json, rows: impl Iterator<Item = &'a [u8]>) {
+pub fn bytes_rows<'a>(out: &mut Json, rows: impl Iterator<Item = &'a [u8]>) {
     out.begin_object();
     out.key("dtype");
     out.string("bytes");

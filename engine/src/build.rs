@@ -1,0 +1,396 @@
+//! A physical plan as a chain of the runtime's stages over [`Item`]s: each exec node, source
+//! first, becomes the runtime stage the code generator would print for it
+//! (`compiler/src/codegen/stages.rs`), with a dynamic function where generated code has a
+//! monomorphized one, boxed between nodes ([`Boxed`]: one virtual call per element per
+//! stage). [`refusal`] says which nodes the engine runs; the rest are refused when the
+//! dataset is built, before anything runs.
+
+use std::sync::Arc;
+
+use sluice_compiler::ir::plan::{ArgValue, Element, FieldType, MapOp, RecordFormat};
+use sluice_compiler::ir::types::Shape;
+use sluice_compiler::physical::{self, Exec, MapFn, Remainder};
+use sluice_runtime::abi;
+use sluice_runtime::stage::{
+    Boxed, Buffer, Dataset, Indexed, OpenTfRecord, Parallelism, auto_cycle, files, range_step, skippable,
+};
+use sluice_runtime::tfrecord::{Compression, CorruptPolicy, ReaderOptions};
+use sluice_runtime::{BoxError, Error};
+
+use crate::eval::{self, Eval};
+use crate::params::Params;
+use crate::parse::ExampleParser;
+use crate::value::{Columns, Data, Item, Names, Row, Value};
+
+/// Why the engine does not run this node yet (what to name), or `None` when it does.
+pub fn refusal(e: &Exec) -> Option<String> {
+    let map_fn = |f: &MapFn| {
+        f.ops.iter().find_map(|op| match op {
+            MapOp::Parse { format: sluice_compiler::ir::formats::ParseFormat::Example, .. } => None,
+            MapOp::Parse { .. } => Some(format!("`{}`", op.name())),
+            MapOp::Assign { value, .. } => eval::check(value).err(),
+        })
+    };
+    let fields_batchable = |fields: &[FieldType]| {
+        fields.iter().find_map(|f| match &f.ty {
+            Some(t) if t.shape == Shape::Var => Some(format!("`batch` of the list `{}: {t}`", f.name)),
+            None => Some(format!("`batch` of the untyped `{}`", f.name)),
+            _ => None,
+        })
+    };
+    match e {
+        Exec::Files { .. } | Exec::Range(_) | Exec::Repeat(_) | Exec::Take(_) | Exec::Skip(_) => None,
+        Exec::Shuffle { .. } | Exec::Prefetch(_) | Exec::Enumerate { .. } | Exec::Shard { .. } => None,
+        Exec::Cache { file: None, .. } => None,
+        Exec::Interleave { format: RecordFormat::TfRecord, .. } => None,
+        Exec::Select { depth, .. } if *depth <= 1 => None,
+        Exec::Filter { conditions, .. } => conditions.iter().find_map(|c| eval::check(c).err()),
+        Exec::Map { f, filter, .. } => {
+            map_fn(f).or_else(|| filter.iter().flatten().find_map(|c| eval::check(c).err()))
+        }
+        Exec::ChunkedMap { f, .. } => map_fn(f).or_else(|| fields_batchable(f.output.fields())),
+        Exec::MapBatch { f, batched: false, .. } => map_fn(f).or_else(|| fields_batchable(f.output.fields())),
+        Exec::Batch { input: Element::Fields(f), padded: None, .. } => fields_batchable(f),
+        Exec::Rust { .. } => Some("Rust code in a stage (`pipeline!`)".into()),
+        other => Some(format!("`{}`", other.name())),
+    }
+}
+
+/// A dataset of the engine's elements.
+pub type Ds = Boxed<Item>;
+
+type R<T> = Result<T, Error>;
+
+fn invalid(e: impl std::fmt::Display) -> Error {
+    Error::Invalid(e.to_string())
+}
+
+fn usize_arg(p: &Params, v: &ArgValue) -> R<usize> {
+    p.u64(v).map(|n| n as usize).map_err(invalid)
+}
+
+fn parallel(p: &Params, v: &ArgValue) -> R<Parallelism> {
+    match v {
+        ArgValue::Auto => Ok(Parallelism::Auto),
+        v => Ok(Parallelism::Fixed(usize_arg(p, v)?)),
+    }
+}
+
+fn seed(p: &Params, v: &Option<ArgValue>) -> R<u64> {
+    match v {
+        Some(v) => p.u64(v).map_err(invalid),
+        None => Ok(abi::fresh_seed()),
+    }
+}
+
+fn reader(r: &physical::ReaderOptions) -> ReaderOptions {
+    ReaderOptions {
+        compression: match r.compression {
+            physical::Compression::Auto => Compression::Auto,
+            physical::Compression::None => Compression::None,
+            physical::Compression::Gzip => Compression::Gzip,
+            physical::Compression::Zlib => Compression::Zlib,
+        },
+        verify_crc: r.verify_crc,
+        on_corrupt: match r.on_corrupt {
+            physical::CorruptPolicy::Fail => CorruptPolicy::Fail,
+            physical::CorruptPolicy::Skip => CorruptPolicy::Skip,
+            physical::CorruptPolicy::SkipFile => CorruptPolicy::SkipFile,
+        },
+        ..Default::default()
+    }
+}
+
+fn names_of(fields: &[FieldType]) -> Names {
+    Arc::from(fields.iter().map(|f| f.name.clone()).collect::<Vec<_>>())
+}
+
+/// What the chain holds between nodes: files (before the reader), or elements.
+enum Chain {
+    Paths(sluice_runtime::stage::Files),
+    Items(Ds),
+}
+
+/// Builds the stages of `stages` with `params`; the nodes are known to run
+/// ([`refusal`]).
+pub(crate) fn chain(stages: &[physical::ExecNode], params: &Arc<Params>, schema: &Arc<Schema>) -> R<Ds> {
+    let mut ds: Option<Chain> = None;
+    for node in stages {
+        ds = Some(stage(&node.exec, ds, params, schema)?);
+    }
+    match ds {
+        Some(Chain::Items(ds)) => Ok(ds),
+        Some(Chain::Paths(_)) => Err(invalid("the engine yields elements, not paths: add a reader")),
+        None => Err(invalid("an empty plan")),
+    }
+}
+
+/// The declarations a map's parser reads.
+pub(crate) type Schema = Vec<sluice_compiler::ir::decls::FieldDecl>;
+
+fn items(ds: Option<Chain>) -> R<Ds> {
+    match ds {
+        Some(Chain::Items(ds)) => Ok(ds),
+        _ => Err(invalid("a stage of elements without an input")),
+    }
+}
+
+fn stage(e: &Exec, ds: Option<Chain>, p: &Arc<Params>, schema: &Arc<Schema>) -> R<Chain> {
+    Ok(Chain::Items(match e {
+        Exec::Files { pattern, shuffle_seed } => {
+            let pattern = p.text(pattern).map_err(invalid)?;
+            let mut f = files(&pattern)?;
+            if let Some(s) = shuffle_seed {
+                f = f.shuffled(p.u64(s).map_err(invalid)?);
+            }
+            return Ok(Chain::Paths(f));
+        }
+        Exec::Range(r) => {
+            let (start, end, step) = (
+                p.i64(&r.start).map_err(invalid)?,
+                p.i64(&r.end).map_err(invalid)?,
+                p.i64(&r.step).map_err(invalid)?,
+            );
+            let names: Names = Arc::from(["value".to_string()]);
+            range_step(start, end, step)
+                .map(move |v: i64| {
+                    Item::Row(Row { names: names.clone(), values: vec![Value::scalar(Data::I64(vec![v]))] })
+                })
+                .named("range")
+                .boxed()
+        }
+        Exec::Interleave { reader: r, cycle, block, parallel: par, deterministic, .. } => {
+            let Some(Chain::Paths(paths)) = ds else { return Err(invalid("a reader without files")) };
+            let cycle = match cycle {
+                ArgValue::Auto => auto_cycle(&paths)?,
+                c => usize_arg(p, c)?,
+            };
+            paths
+                .interleave(OpenTfRecord::new(reader(r)), cycle, usize_arg(p, block)?)
+                .num_parallel(parallel(p, par)?)
+                .deterministic(*deterministic)
+                .map(Item::Record)
+                .boxed()
+        }
+        Exec::Map { f, parallel: par, deterministic, filter } => {
+            let m = Arc::new(MapRows::new(f, p, schema)?);
+            let filter = filter.clone().map(Arc::new);
+            let ds = items(ds)?;
+            let par = parallel(p, par)?;
+            let (skip, pp) = (f.skip_errors, p.clone());
+            if skip || filter.is_some() {
+                ds.try_map_skipping(move |x: Item| {
+                    let y = match m.apply(x) {
+                        Ok(y) => y,
+                        Err(e) if skip => return Err(skippable(e)),
+                        Err(e) => return Err(e),
+                    };
+                    if let (Some(c), Item::Row(row)) = (&filter, &y)
+                        && !(Eval { row, params: &pp }).holds(c)?
+                    {
+                        return Ok(None);
+                    }
+                    Ok(Some(y))
+                })
+                .num_parallel(par)
+                .deterministic(*deterministic)
+                .named("map")
+                .somes()
+                .boxed()
+            } else {
+                ds.try_map(move |x: Item| m.apply(x))
+                    .num_parallel(par)
+                    .deterministic(*deterministic)
+                    .named("map")
+                    .boxed()
+            }
+        }
+        Exec::ChunkedMap { size, drop_remainder, f, parallel: par, deterministic } => {
+            let m = Arc::new(MapRows::new(f, p, schema)?);
+            let skip = f.skip_errors;
+            items(ds)?
+                .chunks(usize_arg(p, size)?, *drop_remainder)
+                .try_map_skipping(move |rows: Vec<Item>| {
+                    let mut out = Vec::with_capacity(rows.len());
+                    for x in rows {
+                        match m.apply(x) {
+                            Ok(Item::Row(r)) => out.push(r),
+                            Ok(_) => return Err("a map over a batch made no record".into()),
+                            Err(e) if skip => return Err(skippable(e)),
+                            Err(e) => return Err(e),
+                        }
+                    }
+                    Ok(Some(Item::Batch(Columns::from_rows(m.names.clone(), out)?)))
+                })
+                .num_parallel(parallel(p, par)?)
+                .deterministic(*deterministic)
+                .named("map")
+                .somes()
+                .boxed()
+        }
+        Exec::MapBatch { f, size, drop_remainder, parallel: par, deterministic, .. } => {
+            let m = Arc::new(MapRows::new(f, p, schema)?);
+            let names = m.names.clone();
+            items(ds)?
+                .try_map(move |x: Item| m.apply(x))
+                .num_parallel(parallel(p, par)?)
+                .deterministic(*deterministic)
+                .named("map")
+                .chunks(usize_arg(p, size)?, *drop_remainder)
+                .try_map(move |rows: Vec<Item>| batch_rows(&names, rows))
+                .boxed()
+        }
+        Exec::Batch { input, size, drop_remainder, .. } => {
+            let names = names_of(input.fields());
+            items(ds)?
+                .chunks(usize_arg(p, size)?, *drop_remainder)
+                .try_map(move |rows: Vec<Item>| batch_rows(&names, rows))
+                .named("batch")
+                .boxed()
+        }
+        Exec::Filter { conditions, .. } => {
+            let (c, pp) = (Arc::new(conditions.clone()), p.clone());
+            items(ds)?
+                .try_filter(move |x: &Item| match x {
+                    Item::Row(row) => Eval { row, params: &pp }.holds(&c),
+                    _ => Err("a filter of an element without fields".into()),
+                })
+                .boxed()
+        }
+        Exec::Select { to, .. } => {
+            let names = names_of(to);
+            items(ds)?.try_map(move |x: Item| select(x, &names)).boxed()
+        }
+        Exec::Shuffle { buffer, seed: s, reshuffle_each_epoch } => items(ds)?
+            .shuffle(usize_arg(p, buffer)?, seed(p, s)?)
+            .reshuffle_each_epoch(*reshuffle_each_epoch)
+            .boxed(),
+        Exec::Repeat(count) => {
+            let count = count.as_ref().map(|c| p.u64(c)).transpose().map_err(invalid)?;
+            items(ds)?.repeat(count).boxed()
+        }
+        Exec::Take(n) => items(ds)?.take(p.u64(n).map_err(invalid)?).boxed(),
+        Exec::Skip(n) => items(ds)?.skip(p.u64(n).map_err(invalid)?).boxed(),
+        Exec::Shard { num_shards, index, remainder } => {
+            let (n, i) = (p.u64(num_shards).map_err(invalid)?, p.u64(index).map_err(invalid)?);
+            let ds = items(ds)?;
+            match remainder {
+                Remainder::Keep => ds.shard(n, i)?.boxed(),
+                Remainder::Drop => ds.shard_with(n, i, sluice_runtime::stage::Remainder::Drop)?.boxed(),
+                Remainder::Pad => ds.shard_with(n, i, sluice_runtime::stage::Remainder::Pad)?.boxed(),
+            }
+        }
+        Exec::Cache { file: None, .. } => items(ds)?.cache().boxed(),
+        Exec::Prefetch(None) => items(ds)?.prefetch(Buffer::Auto).boxed(),
+        Exec::Prefetch(Some(n)) => items(ds)?.prefetch(usize_arg(p, n)?).boxed(),
+        Exec::Enumerate { to, start, .. } => {
+            let start = p.i64(start).map_err(invalid)?;
+            let names = names_of(to);
+            items(ds)?
+                .enumerate()
+                .try_map(move |x: Indexed<Item>| -> Result<Item, BoxError> {
+                    let Item::Row(mut row) = x.value else { return Err("`enumerate` of a batch".into()) };
+                    row.values.push(Value::scalar(Data::I64(vec![start.wrapping_add(x.index as i64)])));
+                    row.names = names.clone();
+                    Ok(Item::Row(row))
+                })
+                .named("enumerate")
+                .boxed()
+        }
+        other => return Err(invalid(format!("the engine does not run `{}`", other.name()))),
+    }))
+}
+
+/// Rows as one columnar batch.
+fn batch_rows(names: &Names, rows: Vec<Item>) -> Result<Item, BoxError> {
+    let rows = rows
+        .into_iter()
+        .map(|x| match x {
+            Item::Row(r) => Ok(r),
+            _ => Err("a batch of elements without fields"),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Item::Batch(Columns::from_rows(names.clone(), rows)?))
+}
+
+/// Keeps the fields (or columns) `names`, in that order.
+fn select(x: Item, names: &Names) -> Result<Item, BoxError> {
+    let pick = |have: &Names, mut values: Vec<Value>| -> Result<Vec<Value>, BoxError> {
+        let mut out = Vec::with_capacity(names.len());
+        for n in names.iter() {
+            let i = have.iter().position(|h| h == n).ok_or_else(|| format!("no field `{n}`"))?;
+            out.push(std::mem::replace(&mut values[i], Value::scalar(Data::Bool(Vec::new()))));
+        }
+        Ok(out)
+    };
+    Ok(match x {
+        Item::Row(r) => Item::Row(Row { values: pick(&r.names, r.values)?, names: names.clone() }),
+        Item::Batch(b) => {
+            Item::Batch(Columns { columns: pick(&b.names, b.columns)?, names: names.clone(), rows: b.rows })
+        }
+        Item::Record(_) => return Err("`select` of a record".into()),
+    })
+}
+
+/// A map's operations over one element: parse a record, then each assignment, then the
+/// fields of the map's output in order.
+struct MapRows {
+    parser: Option<ExampleParser>,
+    ops: Vec<MapOp>,
+    /// The fields after each assignment.
+    after: Vec<Names>,
+    /// The output's fields.
+    names: Names,
+    params: Arc<Params>,
+}
+
+impl MapRows {
+    fn new(f: &MapFn, params: &Arc<Params>, schema: &Arc<Schema>) -> R<MapRows> {
+        let mut parser = None;
+        let mut element = f.input.clone();
+        let mut ops = Vec::new();
+        let mut after = Vec::new();
+        for op in &f.ops {
+            element = op.apply(&element);
+            match op {
+                MapOp::Parse { fields, .. } => {
+                    parser = Some(ExampleParser::new(fields, schema).map_err(invalid)?)
+                }
+                MapOp::Assign { .. } => {
+                    ops.push(op.clone());
+                    after.push(names_of(element.fields()));
+                }
+            }
+        }
+        Ok(MapRows { parser, ops, after, names: names_of(f.output.fields()), params: params.clone() })
+    }
+
+    fn apply(&self, x: Item) -> Result<Item, BoxError> {
+        let (mut row, origin) = match (x, &self.parser) {
+            (Item::Record(r), Some(p)) => {
+                (p.parse(r.as_bytes()).map_err(|e| abi::located(r.origin(), e))?, Some(r))
+            }
+            (Item::Row(r), None) => (r, None),
+            (Item::Record(_), None) => return Err("a map of a record without `parse_example`".into()),
+            (_, Some(_)) => return Err("`parse_example` of an element that is not a record".into()),
+            (Item::Batch(_), None) => return Err("a map over a batch".into()),
+        };
+        let located = |e: BoxError| match &origin {
+            Some(r) => abi::located(r.origin(), e),
+            None => e,
+        };
+        for (op, names) in self.ops.iter().zip(&self.after) {
+            let MapOp::Assign { target, value, ty, .. } = op else { continue };
+            let v = Eval { row: &row, params: &self.params }.value(value, ty).map_err(located)?;
+            match row.names.iter().position(|n| n == target) {
+                Some(i) => row.values[i] = v,
+                None => row.values.push(v),
+            }
+            row.names = names.clone();
+        }
+        if row.names != self.names {
+            return select(Item::Row(row), &self.names);
+        }
+        Ok(Item::Row(row))
+    }
+}

@@ -1,0 +1,275 @@
+//! The statements of a `map` and the conditions of a `filter` on one [`Row`], with the
+//! generated code's semantics (`compiler/src/codegen/expr.rs`): each node computed in
+//! its own dtype from sema's types, literals and fields converted to the dtype their
+//! context wants, arithmetic on tensors value by value (a scalar operand broadcast).
+//!
+//! [`check`] runs once when the dataset is built: an operation the engine does not run
+//! yet is refused there, never met on a value.
+
+use sluice_compiler::ir::expr::{BinaryOp, Expr, ExprKind, ExprType, UnaryOp};
+use sluice_compiler::ir::op::Op;
+use sluice_compiler::ir::types::{DType, ParamType, Shape, TensorType};
+use sluice_runtime::BoxError;
+use sluice_runtime::abi::ops;
+use sluice_runtime::column::Tensor;
+
+use crate::num::Num;
+use crate::params::{Param, Params};
+use crate::value::{Data, Kind, Row, Value};
+
+/// Why an expression cannot run in the engine (the operation's name), or `Ok`.
+pub fn check(e: &Expr) -> Result<(), String> {
+    match &e.kind {
+        ExprKind::Field(_)
+        | ExprKind::Param { .. }
+        | ExprKind::Int(_)
+        | ExprKind::Float(_)
+        | ExprKind::Bool(_) => Ok(()),
+        ExprKind::Unary(_, x) => check(x),
+        ExprKind::Binary(_, l, r) => check(l).and(check(r)),
+        ExprKind::List(items) => items.iter().try_for_each(check),
+        ExprKind::Op(op) => match &**op {
+            Op::Cast { x, .. } | Op::CheckFinite { x } => check(x),
+            Op::Scale { x, factor } => check(x).and(check(factor)),
+            Op::Normalize { x, mean, std } => check(x).and(check(mean)).and(check(std)),
+            Op::OneHot { label, depth } => check(label).and(check(depth)),
+            Op::Extern { path, .. } => Err(format!("`extern fn {path}`")),
+            other => Err(format!("`{}`", other.name())),
+        },
+        ExprKind::Str(_) | ExprKind::Quantity(..) | ExprKind::Word(_) => Err(format!("`{e}`")),
+    }
+}
+
+/// Evaluates expressions over one row.
+pub struct Eval<'a> {
+    /// The element's fields, as assigned so far.
+    pub row: &'a Row,
+    /// The pipeline's parameters.
+    pub params: &'a Params,
+}
+
+type R<T> = Result<T, BoxError>;
+
+impl Eval<'_> {
+    /// The value of `e` for the statement `target = e` of type `ty`.
+    pub fn value(&self, e: &Expr, ty: &TensorType) -> R<Value> {
+        let kind = match &ty.shape {
+            Shape::Var => Kind::List,
+            Shape::Dims(d) if d.is_empty() => Kind::Scalar,
+            Shape::Dims(_) => Kind::Tensor,
+        };
+        if let ExprKind::Op(op) = &e.kind {
+            match &**op {
+                Op::Normalize { x, mean, std } => return self.normalize(x, mean, std, kind),
+                Op::OneHot { label, depth } => {
+                    let label = self.scalar(label, 0, dtype_of(label).unwrap_or(DType::I64))?;
+                    let Num::I64(label) = label.cast(DType::I64)? else { unreachable!("cast to i64") };
+                    let Num::U64(depth) = self.scalar(depth, 0, DType::U64)? else { unreachable!("u64") };
+                    let t = ops::one_hot(label, depth as usize)?;
+                    let (shape, v) = t.into_parts();
+                    return Ok(Value { data: Data::F32(v), shape, kind: Kind::Tensor });
+                }
+                Op::CheckFinite { x } => {
+                    let v = self.value(x, ty)?;
+                    let what = match &x.kind {
+                        ExprKind::Field(name) => name.clone(),
+                        _ => x.to_string(),
+                    };
+                    match &v.data {
+                        Data::F32(d) if kind == Kind::Scalar => {
+                            ops::check_finite_scalar(d[0], &what)?;
+                        }
+                        Data::F64(d) if kind == Kind::Scalar => {
+                            ops::check_finite_scalar(d[0], &what)?;
+                        }
+                        Data::F32(d) => {
+                            ops::check_finite(d.clone(), &what)?;
+                        }
+                        Data::F64(d) => {
+                            ops::check_finite(d.clone(), &what)?;
+                        }
+                        _ => {}
+                    }
+                    return Ok(v);
+                }
+                _ => {}
+            }
+        }
+        let shape = self.shape(e)?;
+        let n: usize = shape.iter().product();
+        let mut nums = Vec::with_capacity(n);
+        for i in 0..n {
+            nums.push(self.scalar(e, i, ty.dtype)?);
+        }
+        Ok(Value { data: Num::collect(ty.dtype, &nums)?, shape, kind })
+    }
+
+    /// Whether every condition holds.
+    pub fn holds(&self, conditions: &[Expr]) -> R<bool> {
+        for c in conditions {
+            if !self.scalar(c, 0, DType::Bool)?.truth() {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// The shape of an elementwise expression: that of its operands that are not
+    /// scalars, which must agree.
+    fn shape(&self, e: &Expr) -> R<Vec<usize>> {
+        let mut found: Option<Vec<usize>> = None;
+        self.leaf_shapes(e, &mut found)?;
+        Ok(found.unwrap_or_default())
+    }
+
+    fn leaf_shapes(&self, e: &Expr, found: &mut Option<Vec<usize>>) -> R<()> {
+        match &e.kind {
+            ExprKind::Binary(_, l, r) => {
+                self.leaf_shapes(l, found)?;
+                self.leaf_shapes(r, found)
+            }
+            ExprKind::Unary(_, x) => self.leaf_shapes(x, found),
+            ExprKind::Op(op) => match &**op {
+                Op::Cast { x, .. } | Op::Scale { x, .. } => self.leaf_shapes(x, found),
+                other => Err(format!("`{}` inside an expression", other.name()).into()),
+            },
+            ExprKind::Field(name) => {
+                let v = self.field(name)?;
+                if v.kind == Kind::Scalar {
+                    return Ok(());
+                }
+                match found {
+                    Some(s) if *s != v.shape => {
+                        Err(format!("`{e}`: shapes {s:?} and {:?} differ", v.shape).into())
+                    }
+                    Some(_) => Ok(()),
+                    None => {
+                        *found = Some(v.shape.clone());
+                        Ok(())
+                    }
+                }
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn field(&self, name: &str) -> R<&Value> {
+        self.row.get(name).ok_or_else(|| format!("no field `{name}`").into())
+    }
+
+    /// The `i`th value of `e` as `want` (a scalar operand gives its one value).
+    pub fn scalar(&self, e: &Expr, i: usize, want: DType) -> R<Num> {
+        Ok(match &e.kind {
+            ExprKind::Int(n) if want.is_float() => Num::F64(*n as f64).cast(want)?,
+            ExprKind::Int(n) => Num::U64(*n).cast(want)?,
+            ExprKind::Float(x) => Num::F64(*x).cast(want)?,
+            ExprKind::Bool(b) => Num::Bool(*b).cast(want)?,
+            ExprKind::Field(name) => {
+                let v = self.field(name)?;
+                let at = if v.kind == Kind::Scalar { 0 } else { i };
+                Num::at(&v.data, at).ok_or_else(|| format!("`{name}` is not a number"))?.cast(want)?
+            }
+            ExprKind::Param { name, ty } => {
+                let from = match ty {
+                    ParamType::U32 => DType::U32,
+                    ParamType::U64 | ParamType::Size => DType::U64,
+                    ParamType::I64 => DType::I64,
+                    ParamType::F64 => DType::F64,
+                    ParamType::Bool => DType::Bool,
+                    _ => return Err(format!("parameter `{name}` is not a number").into()),
+                };
+                match self.params.get(name) {
+                    Some(Param::Num(n)) => n.cast(from)?.cast(want)?,
+                    _ => return Err(format!("parameter `{name}` has no value").into()),
+                }
+            }
+            ExprKind::Unary(UnaryOp::Not, x) => {
+                Num::Bool(!self.scalar(x, i, DType::Bool)?.truth()).cast(want)?
+            }
+            ExprKind::Unary(UnaryOp::Neg, x) => self.scalar(x, i, want)?.negated(),
+            ExprKind::Binary(op, l, r) => {
+                let own = match &e.ty {
+                    ExprType::Tensor(t) => t.dtype,
+                    ExprType::Float => DType::F64,
+                    _ => DType::I64,
+                };
+                let v = if matches!(op, BinaryOp::And | BinaryOp::Or) {
+                    let a = self.scalar(l, i, DType::Bool)?.truth();
+                    // `&&` and `||`: the right side only when it decides.
+                    let v =
+                        if (*op == BinaryOp::And) == a { self.scalar(r, i, DType::Bool)?.truth() } else { a };
+                    Num::Bool(v)
+                } else if op.is_comparison() {
+                    let c = common(l, r);
+                    Num::Bool(Num::compare(*op, self.scalar(l, i, c)?, self.scalar(r, i, c)?)?)
+                } else {
+                    Num::arith(*op, self.scalar(l, i, own)?, self.scalar(r, i, own)?)?
+                };
+                v.cast(want)?
+            }
+            ExprKind::Op(op) => match &**op {
+                Op::Cast { x, dtype } => {
+                    let from = dtype_of(x).ok_or("`cast` of a value without a dtype")?;
+                    self.scalar(x, i, from)?.cast(*dtype)?.cast(want)?
+                }
+                Op::Scale { x, factor } => {
+                    let to = dtype_of(e).ok_or("`scale` without a dtype")?;
+                    let from = dtype_of(x).ok_or("`scale` of a value without a dtype")?;
+                    let v = self.scalar(x, i, from)?.cast(to)?;
+                    let f = self.scalar(factor, 0, to)?;
+                    Num::arith(BinaryOp::Mul, v, f)?.cast(want)?
+                }
+                other => return Err(format!("`{}` inside an expression", other.name()).into()),
+            },
+            _ => return Err(format!("`{e}` is not a number").into()),
+        })
+    }
+
+    fn normalize(&self, x: &Expr, mean: &Expr, std: &Expr, kind: Kind) -> R<Value> {
+        let floats = |e: &Expr| -> R<Vec<f32>> {
+            let items = match &e.kind {
+                ExprKind::List(items) => items.iter().collect(),
+                _ => vec![e],
+            };
+            items
+                .into_iter()
+                .map(|i| match self.scalar(i, 0, DType::F32)? {
+                    Num::F32(v) => Ok(v),
+                    _ => Err("a float".into()),
+                })
+                .collect()
+        };
+        let (mean, std) = (floats(mean)?, floats(std)?);
+        let from = dtype_of(x).ok_or("`normalize` of a value without a dtype")?;
+        let shape = self.shape(x)?;
+        let n: usize = shape.iter().product();
+        let mut v = Vec::with_capacity(n);
+        for i in 0..n {
+            let Num::F32(f) = self.scalar(x, i, from)?.cast(DType::F32)? else { unreachable!("f32") };
+            v.push(f);
+        }
+        if kind == Kind::Scalar {
+            let f = ops::normalize_scalar(v[0], &mean, &std)?;
+            return Ok(Value::scalar(Data::F32(vec![f])));
+        }
+        let (shape, v) = ops::normalize(Tensor::new(shape, v)?, &mean, &std)?.into_parts();
+        Ok(Value { data: Data::F32(v), shape, kind })
+    }
+}
+
+/// The dtype sema gave `e`, when it is a value of the element.
+fn dtype_of(e: &Expr) -> Option<DType> {
+    e.ty.tensor().map(|t| t.dtype)
+}
+
+/// The dtype two operands of a comparison are compared in (the generated code's rule).
+fn common(l: &Expr, r: &Expr) -> DType {
+    let (a, b) = (&l.ty, &r.ty);
+    let dt = |t: &ExprType| t.tensor().map(|t| t.dtype);
+    let floats = [a, b].iter().any(|t| matches!(t, ExprType::Float) || dt(t).is_some_and(DType::is_float));
+    if floats {
+        if [a, b].iter().any(|t| dt(t) == Some(DType::F64)) { DType::F64 } else { DType::F32 }
+    } else {
+        dt(a).or(dt(b)).unwrap_or(DType::I64)
+    }
+}

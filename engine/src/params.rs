@@ -1,0 +1,132 @@
+//! A pipeline's parameter values ([`Params`]): the declared defaults, then `--set
+//! NAME=VALUE` pairs parsed as the generated `Params::from_args` parses them (the runtime's
+//! `abi::param` / `abi::size_param`, the same messages), and the stage arguments that
+//! read them ([`Params::num`], [`Params::text`]).
+
+use std::collections::HashMap;
+
+use sluice_compiler::ir::decls::ParamDecl;
+use sluice_compiler::ir::plan::ArgValue;
+use sluice_compiler::ir::types::{ParamType, Value};
+use sluice_runtime::abi;
+
+use crate::num::Num;
+
+/// One parameter's value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Param {
+    /// A number or a boolean.
+    Num(Num),
+    /// Text, a path or a glob.
+    Text(String),
+}
+
+/// The values of a pipeline's parameters, by name.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Params {
+    values: HashMap<String, Param>,
+}
+
+impl Params {
+    /// The declared defaults overridden by `set`; an error names an unknown parameter, a
+    /// bad value or a parameter without a default that `set` leaves out.
+    pub fn from_args(decls: &[ParamDecl], set: &[(String, String)]) -> Result<Params, String> {
+        let mut values = HashMap::new();
+        for d in decls {
+            if let Some(v) = &d.default {
+                values.insert(d.name.clone(), of_value(d.ty, v)?);
+            }
+        }
+        for (name, text) in set {
+            let Some(d) = decls.iter().find(|d| &d.name == name) else {
+                let names: Vec<&str> = decls.iter().map(|d| d.name.as_str()).collect();
+                return Err(format!("unknown parameter `{name}` (parameters: {})", names.join(", ")));
+            };
+            let v = match d.ty {
+                ParamType::Glob | ParamType::Path | ParamType::Str => Param::Text(abi::param(name, text)?),
+                ParamType::Bool => Param::Num(Num::Bool(abi::param(name, text)?)),
+                ParamType::U32 => Param::Num(Num::U32(abi::param(name, text)?)),
+                ParamType::U64 => Param::Num(Num::U64(abi::param(name, text)?)),
+                ParamType::I64 => Param::Num(Num::I64(abi::param(name, text)?)),
+                ParamType::F64 => Param::Num(Num::F64(abi::param(name, text)?)),
+                ParamType::Size => Param::Num(Num::U64(abi::size_param(name, text)?)),
+            };
+            values.insert(name.clone(), v);
+        }
+        if let Some(d) = decls.iter().find(|d| !values.contains_key(&d.name)) {
+            return Err(format!("parameter `{}` has no default: set it (`--set {}=...`)", d.name, d.name));
+        }
+        Ok(Params { values })
+    }
+
+    /// The value of parameter `name`.
+    pub fn get(&self, name: &str) -> Option<&Param> {
+        self.values.get(name)
+    }
+
+    /// A number argument of a stage (a constant or a parameter).
+    pub fn num(&self, v: &ArgValue) -> Result<Num, String> {
+        match v {
+            ArgValue::Const(Value::Int(n)) => Ok(Num::I64(*n)),
+            ArgValue::Const(Value::UInt(n) | Value::Bytes(n)) => Ok(Num::U64(*n)),
+            ArgValue::Const(Value::Float(x)) => Ok(Num::F64(*x)),
+            ArgValue::Const(Value::Bool(b)) => Ok(Num::Bool(*b)),
+            ArgValue::Param(p) => match self.values.get(p) {
+                Some(Param::Num(n)) => Ok(*n),
+                _ => Err(format!("parameter `{p}` is not a number")),
+            },
+            other => Err(format!("argument `{other}` where a number is needed")),
+        }
+    }
+
+    /// A count argument (`as u64`, as the generated code converts it).
+    pub fn u64(&self, v: &ArgValue) -> Result<u64, String> {
+        match self.num(v)?.cast(sluice_compiler::ir::types::DType::U64)? {
+            Num::U64(n) => Ok(n),
+            _ => Err("a count".into()),
+        }
+    }
+
+    /// An `i64` argument.
+    pub fn i64(&self, v: &ArgValue) -> Result<i64, String> {
+        match self.num(v)?.cast(sluice_compiler::ir::types::DType::I64)? {
+            Num::I64(n) => Ok(n),
+            _ => Err("an integer".into()),
+        }
+    }
+
+    /// A text argument (a path or a glob).
+    pub fn text(&self, v: &ArgValue) -> Result<String, String> {
+        match v {
+            ArgValue::Const(Value::Str(s)) => Ok(s.clone()),
+            ArgValue::Param(p) => match self.values.get(p) {
+                Some(Param::Text(s)) => Ok(s.clone()),
+                _ => Err(format!("parameter `{p}` is not text")),
+            },
+            other => Err(format!("`{other}` where a path or glob is needed")),
+        }
+    }
+}
+
+/// A declared default as a value of the parameter's type.
+fn of_value(ty: ParamType, v: &Value) -> Result<Param, String> {
+    let n = match v {
+        Value::Str(s) => return Ok(Param::Text(s.clone())),
+        Value::Bool(b) => Num::Bool(*b),
+        Value::Int(n) => Num::I64(*n),
+        Value::UInt(n) | Value::Bytes(n) => Num::U64(*n),
+        Value::Float(x) => Num::F64(*x),
+        Value::List(_) => return Err("a list default".into()),
+    };
+    let dtype = match ty {
+        ParamType::Bool => sluice_compiler::ir::types::DType::Bool,
+        ParamType::U32 => sluice_compiler::ir::types::DType::U32,
+        ParamType::U64 | ParamType::Size => sluice_compiler::ir::types::DType::U64,
+        ParamType::I64 => sluice_compiler::ir::types::DType::I64,
+        ParamType::F64 => sluice_compiler::ir::types::DType::F64,
+        ParamType::Glob | ParamType::Path | ParamType::Str => {
+            return Err("a number for a text parameter".into());
+        }
+    };
+    Ok(Param::Num(n.cast(dtype)?))
+}

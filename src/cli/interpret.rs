@@ -1,0 +1,72 @@
+//! `--engine interpreted` of `sluice run` and `sluice show`: the pipeline's physical plan
+//! run at once by `sluice-engine`, in this process, with no code generated and no cargo.
+//! The flags are the ones a compiled runner takes (parsed by `runner::parse_args`), and
+//! the output is the compiled runner's (`runner::run`: the same `show` JSON lines, the
+//! same report, which names the engine).
+//!
+//! Exit status: as the compiled path's: 1 for the file's diagnostics, a pipeline the
+//! engine does not run yet (the message names the stage or operation and says to run it
+//! with `--engine compiled`) or a data error; 2 for a bad invocation or parameter.
+
+use std::ffi::OsString;
+use std::path::Path;
+use std::process::ExitCode;
+
+use clap::ValueEnum;
+
+use super::Failure;
+
+/// Which backend runs a pipeline (`--engine`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Engine {
+    /// The engine in this tool: runs at once, no Rust toolchain needed.
+    Interpreted,
+    /// Generated Rust built by cargo into a cached runner (the fastest runs).
+    Compiled,
+}
+
+/// Runs `pipeline` of `file` in the engine with the runner arguments `argv` (the flags
+/// after the pipeline's name, as a compiled runner takes them).
+pub(super) fn run(file: &Path, pipeline: Option<&str>, argv: Vec<OsString>) -> Result<ExitCode, Failure> {
+    let source = super::check::read_source(file)?;
+    let compilation = sluice_compiler::compile(&source);
+    if super::check::report(file, &source, &compilation.diagnostics)? {
+        return Ok(ExitCode::from(1));
+    }
+    let names: Vec<&str> = compilation.pipelines.iter().map(|p| p.name()).collect();
+    let index = match pipeline {
+        Some(p) => names.iter().position(|n| *n == p).ok_or_else(|| {
+            Failure::Usage(format!(
+                "{}: no pipeline `{p}` (the file has {})",
+                file.display(),
+                names.join(", ")
+            ))
+        })?,
+        None if names.is_empty() => {
+            return Err(Failure::Usage(format!("{}: the file has no pipeline to run", file.display())));
+        }
+        None if names.len() > 1 => {
+            return Err(Failure::Usage(format!(
+                "{}: name the pipeline to run: {}",
+                file.display(),
+                names.join(", ")
+            )));
+        }
+        None => 0,
+    };
+    let p = &compilation.pipelines[index];
+    sluice_engine::check(p).map_err(|e| Failure::Data(anyhow::anyhow!("{}: {e}", file.display())))?;
+    let mut full: Vec<OsString> = vec![names[index].into()];
+    full.extend(argv);
+    let Some((_, args)) = sluice::__private::runner::parse_args(full, &names).map_err(Failure::Usage)? else {
+        return Err(Failure::Usage("`--help` is not a runner flag here".into()));
+    };
+    let budget = p.decls.budget.map(|b| b as usize);
+    let args = sluice::__private::runner::RunArgs { engine: sluice_engine::NAME, ..args.or_budget(budget) };
+    Ok(sluice::__private::runner::run(
+        &args,
+        p.name(),
+        |set| sluice_engine::params(p, set),
+        |params| sluice_engine::dataset(p, params),
+    ))
+}

@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 
+use sluice_compiler::ir::decls::FieldDecl;
 use sluice_compiler::ir::plan::{ArgValue, Element, FieldType, MapOp, RecordFormat};
 use sluice_compiler::ir::types::Shape;
 use sluice_compiler::physical::{self, Exec, MapFn, Remainder};
@@ -22,11 +23,14 @@ use crate::params::Params;
 use crate::parse::ExampleParser;
 use crate::value::{Columns, Data, Item, Names, Row, Value};
 
-/// Why the engine does not run this node yet (what to name), or `None` when it does.
-pub fn refusal(e: &Exec) -> Option<String> {
+/// Why the engine does not run this node yet (what to name), or `None` when it does;
+/// `schema` is the pipeline's (what its `parse_example` reads).
+pub fn refusal(e: &Exec, schema: &[FieldDecl]) -> Option<String> {
     let map_fn = |f: &MapFn| {
         f.ops.iter().find_map(|op| match op {
-            MapOp::Parse { format: sluice_compiler::ir::formats::ParseFormat::Example, .. } => None,
+            MapOp::Parse { format: sluice_compiler::ir::formats::ParseFormat::Example, fields } => {
+                ExampleParser::new(fields, schema).err()
+            }
             MapOp::Parse { .. } => Some(format!("`{}`", op.name())),
             MapOp::Assign { value, .. } => eval::check(value).err(),
         })
@@ -126,7 +130,7 @@ pub(crate) fn chain(stages: &[physical::ExecNode], params: &Arc<Params>, schema:
 }
 
 /// The declarations a map's parser reads.
-pub(crate) type Schema = Vec<sluice_compiler::ir::decls::FieldDecl>;
+pub(crate) type Schema = Vec<FieldDecl>;
 
 fn items(ds: Option<Chain>) -> R<Ds> {
     match ds {

@@ -69,7 +69,7 @@ pub fn check(pipeline: &Pipeline) -> Result<(), EngineError> {
         return Err(EngineError::Extern { pipeline: name, function: f.path.clone() });
     }
     for node in &pipeline.physical.stages {
-        if let Some(what) = refusal(&node.exec) {
+        if let Some(what) = refusal(&node.exec, &pipeline.decls.schema) {
             return Err(EngineError::Unsupported { pipeline: name, node: node.exec.name(), what });
         }
     }

@@ -18,4 +18,5 @@ mod cli_objects;
 mod cli_run;
 mod cli_s3;
 mod cli_show;
+mod engine_diff;
 mod generative;

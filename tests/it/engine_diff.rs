@@ -1,0 +1,214 @@
+//! The engine against the compiled runner: every pipeline of `tests/pipes/` and
+//! `examples/` that the engine runs, shown whole (`sluice show -n all`) by both backends
+//! over the same data, gives the same JSON lines byte for byte (sorted first where the
+//! pipeline's order is left to timing or to an unseeded shuffle) and the same exit
+//! status. The pipelines the engine refuses are listed on stderr; [`MIN_RUNS`] is the
+//! floor of what it must run, so coverage only grows, and a pipeline it runs without a
+//! [`CASES`] entry (the data it needs) fails the test.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use super::support::{root, sluice_command, stderr, stdout};
+
+/// The data a case reads.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Data {
+    /// None (`range`).
+    None,
+    /// `sluice gen tabular` (`x: f32[16]`, `label`, `id`), as `--set files=…`.
+    Tabular,
+    /// `sluice gen jpeg` (`image: bytes`, `label`, `id`), as `--set files=…`.
+    Jpeg,
+    /// Data this test does not make yet (why): the pipeline is listed, not compared.
+    Missing(&'static str),
+}
+
+/// A pipeline the engine runs, with its data and whether its order is timing's.
+struct Case {
+    file: &'static str,
+    pipeline: &'static str,
+    data: Data,
+    /// Compare the lines sorted: the order is left to timing or to an unseeded shuffle.
+    sorted: bool,
+}
+
+const fn case(file: &'static str, pipeline: &'static str, data: Data) -> Case {
+    Case { file, pipeline, data, sorted: false }
+}
+
+const fn unordered(file: &'static str, pipeline: &'static str, data: Data) -> Case {
+    Case { file, pipeline, data, sorted: true }
+}
+
+const CASES: &[Case] = &[
+    case("tests/pipes/range.pipe", "doubled", Data::None),
+    case("tests/pipes/range.pipe", "stepped", Data::None),
+    case("tests/pipes/range.pipe", "down", Data::None),
+    case("tests/pipes/range.pipe", "repeated", Data::None),
+    case("tests/pipes/range.pipe", "same_order", Data::None),
+    case("tests/pipes/range.pipe", "new_order", Data::None),
+    case("tests/pipes/combine.pipe", "evens", Data::None),
+    case("tests/pipes/combine.pipe", "from_three", Data::None),
+    case("tests/pipes/combine.pipe", "low", Data::None),
+    case("tests/pipes/combine.pipe", "high", Data::None),
+    case("tests/pipes/combine.pipe", "numbered", Data::None),
+    case("tests/pipes/combine.pipe", "numbered_batches", Data::None),
+    unordered("tests/pipes/combine.pipe", "unseeded", Data::None),
+    case("tests/pipes/parity.pipe", "count_batches", Data::None),
+    case("tests/pipes/parity.pipe", "finite", Data::Missing("tokens-*.tfrecord of lists")),
+    case("tests/pipes/tabular.pipe", "eval", Data::Tabular),
+    case("tests/pipes/auto_cycle.pipe", "auto_tfrecords", Data::Tabular),
+    case("tests/pipes/auto_cycle.pipe", "auto_interleave", Data::Tabular),
+    case("tests/pipes/auto_cycle.pipe", "fixed_cycle", Data::Tabular),
+    case("tests/pipes/mixture.pipe", "clean", Data::Tabular),
+    case("tests/pipes/mixture.pipe", "noisy", Data::Tabular),
+    case("tests/pipes/resume.pipe", "resume_tabular", Data::Tabular),
+    case("tests/pipes/on_error.pipe", "chunks", Data::Jpeg),
+    case("tests/pipes/window.pipe", "plain_windows", Data::Missing("data/*.tfrecord of x: f32[2]")),
+    case("tests/pipes/text.pipe", "example_text", Data::Missing("data/*.tfrecord of text")),
+    case("examples/pipelines/pipes/shard.pipe", "shard_drop", Data::Tabular),
+    case("examples/pipelines/pipes/shard.pipe", "shard_pad", Data::Tabular),
+    unordered("examples/bench/map_per_record.pipe", "map_per_record", Data::Tabular),
+    unordered("examples/bench/read.pipe", "read", Data::Tabular),
+];
+
+/// What the engine must run: the floor, raised as it grows.
+const MIN_RUNS: &[&str] = &[
+    "tests/pipes/range.pipe:doubled",
+    "tests/pipes/range.pipe:stepped",
+    "tests/pipes/range.pipe:down",
+    "tests/pipes/range.pipe:repeated",
+    "tests/pipes/range.pipe:same_order",
+    "tests/pipes/range.pipe:new_order",
+    "tests/pipes/combine.pipe:evens",
+    "tests/pipes/combine.pipe:numbered",
+    "tests/pipes/combine.pipe:numbered_batches",
+    "tests/pipes/combine.pipe:unseeded",
+    "tests/pipes/parity.pipe:count_batches",
+    "tests/pipes/parity.pipe:finite",
+    "tests/pipes/tabular.pipe:eval",
+    "tests/pipes/auto_cycle.pipe:auto_interleave",
+    "tests/pipes/mixture.pipe:clean",
+    "tests/pipes/resume.pipe:resume_tabular",
+    "tests/pipes/on_error.pipe:chunks",
+    "tests/pipes/window.pipe:plain_windows",
+    "examples/pipelines/pipes/shard.pipe:shard_drop",
+    "examples/pipelines/pipes/shard.pipe:shard_pad",
+    "examples/bench/map_per_record.pipe:map_per_record",
+    "examples/bench/read.pipe:read",
+];
+
+/// Every `.pipe` file of the corpus, relative to the root, sorted.
+fn corpus() -> Vec<String> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "pipe") {
+                out.push(p);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(&root().join("tests/pipes"), &mut files);
+    walk(&root().join("examples"), &mut files);
+    let mut names: Vec<String> =
+        files.iter().map(|f| f.strip_prefix(root()).unwrap().to_string_lossy().into_owned()).collect();
+    names.sort();
+    names
+}
+
+/// The pipelines the engine runs and those it refuses (with why), as `file:pipeline`.
+fn coverage() -> (Vec<String>, Vec<(String, String)>) {
+    let (mut runs, mut refused) = (Vec::new(), Vec::new());
+    for file in corpus() {
+        let source = std::fs::read_to_string(root().join(&file)).unwrap();
+        for p in sluice_compiler::compile(&source).pipelines {
+            let key = format!("{file}:{}", p.name());
+            match sluice_engine::check(&p) {
+                Ok(()) => runs.push(key),
+                Err(e) => refused.push((key, e.to_string())),
+            }
+        }
+    }
+    (runs, refused)
+}
+
+fn show(dir: &Path, c: &Case, engine: &str, files: Option<&str>) -> Output {
+    let file = root().join(c.file);
+    let mut cmd = sluice_command(dir);
+    cmd.current_dir(dir).args(["show", file.to_str().unwrap(), c.pipeline, "-n", "all", "--engine", engine]);
+    if let Some(glob) = files {
+        cmd.args(["--set", &format!("files={glob}")]);
+    }
+    cmd.output().expect("sluice runs")
+}
+
+fn lines(o: &Output, sorted: bool) -> Vec<String> {
+    let mut l: Vec<String> = stdout(o).lines().map(str::to_string).collect();
+    if sorted {
+        l.sort();
+    }
+    l
+}
+
+#[test]
+fn the_engine_shows_what_the_compiled_runner_shows() {
+    let (runs, refused) = coverage();
+    eprintln!("the engine refuses {} pipelines of the corpus:", refused.len());
+    for (key, why) in &refused {
+        eprintln!("  {key}: {why}");
+    }
+    for m in MIN_RUNS {
+        assert!(runs.iter().any(|r| r == m), "{m}: the engine ran it before; it must still");
+    }
+    for r in &runs {
+        assert!(
+            CASES.iter().any(|c| format!("{}:{}", c.file, c.pipeline) == *r),
+            "{r}: the engine runs it: add it to CASES with the data it reads"
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut globs = Vec::new();
+    for (kind, records) in [("tabular", "40"), ("jpeg", "6")] {
+        let out = dir.path().join(kind);
+        let o = sluice_command(dir.path())
+            .args(["gen", kind, "--records", records, "--shards", "3", "--out", out.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        globs.push(format!("{}/*.tfrecord", out.display()));
+    }
+    let mut compared = 0;
+    for c in CASES {
+        let key = format!("{}:{}", c.file, c.pipeline);
+        if !runs.contains(&key) {
+            continue;
+        }
+        let files = match c.data {
+            Data::None => None,
+            Data::Tabular => Some(globs[0].as_str()),
+            Data::Jpeg => Some(globs[1].as_str()),
+            Data::Missing(why) => {
+                eprintln!("not compared (no data here: {why}): {key}");
+                continue;
+            }
+        };
+        let compiled = show(dir.path(), c, "compiled", files);
+        let interpreted = show(dir.path(), c, "interpreted", files);
+        assert_eq!(
+            compiled.status.code(),
+            interpreted.status.code(),
+            "{key}: compiled: {}\ninterpreted: {}",
+            stderr(&compiled),
+            stderr(&interpreted)
+        );
+        assert!(compiled.status.success(), "{key}: {}", stderr(&compiled));
+        assert!(!compiled.stdout.is_empty(), "{key}: no elements");
+        assert_eq!(lines(&compiled, c.sorted), lines(&interpreted, c.sorted), "{key}");
+        compared += 1;
+    }
+    eprintln!("{compared} pipelines compared, {} run by the engine, {} refused", runs.len(), refused.len());
+}

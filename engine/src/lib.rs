@@ -38,7 +38,8 @@ pub const NAME: &str = "interpreted";
 pub enum EngineError {
     /// A stage or operation the engine does not run yet.
     #[error(
-        "pipeline `{pipeline}`: the engine does not run {what} yet ({node}); run it compiled (`--engine compiled`)"
+        "pipeline `{pipeline}`: the engine does not run {what} yet{}; run it compiled (`--engine compiled`)",
+        if what.contains(node) { String::new() } else { format!(" (in {node})") }
     )]
     Unsupported {
         /// The pipeline.
@@ -95,4 +96,113 @@ pub fn dataset(pipeline: &Pipeline, params: &Params) -> sluice_runtime::Result<D
 /// `params` argument takes).
 pub fn params(pipeline: &Pipeline, set: &[(String, String)]) -> Result<Params, String> {
     Params::from_args(&pipeline.decls.params, set)
+}
+
+#[cfg(test)]
+mod tests {
+    use sluice_runtime::abi::show::{Json, Show};
+    use sluice_runtime::stage::Dataset;
+
+    use super::*;
+
+    /// The pipeline `name` of `source`.
+    fn pipeline(source: &str, name: &str) -> Pipeline {
+        let c = sluice_compiler::compile(source);
+        assert!(!c.has_errors(), "{:?}", c.diagnostics);
+        c.pipelines.into_iter().find(|p| p.name() == name).unwrap()
+    }
+
+    /// Every element of one pass as `sluice show` prints it.
+    fn shown(p: &Pipeline, set: &[(&str, &str)]) -> Vec<String> {
+        check(p).unwrap();
+        let set: Vec<(String, String)> = set.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let ds = dataset(p, &params(p, &set).unwrap()).unwrap();
+        ds.stream()
+            .unwrap()
+            .map(|x| {
+                let mut out = Json::new();
+                x.unwrap().show(&mut out);
+                out.as_str().to_string()
+            })
+            .collect()
+    }
+
+    const RANGES: &str = r#"
+        pipeline evens(n: i64 = 6) {
+            range(n);
+            map { twice = value * 2; half = cast(value, f32) / 2.0; big = value >= 3; }
+            filter(twice != 4);
+            select(twice, half, big);
+            batch(2);
+        }
+        pipeline numbered() {
+            range(3);
+            enumerate(start: 10);
+            map { value = -value; }
+            skip(1);
+        }
+        pipeline divided(d: i64 = 0) {
+            range(3);
+            map { q = value / d; }
+        }
+    "#;
+
+    #[test]
+    fn a_plan_runs_as_the_generated_code_would() {
+        let p = pipeline(RANGES, "evens");
+        assert_eq!(
+            shown(&p, &[("n", "5")]),
+            [
+                r#"{"twice":{"dtype":"i64","shape":[2],"values":[0,2]},"half":{"dtype":"f32","shape":[2],"values":[0.0,0.5]},"big":{"dtype":"bool","shape":[2],"values":[false,false]}}"#,
+                r#"{"twice":{"dtype":"i64","shape":[2],"values":[6,8]},"half":{"dtype":"f32","shape":[2],"values":[1.5,2.0]},"big":{"dtype":"bool","shape":[2],"values":[true,true]}}"#,
+            ]
+        );
+        let p = pipeline(RANGES, "numbered");
+        assert_eq!(
+            shown(&p, &[]),
+            [
+                r#"{"value":{"dtype":"i64","shape":[],"values":[-1]},"index":{"dtype":"i64","shape":[],"values":[11]}}"#,
+                r#"{"value":{"dtype":"i64","shape":[],"values":[-2]},"index":{"dtype":"i64","shape":[],"values":[12]}}"#,
+            ]
+        );
+    }
+
+    #[test]
+    fn bad_parameters_and_data_errors_are_errors() {
+        let p = pipeline(RANGES, "evens");
+        assert_eq!(
+            params(&p, &[("m".into(), "1".into())]).unwrap_err(),
+            "unknown parameter `m` (parameters: n)"
+        );
+        assert!(params(&p, &[("n".into(), "x".into())]).unwrap_err().starts_with("parameter `n`: "));
+        let p = pipeline(RANGES, "divided");
+        let ds = dataset(&p, &params(&p, &[]).unwrap()).unwrap();
+        let e = ds.stream().unwrap().find_map(Result::err).expect("division by zero fails");
+        assert!(e.to_string().contains("division by zero"), "{e}");
+    }
+
+    #[test]
+    fn what_the_engine_does_not_run_is_refused_by_name() {
+        let source = r#"
+            pipeline windows() { range(10); window(3, shift: 1); }
+            pipeline raw(files: glob = "x") {
+                schema { b: bytes }
+                tfrecords(files);
+                map { parse_example(); v = decode_raw(b, u8); }
+            }
+            pipeline user() {
+                extern fn my::f(x: i64) -> i64;
+                range(3);
+                map { value = my::f(value); }
+            }
+        "#;
+        let refused = |name: &str| check(&pipeline(source, name)).unwrap_err().to_string();
+        assert_eq!(
+            refused("windows"),
+            "pipeline `windows`: the engine does not run `WindowExec` yet; run it compiled (`--engine compiled`)"
+        );
+        assert!(refused("raw").contains("does not run `decode_raw` yet (in MapExec)"), "{}", refused("raw"));
+        assert!(refused("user").contains("calls `extern fn my::f`"), "{}", refused("user"));
+        assert!(refused("user").contains("build.rs"));
+    }
 }

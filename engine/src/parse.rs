@@ -1,16 +1,18 @@
 //! `parse_example()` with the schema known only at run time: each declared feature read
 //! from the record's `tf.train.Example` through the same helpers the generated parser
 //! calls (`abi::parse::{fixed, var, scalar, bytes, text}`), so values and errors are
-//! the compiled pipeline's.
+//! the compiled pipeline's. Schema defaults are converted once, as the generated
+//! parser's literals are.
 
 use std::sync::Arc;
 
 use sluice_compiler::ir::decls::FieldDecl;
 use sluice_compiler::ir::plan::FieldType;
-use sluice_compiler::ir::types::{DType, Dim, Shape, TensorType};
+use sluice_compiler::ir::types::{DType, Dim, Shape, TensorType, Value as Literal};
 use sluice_runtime::BoxError;
 use sluice_runtime::abi::parse::{self, ExampleView};
 
+use crate::num::Num;
 use crate::value::{Data, Kind, Names, Row, Value};
 
 /// One feature to parse.
@@ -20,6 +22,8 @@ struct Feature {
     ty: TensorType,
     /// The values of a fixed shape (`None`: a scalar or a list).
     fixed: Option<(usize, Vec<usize>)>,
+    /// The schema's default, of the feature's dtype (all its values).
+    default: Option<Data>,
 }
 
 /// A `parse_example` of a schema's fields.
@@ -37,11 +41,16 @@ impl ExampleParser {
         let mut features = Vec::new();
         for f in fields {
             let ty = f.ty.clone().ok_or_else(|| format!("field `{}` has no type", f.name))?;
-            if let Some(d) = schema.iter().find(|d| d.name == f.name)
-                && (d.default.is_some() || d.sequence)
-            {
-                return Err(format!("`parse_example` of feature `{}` with a default or a sequence", f.name));
+            let decl = schema.iter().find(|d| d.name == f.name);
+            if decl.is_some_and(|d| d.sequence) {
+                return Err(format!("`parse_example` of the sequence feature `{}`", f.name));
             }
+            let default = match decl.and_then(|d| d.default.as_ref()) {
+                Some(v) => {
+                    Some(default_of(v, ty.dtype).map_err(|e| format!("the default of `{}`: {e}", f.name))?)
+                }
+                None => None,
+            };
             if matches!(ty.dtype, DType::F16 | DType::Bf16) {
                 return Err(format!("`parse_example` of `{}: {ty}`", f.name));
             }
@@ -66,7 +75,7 @@ impl ExampleParser {
                     Some((dims.iter().product(), dims))
                 }
             };
-            features.push(Feature { name: f.name.clone(), ty, fixed });
+            features.push(Feature { name: f.name.clone(), ty, fixed, default });
         }
         let names: Names = Arc::from(features.iter().map(|f| f.name.clone()).collect::<Vec<_>>());
         Ok(ExampleParser { features, names })
@@ -85,21 +94,28 @@ impl ExampleParser {
         for (f, e) in self.features.iter().zip(entries) {
             let name = f.name.as_str();
             macro_rules! typed {
-                ($t:ty, $variant:ident) => {
+                ($t:ty, $variant:ident) => {{
+                    let default: Option<&[$t]> = match &f.default {
+                        Some(Data::$variant(v)) => Some(v.as_slice()),
+                        _ => None,
+                    };
                     match (&f.ty.shape, &f.fixed) {
                         (Shape::Var, _) => {
                             let mut v: Vec<$t> = Vec::new();
-                            let n = parse::var::<$t>(name, e, None, &mut v)?;
+                            let n = parse::var::<$t>(name, e, default, &mut v)?;
                             Value { data: Data::$variant(v), shape: vec![n], kind: Kind::List }
                         }
                         (_, Some((n, dims))) => {
                             let mut v: Vec<$t> = Vec::with_capacity(*n);
-                            parse::fixed::<$t>(name, e, *n, None, &mut v)?;
+                            parse::fixed::<$t>(name, e, *n, default, &mut v)?;
                             Value { data: Data::$variant(v), shape: dims.clone(), kind: Kind::Tensor }
                         }
-                        (_, None) => Value::scalar(Data::$variant(vec![parse::scalar::<$t>(name, e, None)?])),
+                        (_, None) => {
+                            let d = default.and_then(|d| d.first().copied());
+                            Value::scalar(Data::$variant(vec![parse::scalar::<$t>(name, e, d)?]))
+                        }
                     }
-                };
+                }};
             }
             values.push(match f.ty.dtype {
                 DType::Bool => typed!(bool, Bool),
@@ -110,11 +126,63 @@ impl ExampleParser {
                 DType::U64 => typed!(u64, U64),
                 DType::F32 => typed!(f32, F32),
                 DType::F64 => typed!(f64, F64),
-                DType::Bytes => Value::scalar(Data::Bytes(vec![parse::bytes(name, e, None)?.to_vec()])),
-                DType::Str => Value::scalar(Data::Str(vec![parse::text(name, e, None)?])),
+                DType::Bytes => {
+                    let d = match &f.default {
+                        Some(Data::Bytes(b)) => b.first().map(Vec::as_slice),
+                        _ => None,
+                    };
+                    Value::scalar(Data::Bytes(vec![parse::bytes(name, e, d)?.to_vec()]))
+                }
+                DType::Str => {
+                    let d = match &f.default {
+                        Some(Data::Str(s)) => s.first().map(String::as_str),
+                        _ => None,
+                    };
+                    Value::scalar(Data::Str(vec![parse::text(name, e, d)?]))
+                }
                 DType::F16 | DType::Bf16 => return Err(format!("`{name}`: half floats").into()),
             });
         }
         Ok(Row { names: self.names.clone(), values })
+    }
+}
+
+/// A schema default (one value, or a list of them) as values of `dtype`, converted as the
+/// generated parser's literals are (`(literal as T)`).
+fn default_of(v: &Literal, dtype: DType) -> Result<Data, String> {
+    let items: Vec<&Literal> = match v {
+        Literal::List(items) => items.iter().collect(),
+        v => vec![v],
+    };
+    match dtype {
+        DType::Bytes => items
+            .iter()
+            .map(|v| match v {
+                Literal::Str(s) => Ok(s.as_bytes().to_vec()),
+                other => Err(format!("`{other}` for bytes")),
+            })
+            .collect::<Result<_, _>>()
+            .map(Data::Bytes),
+        DType::Str => items
+            .iter()
+            .map(|v| match v {
+                Literal::Str(s) => Ok(s.clone()),
+                other => Err(format!("`{other}` for a string")),
+            })
+            .collect::<Result<_, _>>()
+            .map(Data::Str),
+        _ => {
+            let nums: Vec<Num> = items
+                .iter()
+                .map(|v| match v {
+                    Literal::Int(n) => Ok(Num::I64(*n)),
+                    Literal::UInt(n) => Ok(Num::U64(*n)),
+                    Literal::Float(x) => Ok(Num::F64(*x)),
+                    Literal::Bool(b) => Ok(Num::Bool(*b)),
+                    other => Err(format!("`{other}` for a number")),
+                })
+                .collect::<Result<_, _>>()?;
+            Num::collect(dtype, &nums)
+        }
     }
 }

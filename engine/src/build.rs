@@ -10,10 +10,11 @@ use std::sync::Arc;
 use sluice_compiler::ir::decls::FieldDecl;
 use sluice_compiler::ir::plan::{ArgValue, Element, FieldType, MapOp, RecordFormat};
 use sluice_compiler::ir::types::Shape;
-use sluice_compiler::physical::{self, Exec, MapFn, Remainder};
+use sluice_compiler::physical::{self, Exec, MapFn, ReaderMap, Remainder};
 use sluice_runtime::abi;
 use sluice_runtime::stage::{
-    Boxed, Buffer, Dataset, Indexed, OpenTfRecord, Parallelism, auto_cycle, files, range_step, skippable,
+    Boxed, Buffer, Dataset, Indexed, OpenTfRecord, Parallelism, Record, RecordBatch, auto_cycle, files,
+    range_step, skippable, tfrecord_batches,
 };
 use sluice_runtime::tfrecord::{Compression, CorruptPolicy, ReaderOptions};
 use sluice_runtime::{BoxError, Error};
@@ -55,6 +56,12 @@ pub fn refusal(e: &Exec, schema: &[FieldDecl]) -> Option<String> {
         Exec::ChunkedMap { f, .. } => map_fn(f).or_else(|| fields_batchable(f.output.fields())),
         Exec::MapBatch { f, batched: false, .. } => map_fn(f).or_else(|| fields_batchable(f.output.fields())),
         Exec::Batch { input: Element::Fields(f), padded: None, .. } => fields_batchable(f),
+        Exec::Batch { input: Element::Record, padded: None, .. } => None,
+        Exec::ReadBatches { maps, .. } => maps.iter().find_map(|m| match m {
+            ReaderMap::MapBatch(f) | ReaderMap::Map(f) => {
+                map_fn(f).or_else(|| fields_batchable(f.output.fields()))
+            }
+        }),
         Exec::Rust { .. } => Some("Rust code in a stage (`pipeline!`)".into()),
         other => Some(format!("`{}`", other.name())),
     }
@@ -176,6 +183,39 @@ fn stage(e: &Exec, ds: Option<Chain>, p: &Arc<Params>, schema: &Arc<Schema>) -> 
                 .map(Item::Record)
                 .boxed()
         }
+        Exec::ReadBatches { reader: r, cycle, parallel: par, size, drop_remainder, maps } => {
+            let Some(Chain::Paths(paths)) = ds else { return Err(invalid("a reader without files")) };
+            let cycle = match cycle {
+                ArgValue::Auto => auto_cycle(&paths)?,
+                c => usize_arg(p, c)?,
+            };
+            let maps = maps
+                .iter()
+                .map(|m| match m {
+                    ReaderMap::MapBatch(f) | ReaderMap::Map(f) => MapRows::new(f, p, schema),
+                })
+                .collect::<R<Vec<_>>>()?;
+            tfrecord_batches(paths, reader(r), cycle, usize_arg(p, size)?, *drop_remainder)
+                .num_parallel(parallel(p, par)?)
+                .map_batches(move |b: RecordBatch| -> Result<Item, BoxError> {
+                    maps.iter().try_fold(Item::Records(b), |x, m| m.apply(x))
+                })
+                .boxed()
+        }
+        Exec::Batch { input: Element::Record, size, drop_remainder, .. } => items(ds)?
+            .chunks(usize_arg(p, size)?, *drop_remainder)
+            .try_map(|rows: Vec<Item>| -> Result<Item, BoxError> {
+                let records = rows
+                    .into_iter()
+                    .map(|x| match x {
+                        Item::Record(r) => Ok(r),
+                        _ => Err("a batch of records of an element that is not one"),
+                    })
+                    .collect::<Result<Vec<Record>, _>>()?;
+                Ok(Item::Records(RecordBatch::from(records)))
+            })
+            .named("batch")
+            .boxed(),
         Exec::Map { f, parallel: par, deterministic, filter } => {
             let m = Arc::new(MapRows::new(f, p, schema)?);
             let filter = filter.clone().map(Arc::new);
@@ -217,9 +257,8 @@ fn stage(e: &Exec, ds: Option<Chain>, p: &Arc<Params>, schema: &Arc<Schema>) -> 
                 .try_map_skipping(move |rows: Vec<Item>| {
                     let mut out = Vec::with_capacity(rows.len());
                     for x in rows {
-                        match m.apply(x) {
-                            Ok(Item::Row(r)) => out.push(r),
-                            Ok(_) => return Err("a map over a batch made no record".into()),
+                        match m.row(x) {
+                            Ok(r) => out.push(r),
                             Err(e) if skip => return Err(skippable(e)),
                             Err(e) => return Err(e),
                         }
@@ -332,7 +371,7 @@ fn select(x: Item, names: &Names) -> Result<Item, BoxError> {
         Item::Batch(b) => {
             Item::Batch(Columns { columns: pick(&b.names, b.columns)?, names: names.clone(), rows: b.rows })
         }
-        Item::Record(_) => return Err("`select` of a record".into()),
+        Item::Record(_) | Item::Records(_) => return Err("`select` of records".into()),
     })
 }
 
@@ -369,7 +408,31 @@ impl MapRows {
         Ok(MapRows { parser, ops, after, names: names_of(f.output.fields()), params: params.clone() })
     }
 
+    /// The map of one element: a record or a row gives a row, a batch (of records or of
+    /// rows) a batch, row by row.
     fn apply(&self, x: Item) -> Result<Item, BoxError> {
+        match x {
+            Item::Batch(b) => {
+                let rows = b
+                    .into_rows()
+                    .into_iter()
+                    .map(|r| self.row(Item::Row(r)))
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok(Item::Batch(Columns::from_rows(self.names.clone(), rows)?))
+            }
+            Item::Records(b) => {
+                let mut rows = Vec::with_capacity(b.len());
+                for i in 0..b.len() {
+                    let r = b.record(i).ok_or("a record past the batch's end")?;
+                    rows.push(self.row(Item::Record(r))?);
+                }
+                Ok(Item::Batch(Columns::from_rows(self.names.clone(), rows)?))
+            }
+            x => self.row(x).map(Item::Row),
+        }
+    }
+
+    fn row(&self, x: Item) -> Result<Row, BoxError> {
         let (mut row, origin) = match (x, &self.parser) {
             (Item::Record(r), Some(p)) => {
                 (p.parse(r.as_bytes()).map_err(|e| abi::located(r.origin(), e))?, Some(r))
@@ -377,7 +440,7 @@ impl MapRows {
             (Item::Row(r), None) => (r, None),
             (Item::Record(_), None) => return Err("a map of a record without `parse_example`".into()),
             (_, Some(_)) => return Err("`parse_example` of an element that is not a record".into()),
-            (Item::Batch(_), None) => return Err("a map over a batch".into()),
+            (Item::Batch(_) | Item::Records(_), None) => return Err("a map over a batch of batches".into()),
         };
         let located = |e: BoxError| match &origin {
             Some(r) => abi::located(r.origin(), e),
@@ -393,8 +456,9 @@ impl MapRows {
             row.names = names.clone();
         }
         if row.names != self.names {
-            return select(Item::Row(row), &self.names);
+            let Item::Row(row) = select(Item::Row(row), &self.names)? else { unreachable!("a row") };
+            return Ok(row);
         }
-        Ok(Item::Row(row))
+        Ok(row)
     }
 }

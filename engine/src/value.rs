@@ -13,7 +13,7 @@ use sluice_runtime::abi::Rows;
 use sluice_runtime::abi::export::{self, ToExample};
 use sluice_runtime::abi::show::{self, Json, Show};
 use sluice_runtime::column::Tensor;
-use sluice_runtime::stage::{Element, Record};
+use sluice_runtime::stage::{Element, Record, RecordBatch};
 
 /// Values of one dtype, flat in row-major order.
 #[derive(Debug, Clone, PartialEq)]
@@ -105,6 +105,23 @@ impl Data {
             _ => return false,
         }
         true
+    }
+
+    /// Values `start..start + len`.
+    pub fn slice(&self, start: usize, len: usize) -> Data {
+        let r = start..start + len;
+        match self {
+            Data::Bool(v) => Data::Bool(v[r].to_vec()),
+            Data::U8(v) => Data::U8(v[r].to_vec()),
+            Data::I32(v) => Data::I32(v[r].to_vec()),
+            Data::U32(v) => Data::U32(v[r].to_vec()),
+            Data::I64(v) => Data::I64(v[r].to_vec()),
+            Data::U64(v) => Data::U64(v[r].to_vec()),
+            Data::F32(v) => Data::F32(v[r].to_vec()),
+            Data::F64(v) => Data::F64(v[r].to_vec()),
+            Data::Bytes(v) => Data::Bytes(v[r].to_vec()),
+            Data::Str(v) => Data::Str(v[r].to_vec()),
+        }
     }
 
     /// Bytes the values take, about.
@@ -256,6 +273,23 @@ impl Columns {
     }
 }
 
+impl Columns {
+    /// The batch's rows (what a map over a batch runs on, row by row).
+    pub fn into_rows(self) -> Vec<Row> {
+        let mut rows: Vec<Row> =
+            (0..self.rows).map(|_| Row { names: self.names.clone(), values: Vec::new() }).collect();
+        for c in &self.columns {
+            let shape = c.shape[1..].to_vec();
+            let per: usize = shape.iter().product();
+            let kind = if shape.is_empty() { Kind::Scalar } else { Kind::Tensor };
+            for (r, row) in rows.iter_mut().enumerate() {
+                row.values.push(Value { data: c.data.slice(r * per, per), shape: shape.clone(), kind });
+            }
+        }
+        rows
+    }
+}
+
 /// An element of an engine pipeline.
 #[derive(Debug, Clone)]
 pub enum Item {
@@ -265,6 +299,8 @@ pub enum Item {
     Row(Row),
     /// A columnar batch of records.
     Batch(Columns),
+    /// A batch of serialized records (`batch` of records, a reader's batches).
+    Records(RecordBatch),
 }
 
 impl Element for Item {
@@ -275,6 +311,7 @@ impl Element for Item {
                 Item::Record(r) => r.byte_size(),
                 Item::Row(r) => r.values.iter().map(|v| v.data.byte_size()).sum(),
                 Item::Batch(b) => b.columns.iter().map(|v| v.data.byte_size()).sum(),
+                Item::Records(b) => b.byte_size(),
             }
     }
 }
@@ -284,10 +321,11 @@ impl Rows for Item {
         match self {
             Item::Record(_) | Item::Row(_) => 1,
             Item::Batch(b) => b.rows as u64,
+            Item::Records(b) => b.len() as u64,
         }
     }
     fn is_batch(&self) -> bool {
-        matches!(self, Item::Batch(_))
+        matches!(self, Item::Batch(_) | Item::Records(_))
     }
 }
 
@@ -295,6 +333,7 @@ impl Show for Item {
     fn show(&self, out: &mut Json) {
         let (names, values, column) = match self {
             Item::Record(r) => return r.show(out),
+            Item::Records(b) => return b.show(out),
             Item::Row(r) => (&r.names, &r.values, false),
             Item::Batch(b) => (&b.names, &b.columns, true),
         };
@@ -311,7 +350,7 @@ impl ToExample for Item {
     fn to_example(&self, out: &mut Vec<u8>) -> Result<(), &'static str> {
         match self {
             Item::Record(r) => r.to_example(out),
-            Item::Batch(_) => Err(export::BATCH),
+            Item::Batch(_) | Item::Records(_) => Err(export::BATCH),
             Item::Row(r) => {
                 let mut f = export::Features::new();
                 for (name, v) in r.names.iter().zip(&r.values) {

@@ -128,6 +128,7 @@ fn run_builds_once_then_reuses_the_runner() {
     let expected = [
         "batches",
         "bottleneck",
+        "engine",
         "epoch_seconds",
         "epochs",
         "memory_budget_bytes",

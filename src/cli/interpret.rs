@@ -19,22 +19,36 @@ use super::Failure;
 /// Which backend runs a pipeline (`--engine`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Engine {
+    /// The compiled runner when one is cached for this plan, else the engine at once
+    /// (cargo only for a pipeline the engine does not run yet).
+    Auto,
     /// The engine in this tool: runs at once, no Rust toolchain needed.
     Interpreted,
     /// Generated Rust built by cargo into a cached runner (the fastest runs).
     Compiled,
 }
 
-/// Runs `pipeline` of `file` in the engine with the runner arguments `argv` (the flags
-/// after the pipeline's name, as a compiled runner takes them).
-pub(super) fn run(file: &Path, pipeline: Option<&str>, argv: Vec<OsString>) -> Result<ExitCode, Failure> {
+/// Why the engine does not run `pipeline` of `file` (its refusal), or `None` when it
+/// does; the file is known to compile.
+pub(super) fn refusal(
+    file: &Path,
+    pipeline: Option<&str>,
+) -> Result<Option<sluice_engine::EngineError>, Failure> {
     let source = super::check::read_source(file)?;
     let compilation = sluice_compiler::compile(&source);
-    if super::check::report(file, &source, &compilation.diagnostics)? {
-        return Ok(ExitCode::from(1));
-    }
+    let p = &compilation.pipelines[resolve(file, &compilation, pipeline)?];
+    Ok(sluice_engine::check(p).err())
+}
+
+/// The index of `pipeline` in `compilation` (the only one when `None`), or the usage
+/// error a compiled runner gives.
+fn resolve(
+    file: &Path,
+    compilation: &sluice_compiler::Compilation,
+    pipeline: Option<&str>,
+) -> Result<usize, Failure> {
     let names: Vec<&str> = compilation.pipelines.iter().map(|p| p.name()).collect();
-    let index = match pipeline {
+    Ok(match pipeline {
         Some(p) => names.iter().position(|n| *n == p).ok_or_else(|| {
             Failure::Usage(format!(
                 "{}: no pipeline `{p}` (the file has {})",
@@ -53,7 +67,19 @@ pub(super) fn run(file: &Path, pipeline: Option<&str>, argv: Vec<OsString>) -> R
             )));
         }
         None => 0,
-    };
+    })
+}
+
+/// Runs `pipeline` of `file` in the engine with the runner arguments `argv` (the flags
+/// after the pipeline's name, as a compiled runner takes them).
+pub(super) fn run(file: &Path, pipeline: Option<&str>, argv: Vec<OsString>) -> Result<ExitCode, Failure> {
+    let source = super::check::read_source(file)?;
+    let compilation = sluice_compiler::compile(&source);
+    if super::check::report(file, &source, &compilation.diagnostics)? {
+        return Ok(ExitCode::from(1));
+    }
+    let index = resolve(file, &compilation, pipeline)?;
+    let names: Vec<&str> = compilation.pipelines.iter().map(|p| p.name()).collect();
     let p = &compilation.pipelines[index];
     sluice_engine::check(p).map_err(|e| Failure::Data(anyhow::anyhow!("{}: {e}", file.display())))?;
     let mut full: Vec<OsString> = vec![names[index].into()];

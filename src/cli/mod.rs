@@ -35,6 +35,7 @@ macro_rules! sayln {
 }
 
 mod bench;
+mod build;
 mod cat;
 mod check;
 mod emit;
@@ -78,8 +79,12 @@ enum Command {
     /// Print the first elements of a pipeline as JSON lines (5 by default; `-n N|all`):
     /// the first thing to run on a new pipeline.
     Show(show::ShowArgs),
-    /// Compile a pipeline of a `.pipe` file and run it, reporting throughput and stages.
+    /// Run a pipeline of a `.pipe` file, reporting throughput and stages (`--engine`: the
+    /// cached compiled runner, else the engine at once).
     Run(run::RunArgs),
+    /// Build the compiled runner of a `.pipe` file ahead of time (cargo's progress
+    /// shown); `run` and `show` then take it.
+    Build(build::BuildArgs),
     /// Build a `.pipe` file into the library the Python package loads (`sluice.Pipeline`
     /// runs it); prints one JSON object.
     #[command(hide = true)]
@@ -104,6 +109,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Emit(args) => emit::run(args),
         Command::Show(args) => show::run(args),
         Command::Run(args) => run::run(args),
+        Command::Build(args) => build::run(args),
         Command::PythonLib(args) => python_lib::run(args),
         Command::Gen(args) => generate::run(args),
         Command::Index(args) => index::run(args),

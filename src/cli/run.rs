@@ -1,7 +1,10 @@
 //! `sluice run FILE.pipe [PIPELINE] [--set NAME=VALUE]... [--epochs N] [--overlap] [--json]
-//! [--output DIR [--shards N] [--compression none|gzip]]`: compiles
-//! a pipeline file to Rust, builds it into a runner binary and runs it (the report of
-//! `sluice::__private::runner`).
+//! [--output DIR [--shards N] [--compression none|gzip]] [--engine auto|compiled|interpreted]`:
+//! runs a pipeline, reporting as `sluice::__private::runner` does. `--engine compiled`
+//! compiles the file to Rust and builds it into a runner binary (below); `interpreted`
+//! runs the plan in this process with `sluice-engine` (`interpret.rs`); `auto`, the
+//! default, takes the runner when one is cached for this plan and the engine otherwise
+//! ([`backend`]). `sluice build` builds the runner on purpose.
 //!
 //! The runner is a small crate, `<cache>/run/<hash>/`: the generated code as
 //! `src/pipelines.rs`, a `main` over its pipelines, a path dependency on these sluice
@@ -24,6 +27,7 @@
 
 use std::ffi::OsString;
 use std::fmt::Write as _;
+use std::io::{BufRead as _, IsTerminal as _};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
@@ -73,11 +77,12 @@ pub struct RunArgs {
     /// Say where the runner is and whether it was built or reused.
     #[arg(long)]
     verbose: bool,
-    /// Which backend runs the pipeline: `compiled` (generated Rust built by cargo into a
-    /// cached runner) or `interpreted` (the engine in this tool: at once, no cargo; it
-    /// refuses, by name, what it does not run yet). `auto` comes once the engine runs the
-    /// whole corpus.
-    #[arg(long, value_enum, default_value = "compiled")]
+    /// Which backend runs the pipeline: `auto` (the compiled runner when one is cached for
+    /// this plan, else the engine at once; cargo only for a pipeline the engine does not
+    /// run yet), `compiled` (generated Rust built by cargo into a cached runner: the
+    /// fastest runs) or `interpreted` (the engine in this tool: no cargo).
+    /// `SLUICE_ENGINE` sets the default.
+    #[arg(long, value_enum, default_value = "auto", env = "SLUICE_ENGINE")]
     engine: super::interpret::Engine,
 }
 
@@ -89,33 +94,102 @@ pub(super) fn name_value(s: &str) -> Result<String, String> {
 }
 
 pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
-    if args.engine == super::interpret::Engine::Interpreted {
-        // The runner's flags without the pipeline's name, which `interpret::run` adds.
-        let argv = passthrough(&args).into_iter().skip(usize::from(args.pipeline.is_some())).collect();
-        return super::interpret::run(&args.file, args.pipeline.as_deref(), argv);
-    }
-    let bin = match runner_for(&args.file, args.pipeline.as_deref(), args.verbose)? {
-        Ok(bin) => bin,
-        Err(code) => return Ok(code),
+    let bin = match backend(&args.file, args.pipeline.as_deref(), args.engine, args.verbose)? {
+        Backend::Runner(bin) => bin,
+        Backend::Exit(code) => return Ok(code),
+        Backend::Engine => {
+            // The runner's flags without the pipeline's name, which `interpret::run` adds.
+            let argv = passthrough(&args).into_iter().skip(usize::from(args.pipeline.is_some())).collect();
+            return super::interpret::run(&args.file, args.pipeline.as_deref(), argv);
+        }
     };
     let mut command = Command::new(&bin);
     command.args(passthrough(&args));
     exec(command, &format!("sluice run {}", args.file.display()))
 }
 
-/// The runner binary of `file` (built, or the cached one), after checking that `pipeline`
-/// is one of its pipelines (or that it has one when `None`); `Err(exit status)` when the
-/// file has errors, which are printed. `sluice run` and `sluice show` share it.
-pub(super) fn runner_for(
+/// Whether [`runner`] builds a runner that is not cached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Build {
+    /// Build it; with `progress`, cargo's messages are shown as it works (else only when
+    /// it fails).
+    Yes { progress: bool },
+    /// Only look in the cache (`--engine auto`: nothing is compiled behind the user's back).
+    No,
+}
+
+/// The backend `--engine` picks for `pipeline` of `file`.
+#[derive(Debug)]
+pub(super) enum Backend {
+    /// The compiled runner (cached, or just built).
+    Runner(PathBuf),
+    /// The engine, in this process.
+    Engine,
+    /// The file has errors (printed): exit with this status.
+    Exit(ExitCode),
+}
+
+/// `--engine`'s choice: `compiled` builds the runner when it is not cached; `interpreted`
+/// is the engine; `auto` is the cached runner when there is one for this plan, else the
+/// engine at once, and cargo only for a pipeline the engine does not run yet (saying why).
+pub(super) fn backend(
+    file: &Path,
+    pipeline: Option<&str>,
+    engine: super::interpret::Engine,
+    verbose: bool,
+) -> Result<Backend, Failure> {
+    use super::interpret::Engine;
+    let build = match engine {
+        Engine::Interpreted => return Ok(Backend::Engine),
+        Engine::Compiled => Build::Yes { progress: false },
+        Engine::Auto => Build::No,
+    };
+    match runner(file, pipeline, verbose, build)? {
+        Err(code) => return Ok(Backend::Exit(code)),
+        Ok(Some(bin)) => return Ok(Backend::Runner(bin)),
+        Ok(None) => {}
+    }
+    match super::interpret::refusal(file, pipeline)? {
+        None => {
+            if verbose {
+                sayln!("sluice: no runner is built for this plan: running it in the engine");
+            }
+            Ok(Backend::Engine)
+        }
+        // Code of the user's: no runner of this tool can link it either.
+        Some(e @ sluice_engine::EngineError::Extern { .. }) => {
+            Err(Failure::Data(anyhow::anyhow!("{}: {e}", file.display())))
+        }
+        Some(why) => {
+            sayln!("sluice: {why}; building the runner instead (`sluice build` does it ahead of time)");
+            match runner(file, pipeline, verbose, Build::Yes { progress: false })? {
+                Ok(bin) => Ok(Backend::Runner(bin.expect("built"))),
+                Err(code) => Ok(Backend::Exit(code)),
+            }
+        }
+    }
+}
+
+/// The runner binary of `file` (built, or the cached one; `Ok(None)` when it is not
+/// cached and `build` is [`Build::No`]), after checking that `pipeline` is one of its
+/// pipelines (or that it has one when `None`); `Err(exit status)` when the file has
+/// errors, which are printed. `sluice run`, `show` and `build` share it.
+pub(super) fn runner(
     file: &Path,
     pipeline: Option<&str>,
     verbose: bool,
-) -> Result<Result<PathBuf, ExitCode>, Failure> {
+    build: Build,
+) -> Result<Result<Option<PathBuf>, ExitCode>, Failure> {
     let source = super::check::read_source(file)?;
     let compilation = sluice_compiler::compile(&source);
     let Some(generated) = super::emit::generate(file, &source, &compilation)? else {
         return Ok(Err(ExitCode::from(1)));
     };
+    if build == Build::No && compilation.pipelines.iter().any(|p| !p.decls.externs.is_empty()) {
+        // No runner of this file can exist; the engine says why for the pipelines it
+        // cannot run either.
+        return Ok(Ok(None));
+    }
     refuse_externs(file, &source, &compilation.pipelines)?;
     let names = &generated.pipelines;
     match pipeline {
@@ -140,23 +214,24 @@ pub(super) fn runner_for(
     }
     let cache = Cache::from_env()?;
     let runner = Runner::new(&cache, &generated.to_pretty_string(), names, file);
-    let bin = match runner.cached() {
-        Some(bin) => {
+    let bin = match (runner.cached(), build) {
+        (Some(bin), _) => {
             if verbose {
                 sayln!("sluice: running the cached runner {}", bin.display());
             }
             bin
         }
-        None => {
+        (None, Build::No) => return Ok(Ok(None)),
+        (None, Build::Yes { progress }) => {
             sayln!("sluice: compiling {}", file.display());
-            let bin = runner.build(&cache)?;
+            let bin = runner.build(&cache, progress || std::io::stderr().is_terminal())?;
             if verbose {
                 sayln!("sluice: built the runner {}", bin.display());
             }
             bin
         }
     };
-    Ok(Ok(bin))
+    Ok(Ok(Some(bin)))
 }
 
 /// A runner links no Rust but the generated code and sluice's, so it cannot call the
@@ -402,18 +477,41 @@ impl Runner {
         bin.is_file().then_some(bin)
     }
 
-    /// Writes the crate, builds it with cargo (its output shown only on failure) and keeps
-    /// the binary in the crate directory.
-    fn build(&self, cache: &Cache) -> Result<PathBuf, Failure> {
+    /// Writes the crate, builds it with cargo (its messages shown as it works with
+    /// `progress`, else only on failure) and keeps the binary in the crate directory.
+    fn build(&self, cache: &Cache, progress: bool) -> Result<PathBuf, Failure> {
         let mut cargo = cache.cargo_build(&self.dir, &self.files)?;
-        let out = cargo
-            .output()
-            .with_context(|| format!("cannot run cargo ({})", cache.cargo.display()))
+        let mut child = cargo
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .with_context(|| {
+                format!(
+                    "cannot run cargo ({}): building a runner needs the Rust toolchain; \
+                     `--engine interpreted` runs the pipeline without it",
+                    cache.cargo.display()
+                )
+            })
             .map_err(Failure::Data)?;
-        if !out.status.success() {
-            say!("{}", String::from_utf8_lossy(&out.stderr));
-            let ours = String::from_utf8_lossy(&out.stderr)
-                .contains(&format!("could not compile `{}`", self.package));
+        // cargo's messages: shown line by line as it works with `progress`, kept for a
+        // failure either way.
+        let mut messages = String::new();
+        if let Some(err) = child.stderr.take() {
+            for line in std::io::BufReader::new(err).lines() {
+                let Ok(line) = line else { break };
+                if progress {
+                    sayln!("{line}");
+                }
+                messages.push_str(&line);
+                messages.push('\n');
+            }
+        }
+        let status = child.wait().context("waiting for cargo").map_err(Failure::Data)?;
+        if !status.success() {
+            if !progress {
+                say!("{messages}");
+            }
+            let ours = messages.contains(&format!("could not compile `{}`", self.package));
             let why = if ours {
                 "the generated code does not compile: this is a bug in sluice's code generator"
             } else {
@@ -650,7 +748,7 @@ pub mod evens {
         let cache = cache(dir.path());
         let runner = Runner::new(&cache, CODE, &names(), Path::new("dir/my numbers.pipe"));
         assert_eq!(runner.cached(), None);
-        let bin = runner.build(&cache).unwrap_or_else(|f| panic!("{f:?}"));
+        let bin = runner.build(&cache, false).unwrap_or_else(|f| panic!("{f:?}"));
         assert_eq!(bin, runner.dir.join(format!("my_numbers{}", std::env::consts::EXE_SUFFIX)));
         assert!(runner.dir.join("Cargo.lock").is_file());
         let again = Runner::new(&cache, CODE, &names(), Path::new("dir/my numbers.pipe"));
@@ -743,7 +841,7 @@ pub mod evens {
         let cache = cache(dir.path());
         let code = CODE.replace("pub type Item = Vec<u8>;", "pub type Item = Vec<u16>;");
         let runner = Runner::new(&cache, &code, &names(), Path::new("bad.pipe"));
-        let Err(Failure::Data(e)) = runner.build(&cache) else { panic!("the build fails") };
+        let Err(Failure::Data(e)) = runner.build(&cache, false) else { panic!("the build fails") };
         assert!(
             e.to_string()
                 .ends_with("the generated code does not compile: this is a bug in sluice's code generator"),

@@ -17,7 +17,7 @@ use std::process::{Command, ExitCode};
 use clap::Args;
 
 use super::Failure;
-use super::run::{exec, name_value, runner_for};
+use super::run::{Backend, backend, exec, name_value};
 
 #[derive(Debug, Args)]
 pub struct ShowArgs {
@@ -37,9 +37,11 @@ pub struct ShowArgs {
     /// the output is always whole JSON lines.
     #[arg(long)]
     full: bool,
-    /// Which backend runs the pipeline: `compiled` (a cached runner built by cargo) or
-    /// `interpreted` (the engine in this tool: at once, no cargo).
-    #[arg(long, value_enum, default_value = "compiled")]
+    /// Which backend runs the pipeline: `auto` (the compiled runner when one is cached for
+    /// this plan, else the engine at once), `compiled` (a runner built by cargo, cached)
+    /// or `interpreted` (the engine in this tool: no cargo).
+    /// `SLUICE_ENGINE` sets the default.
+    #[arg(long, value_enum, default_value = "auto", env = "SLUICE_ENGINE")]
     engine: super::interpret::Engine,
 }
 
@@ -54,12 +56,10 @@ fn count(s: &str) -> Result<u64, String> {
 
 pub fn run(args: ShowArgs) -> Result<ExitCode, Failure> {
     let argv = runner_args(&args);
-    if args.engine == super::interpret::Engine::Interpreted {
-        return super::interpret::run(&args.file, args.pipeline.as_deref(), argv);
-    }
-    let bin = match runner_for(&args.file, args.pipeline.as_deref(), false)? {
-        Ok(bin) => bin,
-        Err(code) => return Ok(code),
+    let bin = match backend(&args.file, args.pipeline.as_deref(), args.engine, false)? {
+        Backend::Runner(bin) => bin,
+        Backend::Exit(code) => return Ok(code),
+        Backend::Engine => return super::interpret::run(&args.file, args.pipeline.as_deref(), argv),
     };
     let mut command = Command::new(&bin);
     command.args(args.pipeline.iter().map(OsString::from).chain(argv));

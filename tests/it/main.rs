@@ -12,6 +12,7 @@ mod s3;
 mod support;
 
 mod cli;
+mod cli_engine;
 mod cli_export;
 mod cli_limits;
 mod cli_objects;

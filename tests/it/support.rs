@@ -16,7 +16,10 @@ pub fn sluice_command(cache: &Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_sluice"));
     c.env("SLUICE_CACHE_DIR", cache)
         .env("SLUICE_TARGET_DIR", Path::new(env!("CARGO_TARGET_TMPDIR")).join("sluice-run-target"))
-        .env("SLUICE_RUN_PROFILE", "dev");
+        .env("SLUICE_RUN_PROFILE", "dev")
+        // The tests of the compiled path say so; the engine's (`engine_diff`, `cli_engine`)
+        // name their engine with `--engine`, which wins over this.
+        .env("SLUICE_ENGINE", "compiled");
     c
 }
 

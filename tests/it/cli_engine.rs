@@ -1,0 +1,119 @@
+//! `--engine auto|compiled|interpreted` and `sluice build`: `auto` (the default) takes the
+//! compiled runner when one is cached for the plan and the engine at once otherwise,
+//! compiling nothing behind the user's back; `sluice build` builds the runner on purpose.
+//! (`engine_diff` compares what the two backends print.)
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use super::support::{sluice_command, stderr, stdout};
+
+const FILE: &str = r#"
+pipeline tripled(n: i64 = 5) {
+    range(n);
+    map { y = value * 3; }
+}
+"#;
+
+/// A file with Rust code of the user's: no runner links it, the engine runs the rest.
+const MIXED: &str = r#"
+pipeline tripled(n: i64 = 5) {
+    range(n);
+    map { y = value * 3; }
+}
+pipeline mine() {
+    extern fn my::f(x: i64) -> i64;
+    range(3);
+    map { value = my::f(value); }
+}
+"#;
+
+/// `sluice ARGS` with the runner cache in `dir` and no `SLUICE_ENGINE` (the default,
+/// `auto`), unless `env` sets one.
+fn sluice(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut c: Command = sluice_command(dir);
+    c.env_remove("SLUICE_ENGINE").args(args);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().expect("sluice runs")
+}
+
+/// The `engine` of `sluice run --json`'s report.
+fn engine_of(o: &Output) -> String {
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(o)).expect("one JSON object");
+    v["engine"].as_str().expect("the report names its engine").to_string()
+}
+
+#[test]
+fn auto_runs_the_engine_at_once_then_the_runner_built_on_purpose() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("t.pipe");
+    std::fs::write(&file, FILE).unwrap();
+    let file = file.to_str().unwrap();
+
+    // Nothing cached: the engine, with no cargo at all (a cargo that cannot run).
+    let no_cargo = [("CARGO", "/nonexistent/cargo")];
+    let o = sluice(dir.path(), &["run", file, "tripled", "--json"], &no_cargo);
+    assert_eq!(engine_of(&o), "interpreted");
+    assert!(!stderr(&o).contains("compiling"), "{}", stderr(&o));
+    let shown = sluice(dir.path(), &["show", file, "tripled", "-n", "2"], &no_cargo);
+    assert_eq!(
+        (shown.status.code(), stdout(&shown).lines().last()),
+        (
+            Some(0),
+            Some(
+                r#"{"value":{"dtype":"i64","shape":[],"values":[1]},"y":{"dtype":"i64","shape":[],"values":[3]}}"#
+            )
+        )
+    );
+
+    // `compiled` without cargo says what it needs and what runs without it.
+    let o = sluice(dir.path(), &["run", file, "tripled", "--engine", "compiled"], &no_cargo);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("needs the Rust toolchain") && stderr(&o).contains("--engine interpreted"),
+        "{}",
+        stderr(&o)
+    );
+
+    // `sluice build` builds the runner on purpose (cargo's messages shown) and prints it.
+    let o = sluice(dir.path(), &["build", file, "tripled"], &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains("sluice: compiling"), "{}", stderr(&o));
+    let bin = stdout(&o).trim().to_string();
+    assert!(Path::new(&bin).is_file(), "{bin}");
+
+    // Now `auto` takes the runner; `--engine interpreted` and `SLUICE_ENGINE` still choose.
+    let o = sluice(dir.path(), &["run", file, "tripled", "--json"], &[]);
+    assert_eq!(engine_of(&o), "compiled");
+    let o = sluice(dir.path(), &["run", file, "tripled", "--json"], &[("SLUICE_ENGINE", "interpreted")]);
+    assert_eq!(engine_of(&o), "interpreted");
+    let o = sluice(
+        dir.path(),
+        &["run", file, "tripled", "--json", "--engine", "compiled"],
+        &[("SLUICE_ENGINE", "interpreted")],
+    );
+    assert_eq!(engine_of(&o), "compiled");
+}
+
+#[test]
+fn what_neither_backend_runs_is_refused_by_both() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("t.pipe");
+    std::fs::write(&file, MIXED).unwrap();
+    let file = file.to_str().unwrap();
+    // The engine runs a pipeline of a file that no runner can link.
+    let o = sluice(dir.path(), &["run", file, "tripled", "--json"], &[]);
+    assert_eq!(engine_of(&o), "interpreted");
+    for engine in ["auto", "interpreted", "compiled"] {
+        let o = sluice(dir.path(), &["show", file, "mine", "--engine", engine], &[]);
+        assert_eq!(o.status.code(), Some(1), "{engine}: {}", stderr(&o));
+        assert!(stderr(&o).contains("calls `extern fn my::f`"), "{engine}: {}", stderr(&o));
+        assert!(stderr(&o).contains("build.rs"), "{engine}: {}", stderr(&o));
+    }
+    let o = sluice(dir.path(), &["run", file, "nope", "--engine", "auto"], &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no pipeline `nope`"), "{}", stderr(&o));
+}

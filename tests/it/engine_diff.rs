@@ -22,6 +22,11 @@ enum Data {
     Jpeg,
     /// A committed file (relative to the root), as `--set files=…`.
     Fixture(&'static str),
+    /// The TFRecords the compiled runner exports (`sluice run --output data`) from the
+    /// pipeline `make` of this source, which may read `lines.txt` (`LINES`), into
+    /// `data/` of the case's own directory, where both backends then run with the
+    /// pipeline's defaults.
+    Made(&'static str),
     /// Data this test does not make yet (why): the pipeline is listed, not compared.
     Missing(&'static str),
 }
@@ -74,8 +79,8 @@ const CASES: &[Case] = &[
     case("tests/pipes/mixture.pipe", "noisy", Data::Tabular),
     case("tests/pipes/resume.pipe", "resume_tabular", Data::Tabular),
     case("tests/pipes/on_error.pipe", "chunks", Data::Jpeg),
-    case("tests/pipes/window.pipe", "plain_windows", Data::Missing("data/*.tfrecord of x: f32[2]")),
-    case("tests/pipes/text.pipe", "example_text", Data::Missing("data/*.tfrecord of text")),
+    case("tests/pipes/window.pipe", "plain_windows", Data::Made(WINDOWS)),
+    case("tests/pipes/text.pipe", "example_text", Data::Made(TEXT)),
     case(
         "examples/pipelines/pipes/tf_fixtures.pipe",
         "tf_unpacked",
@@ -89,6 +94,20 @@ const CASES: &[Case] = &[
     unordered_rows("tests/pipes/tabular.pipe", "parse_tabular", Data::Tabular),
     unordered_rows("examples/bench/shuffle_tabular.pipe", "shuffle_tabular", Data::Tabular),
 ];
+
+/// `{x: f32[2], label: i64}`, 20 records.
+const WINDOWS: &str = r#"pipeline make() {
+    range(20);
+    map { h = one_hot(value % 2, 2); label = value % 3; }
+    map { x = h * cast(value, f32) + 0.5; }
+    select(x, label);
+}"#;
+
+/// `{line: str}`: the lines of `LINES`.
+const TEXT: &str = r#"pipeline make() { text_lines("lines.txt"); }"#;
+
+/// The text `TEXT` reads: ASCII, UTF-8 beyond it, an empty line.
+const LINES: &str = "the first line\nzweite Zeile: grüße\n\n日本語の行\nlast\n";
 
 /// What the engine must run: the floor, raised as it grows.
 const MIN_RUNS: &[&str] = &[
@@ -157,10 +176,24 @@ fn coverage() -> (Vec<String>, Vec<(String, String)>) {
     (runs, refused)
 }
 
-fn show(dir: &Path, c: &Case, engine: &str, files: Option<&str>) -> Output {
+/// Makes `data/` in `cwd` (a new directory): the TFRecords the compiled runner exports
+/// from the pipeline `make` of `source` (with `LINES` as `lines.txt` beside it).
+fn make(cache: &Path, cwd: &Path, source: &str) {
+    std::fs::create_dir_all(cwd).unwrap();
+    std::fs::write(cwd.join("lines.txt"), LINES).unwrap();
+    std::fs::write(cwd.join("make.pipe"), source).unwrap();
+    let o = sluice_command(cache)
+        .current_dir(cwd)
+        .args(["run", "make.pipe", "make", "--engine", "compiled", "--no-progress", "--output", "data"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{source}: {}", stderr(&o));
+}
+
+fn show(cache: &Path, cwd: &Path, c: &Case, engine: &str, files: Option<&str>) -> Output {
     let file = root().join(c.file);
-    let mut cmd = sluice_command(dir);
-    cmd.current_dir(dir).args(["show", file.to_str().unwrap(), c.pipeline, "-n", "all", "--engine", engine]);
+    let mut cmd = sluice_command(cache);
+    cmd.current_dir(cwd).args(["show", file.to_str().unwrap(), c.pipeline, "-n", "all", "--engine", engine]);
     if let Some(glob) = files {
         cmd.args(["--set", &format!("files={glob}")]);
     }
@@ -233,18 +266,24 @@ fn the_engine_shows_what_the_compiled_runner_shows() {
         if !runs.contains(&key) {
             continue;
         }
+        let mut cwd = dir.path().to_path_buf();
         let files = match c.data {
             Data::None => None,
             Data::Tabular => Some(globs[0].clone()),
             Data::Jpeg => Some(globs[1].clone()),
             Data::Fixture(f) => Some(fixture(f)),
+            Data::Made(source) => {
+                cwd = dir.path().join(format!("made-{compared}"));
+                make(dir.path(), &cwd, source);
+                None
+            }
             Data::Missing(why) => {
                 eprintln!("not compared (no data here: {why}): {key}");
                 continue;
             }
         };
-        let compiled = show(dir.path(), c, "compiled", files.as_deref());
-        let interpreted = show(dir.path(), c, "interpreted", files.as_deref());
+        let compiled = show(dir.path(), &cwd, c, "compiled", files.as_deref());
+        let interpreted = show(dir.path(), &cwd, c, "interpreted", files.as_deref());
         assert_eq!(
             compiled.status.code(),
             interpreted.status.code(),

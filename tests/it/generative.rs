@@ -8,7 +8,9 @@
 //! the compiler must accept (`driver::compile`, what `sluice check` runs); `sluice show`
 //! then builds its one runner (cargo's cost paid once, in the CLI tests' shared target
 //! directory) and prints the first elements of every pipeline, which must come without an
-//! error, as JSON lines.
+//! error, as JSON lines. Every pipeline the engine runs (`sluice_engine::check`) is shown
+//! again with `--engine interpreted`: the same lines and exit status, or the test fails
+//! (the refusals are listed on stderr).
 //!
 //! The suite runs [`DEFAULT_COUNT`] pipelines with a fixed seed;
 //! `SLUICE_GENERATIVE_COUNT=N` and `SLUICE_GENERATIVE_SEED=S` choose others
@@ -227,13 +229,33 @@ fn random_pipelines_check_compile_and_run() {
             keep().display()
         );
     }
-    // One runner for the file, then each pipeline's first elements.
+    // One runner for the file, then each pipeline's first elements; the same from the
+    // engine, for every pipeline it runs.
+    let (mut compared, mut refused) = (0, Vec::new());
     for p in &g.done {
         let mut args = vec!["show", file.to_str().unwrap(), &p.name, "-n", SHOW];
         for s in &p.sets {
             args.extend(["--set", s]);
         }
         let o = sluice_in(dir.path(), &args);
+        let planned = compilation.pipelines.iter().find(|c| c.name() == p.name).expect("checked");
+        match sluice_engine::check(planned) {
+            Ok(()) => {
+                args.extend(["--engine", "interpreted"]);
+                let e = sluice_in(dir.path(), &args);
+                assert_eq!(
+                    (e.status.code(), stdout(&e)),
+                    (o.status.code(), stdout(&o)),
+                    "seed {seed}: pipeline `{}`: the engine (left; {}) and the compiled runner (right; {}) differ ({})",
+                    p.name,
+                    stderr(&e),
+                    stderr(&o),
+                    keep().display()
+                );
+                compared += 1;
+            }
+            Err(why) => refused.push(why.to_string()),
+        }
         assert!(
             o.status.success(),
             "seed {seed}: pipeline `{}` fails ({}):\n{}",
@@ -250,6 +272,14 @@ fn random_pipelines_check_compile_and_run() {
                 p.name
             );
         }
+    }
+    eprintln!(
+        "{compared} of {} pipelines compared with the engine; it refuses {}:",
+        g.done.len(),
+        refused.len()
+    );
+    for why in &refused {
+        eprintln!("  {why}");
     }
 }
 

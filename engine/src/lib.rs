@@ -93,9 +93,12 @@ pub fn dataset(pipeline: &Pipeline, params: &Params) -> sluice_runtime::Result<D
 }
 
 /// The parameters of `pipeline` from `--set NAME=VALUE` pairs (what the runner's
-/// `params` argument takes).
+/// `params` argument takes), checked against what its stages need (the generated
+/// `Params::check`'s rules and messages).
 pub fn params(pipeline: &Pipeline, set: &[(String, String)]) -> Result<Params, String> {
-    Params::from_args(&pipeline.decls.params, set)
+    let params = Params::from_args(&pipeline.decls.params, set)?;
+    params.check(&pipeline.physical.param_rules(), &pipeline.decls.params)?;
+    Ok(params)
 }
 
 #[cfg(test)]

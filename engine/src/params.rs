@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use sluice_compiler::ir::decls::ParamDecl;
 use sluice_compiler::ir::plan::ArgValue;
 use sluice_compiler::ir::types::{ParamType, Value};
+use sluice_compiler::physical::ParamRule;
 use sluice_runtime::abi;
 
 use crate::num::Num;
@@ -57,6 +58,90 @@ impl Params {
             return Err(format!("parameter `{}` has no default: set it (`--set {}=...`)", d.name, d.name));
         }
         Ok(Params { values })
+    }
+
+    /// Checks the values against what the stages they size need, as the generated
+    /// `Params::check` does (`compiler/src/codegen/params.rs`: the same rules, in the same
+    /// order, with the same messages): a count at least 1, a range's step not 0, a shard's
+    /// index below its count, a limit, and the memory bound within the declared budget.
+    pub fn check(&self, rules: &[ParamRule], decls: &[ParamDecl]) -> Result<(), String> {
+        // A value as the generated code reads it: `self.name as u64`, or a constant.
+        let value = |v: &ArgValue| -> Result<(u64, String), String> {
+            match v {
+                ArgValue::Param(p) => Ok((self.u64(v)?, format!("parameter `{p}`"))),
+                ArgValue::Const(Value::Int(n)) if *n >= 0 => Ok((*n as u64, n.to_string())),
+                ArgValue::Const(Value::UInt(n)) => Ok((*n, n.to_string())),
+                other => Err(format!("a shard argument `{other}`")),
+            }
+        };
+        let param = |name: &String| self.u64(&ArgValue::Param(name.clone()));
+        for rule in rules {
+            match rule {
+                ParamRule::AtLeastOne { param: p, stage, arg } => {
+                    if param(p)? < 1 {
+                        return Err(format!(
+                            "parameter `{p}` is 0: the `{arg}` of `{stage}` it sets must be at least 1"
+                        ));
+                    }
+                }
+                ParamRule::NonZero { param: p, stage, arg } => {
+                    if param(p)? == 0 {
+                        return Err(format!(
+                            "parameter `{p}` is 0: the `{arg}` of `{stage}` it sets must not be 0"
+                        ));
+                    }
+                }
+                ParamRule::IndexBelowCount { index, count } => {
+                    let ((i, i_name), (n, n_name)) = (value(index)?, value(count)?);
+                    if i >= n {
+                        return Err(match (index, count) {
+                            (ArgValue::Param(_), ArgValue::Param(_)) => format!(
+                                "{i_name} is {i}, {n_name} is {n}: the `index` of `shard` must be below its `num_shards`"
+                            ),
+                            (ArgValue::Param(_), _) => format!(
+                                "{i_name} is {i}: the `index` of `shard` must be below its `num_shards` ({n})"
+                            ),
+                            _ => format!(
+                                "{n_name} is {n}: the `num_shards` of `shard` must be above its `index` ({i})"
+                            ),
+                        });
+                    }
+                }
+                ParamRule::AtMost { param: p, stage, arg, max } => {
+                    let v = param(p)?;
+                    if v > *max {
+                        return Err(format!(
+                            "parameter `{p}` is {v}: the `{arg}` of `{stage}` it sets must be at most {max}"
+                        ));
+                    }
+                }
+                ParamRule::WithinBudget { bound, budget } => {
+                    let of = |name: &str| self.u64(&ArgValue::Param(name.to_string())).ok();
+                    let found = bound.eval(&of);
+                    if found > *budget {
+                        let values: Vec<(String, u64, Option<u64>)> = bound
+                            .params()
+                            .into_iter()
+                            .map(|p| {
+                                let default =
+                                    match decls.iter().find(|d| d.name == p).and_then(|d| d.default.as_ref())
+                                    {
+                                        Some(Value::Int(n)) if *n >= 0 => Some(*n as u64),
+                                        Some(Value::UInt(n) | Value::Bytes(n)) => Some(*n),
+                                        _ => None,
+                                    };
+                                let v = of(&p).unwrap_or(0);
+                                (p, v, default)
+                            })
+                            .collect();
+                        let values: Vec<(&str, u64, Option<u64>)> =
+                            values.iter().map(|(p, v, d)| (p.as_str(), *v, *d)).collect();
+                        return Err(abi::over_budget(found, *budget, &values));
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The value of parameter `name`.

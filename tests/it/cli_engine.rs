@@ -117,3 +117,47 @@ fn what_neither_backend_runs_is_refused_by_both() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("no pipeline `nope`"), "{}", stderr(&o));
 }
+
+/// Parameter values the stages cannot take: both backends refuse them before anything
+/// runs, exit 2, with the generated `Params::check`'s message.
+#[test]
+fn bad_parameter_values_are_refused_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("r.pipe");
+    std::fs::write(
+        &file,
+        "pipeline r(b: u64 = 2, s: i64 = 1, n: u64 = 2, i: u64 = 0, buf: u64 = 10) {\n\
+             budget 64 MiB;\n\
+             range(start: 0, end: 20, step: s);\n\
+             shuffle(buf, seed: 1);\n\
+             shard(n, i);\n\
+             batch(b);\n\
+         }\n",
+    )
+    .unwrap();
+    let file = file.to_str().unwrap();
+    let cases: [(&[&str], &str); 6] = [
+        (&["b=0"], "parameter `b` is 0: the `size` of `batch` it sets must be at least 1"),
+        (&["s=0"], "parameter `s` is 0: the `step` of `range` it sets must not be 0"),
+        (&["n=2", "i=2"], "parameter `i` is 2, parameter `n` is 2: the `index` of `shard` must be below"),
+        (&["n=0"], "parameter `n` is 0: the `num_shards` of `shard` it sets must be at least 1"),
+        (&["buf=100000000000"], "parameter `buf` = 100000000000: the pipeline may then hold 745.1 GiB"),
+        (&["ok=1"], "unknown parameter `ok` (parameters: b, s, n, i, buf)"),
+    ];
+    for (set, message) in cases {
+        let run = |engine: &str| {
+            let mut args = vec!["show", file, "-n", "2", "--engine", engine];
+            for s in set {
+                args.extend(["--set", s]);
+            }
+            sluice(dir.path(), &args, &[])
+        };
+        let (compiled, interpreted) = (run("compiled"), run("interpreted"));
+        for o in [&compiled, &interpreted] {
+            assert_eq!(o.status.code(), Some(2), "{set:?}: {}", stderr(o));
+            assert!(stderr(o).contains(message), "{set:?}: {}", stderr(o));
+        }
+        let last = |o: &Output| stderr(o).lines().last().unwrap_or_default().to_string();
+        assert_eq!(last(&compiled), last(&interpreted), "{set:?}");
+    }
+}

@@ -23,6 +23,7 @@ mod eval;
 mod num;
 mod params;
 mod parse;
+pub mod resume;
 mod value;
 
 pub use build::{Ds, refusal};
@@ -96,9 +97,14 @@ pub fn dataset(pipeline: &Pipeline, params: &Params) -> sluice_runtime::Result<D
 /// `params` argument takes), checked against what its stages need (the generated
 /// `Params::check`'s rules and messages).
 pub fn params(pipeline: &Pipeline, set: &[(String, String)]) -> Result<Params, String> {
-    let params = Params::from_args(&pipeline.decls.params, set)?;
-    params.check(&pipeline.physical.param_rules(), &pipeline.decls.params)?;
-    Ok(params)
+    params_in(std::slice::from_ref(pipeline), pipeline, set)
+}
+
+/// [`params`] of a pipeline of a file whose pipelines are `all`: also the parameters of
+/// the pipelines it takes (`sample_from`, `zip`, `concatenate`), set as
+/// `--set INPUT.NAME=VALUE`.
+pub fn params_in(all: &[Pipeline], pipeline: &Pipeline, set: &[(String, String)]) -> Result<Params, String> {
+    Params::of_pipeline(all, pipeline, set)
 }
 
 #[cfg(test)]

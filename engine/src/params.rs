@@ -22,10 +22,12 @@ pub enum Param {
     Text(String),
 }
 
-/// The values of a pipeline's parameters, by name.
+/// The values of a pipeline's parameters, by name, and those of the pipelines it takes
+/// (`sample_from`, `zip`, `concatenate`: set as `--set INPUT.NAME=VALUE`), by input.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Params {
     values: HashMap<String, Param>,
+    inputs: Vec<(String, Params)>,
 }
 
 impl Params {
@@ -57,7 +59,77 @@ impl Params {
         if let Some(d) = decls.iter().find(|d| !values.contains_key(&d.name)) {
             return Err(format!("parameter `{}` has no default: set it (`--set {}=...`)", d.name, d.name));
         }
-        Ok(Params { values })
+        Ok(Params { values, inputs: Vec::new() })
+    }
+
+    /// The parameters of `pipeline` (one of `all`, the file's pipelines) as the generated
+    /// `Params::from_args` makes them: its own from `set`, and those of each pipeline it
+    /// takes from the pairs `INPUT.NAME=VALUE` (an error prefixed `INPUT.`), each checked
+    /// as the generated `Params::check` checks them.
+    pub fn of_pipeline(
+        all: &[sluice_compiler::Pipeline],
+        pipeline: &sluice_compiler::Pipeline,
+        set: &[(String, String)],
+    ) -> Result<Params, String> {
+        let inputs = takes(&pipeline.optimized.plan);
+        let mut nested: Vec<Vec<(String, String)>> = vec![Vec::new(); inputs.len()];
+        let mut own = Vec::new();
+        'pairs: for (k, v) in set {
+            for (i, input) in inputs.iter().enumerate() {
+                if let Some(rest) = k.strip_prefix(&format!("{input}.")) {
+                    nested[i].push((rest.to_string(), v.clone()));
+                    continue 'pairs;
+                }
+            }
+            own.push((k.clone(), v.clone()));
+        }
+        let mut params = Params::from_args(&pipeline.decls.params, &own)?;
+        for (input, set) in inputs.into_iter().zip(nested) {
+            let p = all
+                .iter()
+                .find(|p| p.name() == input)
+                .ok_or_else(|| format!("no pipeline `{input}` in the file"))?;
+            let nested = Params::of_pipeline(all, p, &set).map_err(|e| format!("{input}.{e}"))?;
+            params.inputs.push((input, nested));
+        }
+        params.check(&pipeline.physical.param_rules(), &pipeline.decls.params)?;
+        Ok(params)
+    }
+
+    /// The parameters of the pipeline `input` this one takes ([`Params::of_pipeline`]).
+    pub fn input(&self, input: &str) -> Option<&Params> {
+        self.inputs.iter().find(|(name, _)| name == input).map(|(_, p)| p)
+    }
+
+    /// The generated `Params` struct's `Debug` text for these values (what the resume
+    /// state's and the cache file's fingerprints hash): `Params { NAME: VALUE, .. }` in
+    /// the order declared, each value as its Rust type prints it, then each input's.
+    pub fn debug_text(&self, decls: &[ParamDecl]) -> String {
+        self.debug_in(decls, &[])
+    }
+
+    fn debug_in(&self, decls: &[ParamDecl], all: &[sluice_compiler::Pipeline]) -> String {
+        let mut fields: Vec<String> = decls
+            .iter()
+            .map(|d| {
+                let v = match (self.values.get(&d.name), d.ty) {
+                    (Some(Param::Text(s)), _) => format!("{s:?}"),
+                    (Some(Param::Num(n)), _) => debug_num(*n),
+                    (None, _) => "?".into(),
+                };
+                format!("{}: {v}", d.name)
+            })
+            .collect();
+        for (input, p) in &self.inputs {
+            let decls = all.iter().find(|q| q.name() == input).map(|q| &q.decls.params[..]).unwrap_or(&[]);
+            fields.push(format!("{input}: {}", p.debug_in(decls, all)));
+        }
+        if fields.is_empty() { "Params".into() } else { format!("Params {{ {} }}", fields.join(", ")) }
+    }
+
+    /// [`Params::debug_text`] of a pipeline that takes others (`all`: the file's).
+    pub fn debug_text_in(&self, decls: &[ParamDecl], all: &[sluice_compiler::Pipeline]) -> String {
+        self.debug_in(decls, all)
     }
 
     /// Checks the values against what the stages they size need, as the generated
@@ -214,4 +286,41 @@ fn of_value(ty: ParamType, v: &Value) -> Result<Param, String> {
         }
     };
     Ok(Param::Num(n.cast(dtype)?))
+}
+
+/// The pipelines `plan` takes (`sample_from`, `zip`, `concatenate`), each once, in the
+/// order the generated `Params` holds them.
+pub fn takes(plan: &sluice_compiler::ir::plan::Plan) -> Vec<String> {
+    use sluice_compiler::ir::plan::Plan;
+    let mut out: Vec<String> = Vec::new();
+    let mut node = Some(plan);
+    while let Some(n) = node {
+        let inputs = match n {
+            Plan::SampleFrom(s) => &s.inputs[..],
+            Plan::Zip(z) => &z.inputs[..],
+            Plan::Concatenate(c) => &c.inputs[..],
+            _ => &[],
+        };
+        for i in inputs {
+            if !out.contains(i) {
+                out.push(i.clone());
+            }
+        }
+        node = n.input();
+    }
+    out
+}
+
+/// A number as its Rust type's `Debug` prints it (the generated struct's field).
+fn debug_num(n: Num) -> String {
+    match n {
+        Num::Bool(v) => format!("{v:?}"),
+        Num::U8(v) => format!("{v:?}"),
+        Num::I32(v) => format!("{v:?}"),
+        Num::U32(v) => format!("{v:?}"),
+        Num::I64(v) => format!("{v:?}"),
+        Num::U64(v) => format!("{v:?}"),
+        Num::F32(v) => format!("{v:?}"),
+        Num::F64(v) => format!("{v:?}"),
+    }
 }

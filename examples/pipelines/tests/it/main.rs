@@ -8,6 +8,7 @@ mod combine;
 mod corpus;
 mod device_tail;
 mod differential;
+mod engine_resume;
 mod flat_map;
 mod global_shuffle;
 #[path = "macro.rs"] // `macro` is a keyword

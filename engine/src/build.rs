@@ -67,6 +67,18 @@ pub fn refusal(e: &Exec, schema: &[FieldDecl]) -> Option<String> {
     }
 }
 
+/// Serialized records gathered into one [`RecordBatch`] (`batch` of records).
+fn records_batch(rows: Vec<Item>) -> Result<Item, BoxError> {
+    let records = rows
+        .into_iter()
+        .map(|x| match x {
+            Item::Record(r) => Ok(r),
+            _ => Err("a batch of records of an element that is not one"),
+        })
+        .collect::<Result<Vec<Record>, _>>()?;
+    Ok(Item::Records(RecordBatch::from(records)))
+}
+
 /// A dataset of the engine's elements.
 pub type Ds = Boxed<Item>;
 
@@ -204,16 +216,7 @@ fn stage(e: &Exec, ds: Option<Chain>, p: &Arc<Params>, schema: &Arc<Schema>) -> 
         }
         Exec::Batch { input: Element::Record, size, drop_remainder, .. } => items(ds)?
             .chunks(usize_arg(p, size)?, *drop_remainder)
-            .try_map(|rows: Vec<Item>| -> Result<Item, BoxError> {
-                let records = rows
-                    .into_iter()
-                    .map(|x| match x {
-                        Item::Record(r) => Ok(r),
-                        _ => Err("a batch of records of an element that is not one"),
-                    })
-                    .collect::<Result<Vec<Record>, _>>()?;
-                Ok(Item::Records(RecordBatch::from(records)))
-            })
+            .try_map(records_batch)
             .named("batch")
             .boxed(),
         Exec::Map { f, parallel: par, deterministic, filter } => {
@@ -272,16 +275,30 @@ fn stage(e: &Exec, ds: Option<Chain>, p: &Arc<Params>, schema: &Arc<Schema>) -> 
                 .boxed()
         }
         Exec::MapBatch { f, size, drop_remainder, parallel: par, deterministic, .. } => {
+            // As the generated code: the elements gathered first (records into a
+            // `RecordBatch`), then the map's workers make each batch's columns row by row.
             let m = Arc::new(MapRows::new(f, p, schema)?);
-            let names = m.names.clone();
-            items(ds)?
-                .try_map(move |x: Item| m.apply(x))
-                .num_parallel(parallel(p, par)?)
-                .deterministic(*deterministic)
-                .named("map")
-                .chunks(usize_arg(p, size)?, *drop_remainder)
-                .try_map(move |rows: Vec<Item>| batch_rows(&names, rows))
-                .boxed()
+            let chunks = items(ds)?.chunks(usize_arg(p, size)?, *drop_remainder);
+            let (par, det) = (parallel(p, par)?, *deterministic);
+            if matches!(f.input, Element::Record) {
+                chunks
+                    .try_map(records_batch)
+                    .try_map(move |x: Item| m.apply(x))
+                    .num_parallel(par)
+                    .deterministic(det)
+                    .named("map_batch")
+                    .boxed()
+            } else {
+                chunks
+                    .try_map(move |rows: Vec<Item>| -> Result<Item, BoxError> {
+                        let rows = rows.into_iter().map(|x| m.row(x)).collect::<Result<Vec<_>, _>>()?;
+                        Ok(Item::Batch(Columns::from_rows(m.names.clone(), rows)?))
+                    })
+                    .num_parallel(par)
+                    .deterministic(det)
+                    .named("map_batch")
+                    .boxed()
+            }
         }
         Exec::Batch { input, size, drop_remainder, .. } => {
             let names = names_of(input.fields());

@@ -101,7 +101,7 @@ where
             (0..to.shards).map(|k| to.shard_path(name, k).display().to_string()).collect();
         json!({
             "pipeline": name, "records": records, "shards": to.shards, "bytes": bytes,
-            "records_per_shard": per_shard, "files": files,
+            "records_per_shard": per_shard, "files": files, "engine": args.engine,
         })
         .to_string()
     } else {
@@ -111,9 +111,10 @@ where
             format!("{}-{} records each", min.unwrap_or(0), max.unwrap_or(0))
         };
         format!(
-            "{name}: wrote {records} records in {} shards ({spread}, {bytes} bytes) to {}",
+            "{name}: wrote {records} records in {} shards ({spread}, {bytes} bytes) to {}, engine {}",
             to.shards,
-            to.dir.display()
+            to.dir.display(),
+            args.engine
         )
     };
     match writeln!(out, "{report}").and_then(|()| out.flush()) {

@@ -4,6 +4,10 @@ through `sluice show -n all` (one JSON line per element).
 
 Usage: show_check.py --sluice BIN --root REPO --work DIR --program NAME
 
+Each `.pipe` port is shown by both backends: the compiled runner's elements are compared
+with tf.data's, and the engine's (`--engine interpreted`) must be the same lines, or the
+engine must refuse the pipeline by name (listed on stderr).
+
 Programs:
   range            tf.data.Dataset.range(10000).map(lambda x: x * 2)
                    vs tests/pipes/range.pipe `doubled` (n=10000)
@@ -86,10 +90,20 @@ import tensorflow as tf  # noqa: E402
 
 
 def show(a, pipe, pipeline, *sets):
+    """The elements of `sluice show -n all` from the compiled runner; the engine
+    (`--engine interpreted`) must print the same lines (sorted first when only the order
+    differs: a parallel stage's order is timing's), or refuse the pipeline by name."""
     cmd = [a.sluice, "show", os.path.join(a.root, pipe), pipeline, "-n", "all"]
     for s in sets:
         cmd += ["--set", s]
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(cmd + ["--engine", "compiled"], check=True, capture_output=True, text=True).stdout
+    engine = subprocess.run(cmd + ["--engine", "interpreted"], capture_output=True, text=True)
+    if engine.returncode != 0:
+        if "the engine does not run" not in engine.stderr:
+            raise SystemExit(f"{pipe}:{pipeline}: the engine fails where the compiled runner runs:\n{engine.stderr}")
+        print(f"{pipe}:{pipeline}: {engine.stderr.strip().splitlines()[-1]}", file=sys.stderr)
+    elif engine.stdout != out and sorted(engine.stdout.splitlines()) != sorted(out.splitlines()):
+        raise SystemExit(f"{pipe}:{pipeline}: the engine's elements differ from the compiled runner's")
     return [json.loads(line) for line in out.splitlines()]
 
 

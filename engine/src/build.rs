@@ -438,6 +438,13 @@ impl MapRows {
                 Ok(Item::Batch(Columns::from_rows(self.names.clone(), rows)?))
             }
             Item::Records(b) => {
+                // `parse_example` alone: the records straight into the batch's columns.
+                if let (Some(p), true) = (&self.parser, self.ops.is_empty())
+                    && let Some(columns) = p.parse_batch(&b)?
+                {
+                    let parsed = Item::Batch(columns);
+                    return if p.names() == &self.names { Ok(parsed) } else { select(parsed, &self.names) };
+                }
                 let mut rows = Vec::with_capacity(b.len());
                 for i in 0..b.len() {
                     let r = b.record(i).ok_or("a record past the batch's end")?;

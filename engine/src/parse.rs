@@ -11,9 +11,10 @@ use sluice_compiler::ir::plan::FieldType;
 use sluice_compiler::ir::types::{DType, Dim, Shape, TensorType, Value as Literal};
 use sluice_runtime::BoxError;
 use sluice_runtime::abi::parse::{self, ExampleView};
+use sluice_runtime::stage::RecordBatch;
 
 use crate::num::Num;
-use crate::value::{Data, Kind, Names, Row, Value};
+use crate::value::{Columns, Data, Kind, Names, Row, Value};
 
 /// One feature to parse.
 #[derive(Debug, Clone)]
@@ -184,5 +185,171 @@ fn default_of(v: &Literal, dtype: DType) -> Result<Data, String> {
                 .collect::<Result<_, _>>()?;
             Num::collect(dtype, &nums)
         }
+    }
+}
+
+impl ExampleParser {
+    /// The records of `batch` parsed straight into the batch's columns, as the generated
+    /// parser of a map + batch writes them: the same values and errors as [`parse`]
+    /// row by row (an error names the record's file and index), without a row per
+    /// record. `None` when a feature is a list (its batch is refused anyway).
+    ///
+    /// [`parse`]: ExampleParser::parse
+    pub fn parse_batch(&self, batch: &RecordBatch) -> Result<Option<Columns>, BoxError> {
+        if self.features.iter().any(|f| f.ty.shape == Shape::Var) {
+            return Ok(None);
+        }
+        let rows = batch.len();
+        let mut columns: Vec<Data> = self
+            .features
+            .iter()
+            .map(|f| {
+                let n = rows * f.fixed.as_ref().map_or(1, |(n, _)| *n);
+                Data::with_capacity(f.ty.dtype, n)
+            })
+            .collect::<Result<_, _>>()?;
+        let mut entries = vec![None; self.features.len()];
+        for (i, record) in batch.iter().enumerate() {
+            self.parse_into(record, &mut entries, &mut columns)
+                .map_err(|e| sluice_runtime::abi::located(batch.origin(i), e))?;
+        }
+        let columns = self
+            .features
+            .iter()
+            .zip(columns)
+            .map(|(f, data)| {
+                let mut shape = vec![rows];
+                let kind = match &f.fixed {
+                    Some((_, dims)) => {
+                        shape.extend(dims);
+                        Kind::Tensor
+                    }
+                    None => Kind::Tensor,
+                };
+                Value { data, shape, kind }
+            })
+            .collect();
+        Ok(Some(Columns { names: self.names.clone(), columns, rows }))
+    }
+
+    /// One record's features appended to `columns` (`entries`: scratch, one slot a
+    /// feature).
+    fn parse_into<'a>(
+        &self,
+        record: &'a [u8],
+        entries: &mut [Option<parse::Entry<'a>>],
+        columns: &mut [Data],
+    ) -> Result<(), BoxError> {
+        entries.iter_mut().for_each(|e| *e = None);
+        for entry in ExampleView::new(record).entries() {
+            let entry = entry.map_err(parse::malformed)?;
+            if let Some(i) = self.features.iter().position(|f| f.name == entry.name()) {
+                entries[i] = Some(entry);
+            }
+        }
+        for ((f, e), column) in self.features.iter().zip(entries.iter_mut()).zip(columns) {
+            let (name, e) = (f.name.as_str(), e.take());
+            macro_rules! typed {
+                ($t:ty, $variant:ident, $v:ident) => {{
+                    let default: Option<&[$t]> = match &f.default {
+                        Some(Data::$variant(v)) => Some(v.as_slice()),
+                        _ => None,
+                    };
+                    match &f.fixed {
+                        Some((n, _)) => parse::fixed::<$t>(name, e, *n, default, $v)?,
+                        None => {
+                            $v.push(parse::scalar::<$t>(name, e, default.and_then(|d| d.first().copied()))?)
+                        }
+                    }
+                }};
+            }
+            match column {
+                Data::Bool(v) => typed!(bool, Bool, v),
+                Data::U8(v) => typed!(u8, U8, v),
+                Data::I32(v) => typed!(i32, I32, v),
+                Data::U32(v) => typed!(u32, U32, v),
+                Data::I64(v) => typed!(i64, I64, v),
+                Data::U64(v) => typed!(u64, U64, v),
+                Data::F32(v) => typed!(f32, F32, v),
+                Data::F64(v) => typed!(f64, F64, v),
+                Data::Bytes(v) => {
+                    let d = match &f.default {
+                        Some(Data::Bytes(b)) => b.first().map(Vec::as_slice),
+                        _ => None,
+                    };
+                    v.push(parse::bytes(name, e, d)?.to_vec());
+                }
+                Data::Str(v) => {
+                    let d = match &f.default {
+                        Some(Data::Str(s)) => s.first().map(String::as_str),
+                        _ => None,
+                    };
+                    v.push(parse::text(name, e, d)?);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl ExampleParser {
+    /// The fields it makes, in order.
+    pub fn names(&self) -> &Names {
+        &self.names
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use sluice_runtime::abi::export::ToExample;
+
+    use super::*;
+    use crate::value::Item;
+
+    /// A record of `x: f32[2]`, `label: i64` (left out when `None`) and `tag: bytes`.
+    fn record(x: [f32; 2], label: Option<i64>, tag: &[u8]) -> Vec<u8> {
+        let mut names = vec!["x".to_string(), "tag".to_string()];
+        let mut values = vec![
+            Value { data: Data::F32(x.to_vec()), shape: vec![2], kind: Kind::Tensor },
+            Value::scalar(Data::Bytes(vec![tag.to_vec()])),
+        ];
+        if let Some(l) = label {
+            names.push("label".into());
+            values.push(Value::scalar(Data::I64(vec![l])));
+        }
+        let mut out = Vec::new();
+        Item::Row(Row { names: Arc::from(names), values }).to_example(&mut out).unwrap();
+        out
+    }
+
+    fn parser() -> ExampleParser {
+        let c = sluice_compiler::compile(
+            "pipeline p(files: glob) { schema { x: f32[2], label: i64, tag: bytes } \
+             tfrecords(files); batch(4); map { parse_example(); } }",
+        );
+        assert!(!c.has_errors(), "{:?}", c.diagnostics);
+        let p = &c.pipelines[0];
+        let fields =
+            p.decls.schema.iter().map(|d| FieldType { name: d.name.clone(), ty: Some(d.ty.clone()) });
+        ExampleParser::new(&fields.collect::<Vec<_>>(), &p.decls.schema).unwrap()
+    }
+
+    #[test]
+    fn a_batch_parses_into_the_columns_its_rows_make() {
+        let p = parser();
+        let mut batch = RecordBatch::default();
+        for i in 0..5 {
+            batch.push(&record([i as f32, -0.5], Some(i * 10), format!("t{i}").as_bytes()));
+        }
+        let columns = p.parse_batch(&batch).unwrap().unwrap();
+        let rows: Vec<Row> = batch.iter().map(|r| p.parse(r).unwrap()).collect();
+        assert_eq!(columns, Columns::from_rows(p.names().clone(), rows).unwrap());
+        assert_eq!((columns.rows, &columns.columns[0].shape[..]), (5, &[5, 2][..]));
+
+        // A record without `label`: the row path's error.
+        batch.push(&record([1.0, 2.0], None, b"x"));
+        let row_error = p.parse(batch.get(5).unwrap()).unwrap_err().to_string();
+        assert_eq!(p.parse_batch(&batch).unwrap_err().to_string(), row_error);
+        assert!(row_error.contains("label"), "{row_error}");
     }
 }

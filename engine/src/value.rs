@@ -107,6 +107,24 @@ impl Data {
         true
     }
 
+    /// No values of `dtype`, room for `n`.
+    pub fn with_capacity(dtype: sluice_compiler::ir::types::DType, n: usize) -> Result<Data, String> {
+        use sluice_compiler::ir::types::DType;
+        Ok(match dtype {
+            DType::Bool => Data::Bool(Vec::with_capacity(n)),
+            DType::U8 => Data::U8(Vec::with_capacity(n)),
+            DType::I32 => Data::I32(Vec::with_capacity(n)),
+            DType::U32 => Data::U32(Vec::with_capacity(n)),
+            DType::I64 => Data::I64(Vec::with_capacity(n)),
+            DType::U64 => Data::U64(Vec::with_capacity(n)),
+            DType::F32 => Data::F32(Vec::with_capacity(n)),
+            DType::F64 => Data::F64(Vec::with_capacity(n)),
+            DType::Bytes => Data::Bytes(Vec::with_capacity(n)),
+            DType::Str => Data::Str(Vec::with_capacity(n)),
+            other => return Err(format!("values of {other}")),
+        })
+    }
+
     /// Values `start..start + len`.
     pub fn slice(&self, start: usize, len: usize) -> Data {
         let r = start..start + len;

@@ -73,6 +73,9 @@ fn resolve(
 /// Runs `pipeline` of `file` in the engine with the runner arguments `argv` (the flags
 /// after the pipeline's name, as a compiled runner takes them).
 pub(super) fn run(file: &Path, pipeline: Option<&str>, argv: Vec<OsString>) -> Result<ExitCode, Failure> {
+    // As a compiled runner's `main` does: 4 KiB pages, resident memory close to what the
+    // pipeline holds.
+    sluice::__private::small_pages();
     let source = super::check::read_source(file)?;
     let compilation = sluice_compiler::compile(&source);
     if super::check::report(file, &source, &compilation.diagnostics)? {

@@ -2,6 +2,10 @@
 //! that the per-pipeline library `sluice python-lib` builds exports, and that the Python
 //! extension loads and calls. [`python_module!`](crate::python_module) writes the
 //! library's exported functions over its file's pipelines; everything they do is here.
+//! The session is generic over what runs ([`Plan`]): a generated pipeline
+//! ([`Generated`]), or the engine's plan of one (`python/engine/`, the library the wheel
+//! ships, which exports the same functions through [`python_session_abi!`](crate::python_session_abi)
+//! and opens its sessions with [`open_c_with`]).
 //!
 //! What crosses the boundary:
 //!
@@ -245,6 +249,33 @@ impl Failure {
     }
 }
 
+/// What a session runs: one pipeline, its parameters, dataset and resume state.
+pub trait Plan: Send + 'static {
+    /// The parameters.
+    type Params: Send + 'static;
+    /// The dataset.
+    type Data: Dataset;
+    /// The pipeline's name.
+    fn name(&self) -> &str;
+    /// The backend, as reports name it: `compiled` or `interpreted`.
+    fn engine(&self) -> &'static str;
+    /// The parameters from `NAME=VALUE` pairs (as `sluice run --set`).
+    fn params(&self, set: &[(String, String)]) -> Result<Self::Params, String>;
+    /// The dataset with `params`.
+    fn dataset(&self, params: &Self::Params) -> sluice_runtime::Result<Self::Data>;
+    /// The state of a run that has consumed `position` elements of pass `epoch`.
+    fn state(
+        &self,
+        params: &Self::Params,
+        epoch: u64,
+        position: u64,
+    ) -> sluice_runtime::Result<PipelineState>;
+    /// Checks that `state` was saved by this pipeline with these parameters.
+    fn check_state(&self, params: &Self::Params, state: &PipelineState) -> sluice_runtime::Result<()>;
+    /// The declared memory budget.
+    fn budget(&self) -> Option<usize>;
+}
+
 /// A running pipeline, its types erased.
 pub trait Session: Send {
     /// The next element, running passes until `passes` have run; `None` at the end.
@@ -283,6 +314,32 @@ impl<P, D> Clone for Generated<P, D> {
 
 impl<P, D> Copy for Generated<P, D> {}
 
+impl<P: Send + 'static, D: Dataset> Plan for Generated<P, D> {
+    type Params = P;
+    type Data = D;
+    fn name(&self) -> &str {
+        self.name
+    }
+    fn engine(&self) -> &'static str {
+        "compiled"
+    }
+    fn params(&self, set: &[(String, String)]) -> Result<P, String> {
+        (self.params)(set)
+    }
+    fn dataset(&self, params: &P) -> sluice_runtime::Result<D> {
+        (self.dataset)(params)
+    }
+    fn state(&self, params: &P, epoch: u64, position: u64) -> sluice_runtime::Result<PipelineState> {
+        (self.state)(params, epoch, position)
+    }
+    fn check_state(&self, params: &P, state: &PipelineState) -> sluice_runtime::Result<()> {
+        (self.check_state)(params, state)
+    }
+    fn budget(&self) -> Option<usize> {
+        self.budget
+    }
+}
+
 /// What the extension asks to open.
 #[derive(Debug, Default)]
 pub struct Request {
@@ -294,12 +351,12 @@ pub struct Request {
     pub budget: Option<usize>,
 }
 
-struct Running<P, D: Dataset> {
-    g: Generated<P, D>,
-    params: P,
-    ds: D,
+struct Running<G: Plan> {
+    g: G,
+    params: G::Params,
+    ds: G::Data,
     ctx: Ctx,
-    stream: Option<Stream<D::Iter>>,
+    stream: Option<Stream<<G::Data as Dataset>::Iter>>,
     /// The pass being pulled (or to be pulled next) and the elements pulled of it.
     epoch: u64,
     position: u64,
@@ -310,12 +367,11 @@ struct Running<P, D: Dataset> {
     busy: Duration,
 }
 
-impl<P, D> Session for Running<P, D>
+impl<G> Session for Running<G>
 where
-    P: Send + 'static,
-    D: Dataset,
-    D::Item: ToPython + Rows,
-    D::Iter: Send,
+    G: Plan,
+    <G::Data as Dataset>::Item: ToPython + Rows,
+    <G::Data as Dataset>::Iter: Send,
 {
     fn next(&mut self, passes: u64) -> Result<Option<PyElement>, Failure> {
         let start = Instant::now();
@@ -325,7 +381,7 @@ where
                     break None;
                 }
                 let stream = self.ds.stream_in(&self.ctx.with_epoch(self.epoch));
-                self.stream = Some(stream.map_err(|e| Failure::data(self.g.name, e))?);
+                self.stream = Some(stream.map_err(|e| Failure::data(self.g.name(), e))?);
                 self.started += 1;
             }
             let Some(stream) = self.stream.as_mut() else { break None };
@@ -338,7 +394,7 @@ where
                 }
                 Some(Err(e)) => {
                     self.stream = None;
-                    return Err(Failure::data(self.g.name, e));
+                    return Err(Failure::data(self.g.name(), e));
                 }
                 None => {
                     self.stream = None;
@@ -355,7 +411,8 @@ where
         let report = self.ctx.report();
         let secs = self.busy.as_secs_f64();
         json!({
-            "pipeline": self.g.name,
+            "pipeline": self.g.name(),
+            "engine": self.g.engine(),
             "records": self.records,
             "batches": self.batches,
             "epoch": self.epoch,
@@ -369,26 +426,26 @@ where
     }
 
     fn state(&self) -> Result<Vec<u8>, Failure> {
-        (self.g.state)(&self.params, self.epoch, self.position)
+        self.g
+            .state(&self.params, self.epoch, self.position)
             .map(|s| s.to_bytes())
-            .map_err(|e| Failure::param(self.g.name, e))
+            .map_err(|e| Failure::param(self.g.name(), e))
     }
 }
 
 /// Opens a session of pipeline `g`.
-pub fn open<P, D>(g: Generated<P, D>, request: &Request) -> Result<Box<dyn Session>, Failure>
+pub fn open<G>(g: G, request: &Request) -> Result<Box<dyn Session>, Failure>
 where
-    P: Send + 'static,
-    D: Dataset,
-    D::Item: ToPython + Rows,
-    D::Iter: Send,
+    G: Plan,
+    <G::Data as Dataset>::Item: ToPython + Rows,
+    <G::Data as Dataset>::Iter: Send,
 {
-    let params = (g.params)(&request.set).map_err(|e| Failure::param(g.name, e))?;
-    let ds = (g.dataset)(&params).map_err(|e| match e {
-        sluice_runtime::Error::Invalid(_) => Failure::param(g.name, e),
-        e => Failure::data(g.name, e),
+    let params = g.params(&request.set).map_err(|e| Failure::param(g.name(), e))?;
+    let ds = g.dataset(&params).map_err(|e| match e {
+        sluice_runtime::Error::Invalid(_) => Failure::param(g.name(), e),
+        e => Failure::data(g.name(), e),
     })?;
-    let ctx = Ctx::new(&RuntimeOptions { memory_budget: request.budget.or(g.budget), cores: None });
+    let ctx = Ctx::new(&RuntimeOptions { memory_budget: request.budget.or(g.budget()), cores: None });
     let mut run = Running {
         g,
         params,
@@ -403,10 +460,11 @@ where
         busy: Duration::ZERO,
     };
     if let Some(bytes) = &request.resume {
+        let name = run.g.name();
         let state = PipelineState::from_bytes(bytes, "the state given to resume")
-            .map_err(|e| Failure::param(g.name, e))?;
-        (g.check_state)(&run.params, &state).map_err(|e| Failure::param(g.name, e))?;
-        let stream = state.resume(&run.ds, &run.ctx).map_err(|e| Failure::data(g.name, e))?;
+            .map_err(|e| Failure::param(name, e))?;
+        run.g.check_state(&run.params, &state).map_err(|e| Failure::param(name, e))?;
+        let stream = state.resume(&run.ds, &run.ctx).map_err(|e| Failure::data(name, e))?;
         run.stream = Some(stream);
         run.epoch = state.epoch;
         run.position = state.position;
@@ -465,19 +523,45 @@ pub unsafe fn open_c(
     err: *mut *mut u8,
     err_len: *mut usize,
 ) -> i32 {
+    let open = |name: &str, request: &Request| {
+        let Some((_, opener)) = pipelines.iter().find(|(n, _)| *n == name) else {
+            let names: Vec<&str> = pipelines.iter().map(|(n, _)| *n).collect();
+            return Err(Failure {
+                kind: 2,
+                message: format!("no pipeline `{name}` (the file has {})", names.join(", ")),
+            });
+        };
+        opener(request)
+    };
+    // SAFETY: the caller's contract.
+    unsafe { open_c_with(open, name, name_len, set, set_len, resume, resume_len, budget, out, err, err_len) }
+}
+
+/// [`open_c`] with `open` making the session of a pipeline by name (the engine's library
+/// opens the pipelines of a file it compiled at run time).
+///
+/// # Safety
+/// As [`open_c`].
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn open_c_with(
+    open: impl FnOnce(&str, &Request) -> Result<Box<dyn Session>, Failure>,
+    name: *const u8,
+    name_len: usize,
+    set: *const u8,
+    set_len: usize,
+    resume: *const u8,
+    resume_len: isize,
+    budget: usize,
+    out: *mut *mut c_void,
+    err: *mut *mut u8,
+    err_len: *mut usize,
+) -> i32 {
     // SAFETY: the caller's contract.
     let (name, set) = unsafe { (slice(name, name_len), slice(set, set_len)) };
     let name = String::from_utf8_lossy(name);
     let fail = |f: Failure| {
         give(f.message.into_bytes(), err, err_len);
         f.kind
-    };
-    let Some((_, opener)) = pipelines.iter().find(|(n, _)| *n == name) else {
-        let names: Vec<&str> = pipelines.iter().map(|(n, _)| *n).collect();
-        return fail(Failure {
-            kind: 2,
-            message: format!("no pipeline `{name}` (the file has {})", names.join(", ")),
-        });
     };
     let mut request = Request { budget: (budget > 0).then_some(budget), ..Request::default() };
     for pair in set.split(|&b| b == 0).filter(|p| !p.is_empty()) {
@@ -489,7 +573,7 @@ pub unsafe fn open_c(
         // SAFETY: the caller's contract.
         request.resume = Some(unsafe { slice(resume, resume_len as usize) }.to_vec());
     }
-    match opener(&request) {
+    match open(&name, &request) {
         Ok(session) => {
             // SAFETY: the caller's contract.
             unsafe { *out = Box::into_raw(Box::new(session)).cast() };
@@ -613,6 +697,8 @@ pub unsafe fn free_c(kind: u32, ptr: *mut c_void, len: usize) {
 #[macro_export]
 macro_rules! python_module {
     ($($name:ident),* $(,)?) => {
+        $crate::python_session_abi!();
+
         const __SLUICE_PIPELINES: &[(&str, $crate::python::Opener)] = &[
             $((pipelines::$name::NAME, |r| $crate::python::open($crate::python::Generated {
                 name: pipelines::$name::NAME,
@@ -623,12 +709,6 @@ macro_rules! python_module {
                 budget: pipelines::$name::BUDGET,
             }, r)),)*
         ];
-
-        /// The ABI version.
-        #[unsafe(no_mangle)]
-        pub extern "C" fn sluice_python_abi() -> u32 {
-            $crate::python::ABI_VERSION
-        }
 
         /// Opens a session.
         ///
@@ -645,6 +725,21 @@ macro_rules! python_module {
                 $crate::python::open_c(__SLUICE_PIPELINES, name, name_len, set, set_len, resume, resume_len, budget, out, err, err_len)
             }
         }
+    };
+}
+
+/// Writes the functions of the C ABI that every library exports alike, whatever opens
+/// its sessions: `sluice_python_abi`, `_next`, `_element`, `_field`, `_report`, `_free`
+/// ([`python_module!`](crate::python_module) adds `sluice_python_open` over generated
+/// pipelines; the engine's library its own opener).
+#[macro_export]
+macro_rules! python_session_abi {
+    () => {
+        /// The ABI version.
+        #[unsafe(no_mangle)]
+        pub extern "C" fn sluice_python_abi() -> u32 {
+            $crate::python::ABI_VERSION
+        }
 
         /// The next element.
         ///
@@ -652,8 +747,11 @@ macro_rules! python_module {
         /// As `sluice::python::next_c`.
         #[unsafe(no_mangle)]
         pub unsafe extern "C" fn sluice_python_next(
-            session: *mut ::std::ffi::c_void, passes: u64, element: *mut *mut ::std::ffi::c_void,
-            err: *mut *mut u8, err_len: *mut usize,
+            session: *mut ::std::ffi::c_void,
+            passes: u64,
+            element: *mut *mut ::std::ffi::c_void,
+            err: *mut *mut u8,
+            err_len: *mut usize,
         ) -> i32 {
             // SAFETY: forwarded.
             unsafe { $crate::python::next_c(session, passes, element, err, err_len) }
@@ -665,7 +763,9 @@ macro_rules! python_module {
         /// As `sluice::python::element_c`.
         #[unsafe(no_mangle)]
         pub unsafe extern "C" fn sluice_python_element(
-            element: *mut ::std::ffi::c_void, json: *mut *const u8, json_len: *mut usize,
+            element: *mut ::std::ffi::c_void,
+            json: *mut *const u8,
+            json_len: *mut usize,
         ) -> usize {
             // SAFETY: forwarded.
             unsafe { $crate::python::element_c(element, json, json_len) }
@@ -677,7 +777,9 @@ macro_rules! python_module {
         /// As `sluice::python::field_c`.
         #[unsafe(no_mangle)]
         pub unsafe extern "C" fn sluice_python_field(
-            element: *mut ::std::ffi::c_void, i: usize, view: *mut $crate::python::FieldView,
+            element: *mut ::std::ffi::c_void,
+            i: usize,
+            view: *mut $crate::python::FieldView,
         ) -> i32 {
             // SAFETY: forwarded.
             unsafe { $crate::python::field_c(element, i, view) }
@@ -689,7 +791,10 @@ macro_rules! python_module {
         /// As `sluice::python::report_c`.
         #[unsafe(no_mangle)]
         pub unsafe extern "C" fn sluice_python_report(
-            session: *mut ::std::ffi::c_void, which: u32, out: *mut *mut u8, out_len: *mut usize,
+            session: *mut ::std::ffi::c_void,
+            which: u32,
+            out: *mut *mut u8,
+            out_len: *mut usize,
         ) -> i32 {
             // SAFETY: forwarded.
             unsafe { $crate::python::report_c(session, which, out, out_len) }

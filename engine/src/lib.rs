@@ -23,6 +23,7 @@ mod eval;
 mod num;
 mod params;
 mod parse;
+mod py;
 pub mod resume;
 mod value;
 

@@ -1,9 +1,11 @@
-"""Sluice from Python: compiled input pipelines feeding PyTorch, JAX or NumPy loops.
+"""Sluice from Python: input pipelines feeding PyTorch, JAX or NumPy loops.
 
-A ``.pipe`` file's pipeline is compiled by the same code generator ``sluice run`` uses
-into a native library (built with cargo on first use, cached after), and iterating a
-:class:`Pipeline` yields its batches as dicts of arrays by field name, handed over
-without a copy (DLPack)::
+A ``.pipe`` file's pipeline runs at once in the engine this package ships (no Rust
+toolchain needed), or compiled by the same code generator ``sluice run`` uses into a
+native library (built with cargo, cached after; ``engine="compiled"``, or ``"auto"``
+when such a library is built already or the engine does not run the pipeline), and
+iterating a :class:`Pipeline` yields its batches as dicts of arrays by field name,
+handed over without a copy (DLPack)::
 
     import sluice
     for batch in sluice.Pipeline("examples/digits/digits.pipe", "train", data="examples/digits/data"):

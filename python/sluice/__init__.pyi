@@ -9,7 +9,7 @@ from ._native import SluiceError as SluiceError
 from ._native import Tensor as Tensor
 
 def sluice_binary() -> str: ...
-def build_library(path: str) -> Dict[str, Any]: ...
+def build_library(path: str, cached: bool = False) -> Optional[Dict[str, Any]]: ...
 
 class Pipeline:
     path: str
@@ -18,7 +18,8 @@ class Pipeline:
     params: Dict[str, str]
     device: Optional[str]
     format: str
-    library_path: str
+    library_path: Optional[str]
+    engine: str
     def __init__(
         self,
         path: str,
@@ -31,6 +32,7 @@ class Pipeline:
         device: Optional[str] = None,
         format: Optional[str] = None,
         memory_budget_mb: Optional[int] = None,
+        engine: Optional[str] = None,
         **params: Any,
     ) -> None: ...
     def __iter__(self) -> Iterator[Any]: ...

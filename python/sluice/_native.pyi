@@ -3,7 +3,6 @@
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 ABI_VERSION: int
-BUILT_SLUICE_BIN: str
 
 class SluiceError(Exception): ...
 
@@ -38,3 +37,14 @@ class Session:
 class Library:
     def __init__(self, path: str) -> None: ...
     def open(self, name: str, set: List[str], resume: Optional[bytes] = None, budget: int = 0) -> Session: ...
+
+class Program:
+    """A ``.pipe`` file the engine compiled."""
+
+    def open(self, name: str, set: List[str], resume: Optional[bytes] = None, budget: int = 0) -> Session: ...
+
+class Engine:
+    """The engine's library the wheel ships."""
+
+    def __init__(self, path: str) -> None: ...
+    def compile(self, path: str) -> Tuple[Optional[Program], str]: ...

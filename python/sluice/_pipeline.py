@@ -1,4 +1,6 @@
-"""``sluice.Pipeline``: a compiled pipeline as a Python iterable (see ``__init__``)."""
+"""``sluice.Pipeline``: a pipeline as a Python iterable (see ``__init__``), run by the
+engine the wheel ships (``_bin/libsluice_engine_py.so``, no cargo needed) or compiled
+into a native library by the ``sluice`` tool (``_bin/sluice``) and cargo."""
 
 from __future__ import annotations
 
@@ -13,45 +15,78 @@ from . import _native
 from ._native import CompileError, DataError, ParameterError, SluiceError
 
 # Keyword arguments of Pipeline that are not pipeline parameters.
-_OPTIONS = ("epochs", "resume", "workers", "worker", "device", "format", "memory_budget_mb")
+_OPTIONS = ("epochs", "resume", "workers", "worker", "device", "format", "memory_budget_mb", "engine")
+
+# What the wheel ships beside this package: the `sluice` tool and the engine's library.
+_BIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_bin")
+_ENGINE_LIB = "libsluice_engine_py.so"
+
+ENGINES = ("auto", "interpreted", "compiled")
 
 
 def sluice_binary() -> str:
-    """The ``sluice`` tool that compiles pipelines: ``$SLUICE_BIN``, else the one this
-    package was built with (``scripts/setup-python``), else ``sluice`` on ``PATH``."""
-    for candidate in (os.environ.get("SLUICE_BIN"), _native.BUILT_SLUICE_BIN):
+    """The ``sluice`` tool: ``$SLUICE_BIN``, else the one the package ships
+    (``sluice/_bin/sluice``), else ``sluice`` on ``PATH``."""
+    for candidate in (os.environ.get("SLUICE_BIN"), os.path.join(_BIN, "sluice")):
         if candidate and os.path.isfile(candidate):
             return candidate
     found = shutil.which("sluice")
     if found:
         return found
-    raise SluiceError(
-        "cannot find the `sluice` tool: set SLUICE_BIN or run scripts/setup-python, which builds it"
-    )
+    raise SluiceError("cannot find the `sluice` tool: set SLUICE_BIN, or install the sluice wheel (scripts/setup-python)")
 
 
-def build_library(path: str) -> Dict[str, Any]:
+_ENGINE: Optional["_native.Engine"] = None
+
+
+def engine_library() -> "_native.Engine":
+    """The engine's library the package ships (loaded once)."""
+    global _ENGINE
+    if _ENGINE is None:
+        path = os.path.join(_BIN, _ENGINE_LIB)
+        if not os.path.isfile(path):
+            raise SluiceError(f"this sluice package has no engine library ({path}): install the wheel scripts/setup-python builds")
+        _ENGINE = _native.Engine(path)
+    return _ENGINE
+
+
+def _raise_answer(answer: Dict[str, Any], path: str) -> None:
+    """Raises what a failed answer of ``sluice python-lib`` (or the engine's compile) says."""
+    if answer.get("kind") in ("build", "toolchain"):
+        raise SluiceError(answer["message"])
+    error = CompileError(answer["message"])
+    error.file = answer.get("file", path)
+    error.line = answer.get("line")
+    error.column = answer.get("column")
+    error.code = answer.get("code")
+    raise error
+
+
+def build_library(path: str, cached: bool = False) -> Optional[Dict[str, Any]]:
     """Compiles the ``.pipe`` file at ``path`` into its native library (cargo's progress
     on stderr the first time; cached after) and returns ``sluice python-lib``'s answer:
     ``{"lib": PATH, "pipelines": [...], "info": {NAME: {"params": [...], "cuda": bool}}}``.
-    Raises :class:`CompileError` for a file with errors or that cannot be read."""
-    done = subprocess.run(
-        [sluice_binary(), "python-lib", os.fspath(path)], stdout=subprocess.PIPE, stderr=None, check=False
-    )
+    With ``cached``, only a library already built for this plan (``None`` when there is
+    none, or no tool). Raises :class:`CompileError` for a file with errors or that cannot
+    be read, :class:`SluiceError` when the build fails or cargo or the sources are missing."""
+    try:
+        tool = sluice_binary()
+    except SluiceError:
+        if cached:
+            return None
+        raise
+    args = [tool, "python-lib", os.fspath(path)] + (["--cached"] if cached else [])
+    done = subprocess.run(args, stdout=subprocess.PIPE, stderr=None, check=False)
     try:
         answer = json.loads(done.stdout.decode("utf-8", "replace").strip().splitlines()[-1])
     except (ValueError, IndexError):
         raise SluiceError(f"`sluice python-lib {path}` failed (exit status {done.returncode})") from None
     if answer.get("ok"):
         return answer
-    if answer.get("kind") == "build":
-        raise SluiceError(answer["message"])
-    error = CompileError(answer["message"])
-    error.file = answer.get("file", os.fspath(path))
-    error.line = answer.get("line")
-    error.column = answer.get("column")
-    error.code = answer.get("code")
-    raise error
+    if cached and answer.get("kind") == "not-cached":
+        return None
+    _raise_answer(answer, os.fspath(path))
+    return None
 
 
 # `PATH: record N` and `PATH: corrupt record N at byte offset B` (the runtime's forms).
@@ -78,11 +113,19 @@ def _torch_distributed():
 
 
 class Pipeline:
-    """A pipeline of a ``.pipe`` file, compiled to native code, iterated from Python.
+    """A pipeline of a ``.pipe`` file, iterated from Python.
 
     ``Pipeline(path, name=None, **params)``: ``name`` may be left out when the file has
     one pipeline; ``params`` set its parameters (as ``sluice run --set NAME=VALUE``;
     values are turned into text: ``True`` is ``true``). Options:
+
+    - ``engine`` (default ``$SLUICE_ENGINE``, else ``"auto"``): ``"interpreted"`` runs
+      the pipeline at once in the engine the package ships (no cargo; a pipeline it does
+      not run yet raises its refusal); ``"compiled"`` builds it into a native library
+      with cargo and the sluice sources (cached after the first time); ``"auto"`` uses
+      a compiled library when one is already built for this plan, else the engine, and
+      compiles only a pipeline the engine does not run. ``engine`` and ``stats()`` say
+      which ran.
 
     - ``epochs`` (default 1): the passes each ``iter(pipeline)`` runs; the next ``iter``
       goes on with the following passes (a new epoch: new shuffles).
@@ -106,7 +149,17 @@ class Pipeline:
     def __init__(self, path: str, name: Optional[str] = None, **params: Any) -> None:
         options = {k: params.pop(k) for k in _OPTIONS if k in params}
         self.path = os.fspath(path)
-        built = build_library(self.path)
+        choice = options.get("engine") or os.environ.get("SLUICE_ENGINE") or "auto"
+        if choice not in ENGINES:
+            raise ParameterError(f"engine={choice!r}: expected one of {', '.join(ENGINES)}")
+        program, built = None, None
+        if choice == "compiled":
+            built = build_library(self.path)
+        else:
+            program, text = engine_library().compile(self.path)
+            built = json.loads(text)
+            if program is None:
+                _raise_answer(built, self.path)
         names: List[str] = built["pipelines"]
         if name is None:
             if len(names) != 1:
@@ -116,7 +169,22 @@ class Pipeline:
             raise ParameterError(f"{self.path}: no pipeline `{name}` (the file has {', '.join(names)})")
         self.name = name
         info = built.get("info", {}).get(name, {"params": [], "cuda": False})
-        self.library_path: str = built["lib"]
+        #: The compiled library that runs the pipeline (``None`` when the engine does).
+        self.library_path: Optional[str] = built.get("lib")
+        if program is not None:
+            refusal = info.get("refusal")
+            compiled = build_library(self.path, cached=True) if choice == "auto" else None
+            if compiled is None and refusal is not None:
+                if choice == "interpreted":
+                    raise SluiceError(refusal)
+                try:
+                    compiled = build_library(self.path)
+                except SluiceError as e:
+                    raise SluiceError(f"{refusal}\n{e}") from None
+            if compiled is not None:
+                program, self.library_path = None, compiled["lib"]
+        #: The backend that runs the pipeline: ``"interpreted"`` or ``"compiled"``.
+        self.engine: str = "interpreted" if program is not None else "compiled"
         self.epochs = int(options.get("epochs", 1))
         if self.epochs < 1:
             raise ParameterError("epochs must be at least 1")
@@ -134,7 +202,7 @@ class Pipeline:
         self.format = options.get("format") or _default_format()
         self._cuda = self.device == "cuda" and _torch_has_cuda()
         budget = options.get("memory_budget_mb")
-        self._library = _native.Library(self.library_path)
+        self._library = program if program is not None else _native.Library(self.library_path)
         self._session = self._library.open(
             name,
             [f"{k}={v}" for k, v in self.params.items()],
@@ -178,8 +246,9 @@ class Pipeline:
 
     def stats(self) -> Dict[str, Any]:
         """Records, batches, epoch, position, seconds spent in the pipeline's ``next``,
-        records per second and the per-stage statistics (``stages``, ``bottleneck``), as
-        ``sluice run --json`` reports them."""
+        records per second, the per-stage statistics (``stages``, ``bottleneck``) and the
+        ``engine`` that ran (``interpreted`` or ``compiled``), as ``sluice run --json``
+        reports them."""
         return json.loads(self._session.stats())
 
     def state(self) -> bytes:
@@ -194,7 +263,7 @@ class Pipeline:
         return self._session.last_pointers()
 
     def __repr__(self) -> str:
-        return f"sluice.Pipeline({self.path!r}, {self.name!r}, epochs={self.epochs})"
+        return f"sluice.Pipeline({self.path!r}, {self.name!r}, epochs={self.epochs}, engine={self.engine!r})"
 
 
 def _text(value: Any) -> str:

@@ -3,6 +3,9 @@
 //! `sluice::python`, found with `libloading`), opens sessions of its pipelines and pulls
 //! their elements with the GIL released, handing number fields to Python as
 //! [`Tensor`]s: DLPack producers over the buffers the pipeline built, never copied.
+//! [`Engine`] loads the engine's library the wheel ships (`python/engine/`: the same ABI,
+//! plus `sluice_engine_compile`/`_open`/`_drop`), which compiles a `.pipe` file at run
+//! time into a [`Program`] whose sessions are driven exactly as a compiled library's.
 //!
 //! Ownership: a tensor's buffer belongs to the `DLManagedTensor` the library made. The
 //! [`Tensor`] holds it until `__dlpack__` hands it out in a `"dltensor"` capsule; the
@@ -96,11 +99,28 @@ type ElementFn = unsafe extern "C" fn(*mut c_void, *mut *const u8, *mut usize) -
 type FieldFn = unsafe extern "C" fn(*mut c_void, usize, *mut FieldView) -> i32;
 type ReportFn = unsafe extern "C" fn(*mut c_void, u32, *mut *mut u8, *mut usize) -> i32;
 type FreeFn = unsafe extern "C" fn(u32, *mut c_void, usize);
+type CompileFn = unsafe extern "C" fn(*const u8, usize, *mut *mut c_void, *mut *mut u8, *mut usize) -> i32;
+type EngineOpenFn = unsafe extern "C" fn(
+    *const c_void,
+    *const u8,
+    usize,
+    *const u8,
+    usize,
+    *const u8,
+    isize,
+    usize,
+    *mut *mut c_void,
+    *mut *mut u8,
+    *mut usize,
+) -> i32;
+type DropFn = unsafe extern "C" fn(*mut c_void);
 
-/// A loaded pipeline library: its entry points.
+/// A loaded pipeline library: its entry points (`open` a compiled library's, `engine`
+/// the engine library's).
 #[derive(Debug)]
 struct Abi {
-    open: OpenFn,
+    open: Option<OpenFn>,
+    engine: Option<(CompileFn, EngineOpenFn, DropFn)>,
     next: NextFn,
     element: ElementFn,
     field: FieldFn,
@@ -134,8 +154,13 @@ fn load(path: &str) -> Result<&'static Abi, String> {
                 *lib.get($name).map_err(|e| format!("{path}: {e}"))?
             };
         }
+        let engine = match lib.get::<CompileFn>(b"sluice_engine_compile") {
+            Ok(compile) => Some((*compile, sym!(b"sluice_engine_open"), sym!(b"sluice_engine_drop"))),
+            Err(_) => None,
+        };
         let abi = Abi {
-            open: sym!(b"sluice_python_open"),
+            open: lib.get::<OpenFn>(b"sluice_python_open").ok().map(|f| *f),
+            engine,
             next: sym!(b"sluice_python_next"),
             element: sym!(b"sluice_python_element"),
             field: sym!(b"sluice_python_field"),
@@ -163,10 +188,12 @@ fn take_bytes(abi: &Abi, ptr: *mut u8, len: usize) -> Vec<u8> {
     }
 }
 
-/// The exception of a failure of `kind` (1 data, 2 parameter).
+/// The exception of a failure of `kind` (1 data, 2 parameter, 3 a pipeline the engine
+/// does not run).
 fn failure(kind: i32, message: String) -> PyErr {
     match kind.abs() {
         2 => ParameterError::new_err(message),
+        3 => SluiceError::new_err(message),
         _ => DataError::new_err(message),
     }
 }
@@ -206,41 +233,152 @@ impl Library {
         resume: Option<Vec<u8>>,
         budget: usize,
     ) -> PyResult<Session> {
-        let mut joined = Vec::new();
-        for s in &set {
-            joined.extend_from_slice(s.as_bytes());
-            joined.push(0);
-        }
-        let abi = self.abi;
-        let name = name.as_bytes().to_vec();
-        let (code, handle, err, err_len) = py.detach(move || {
-            let (mut out, mut err, mut err_len) = (std::ptr::null_mut(), std::ptr::null_mut(), 0usize);
-            let (rp, rl) = match &resume {
-                Some(r) => (r.as_ptr(), r.len() as isize),
-                None => (std::ptr::null(), -1),
-            };
-            // SAFETY: every pointer is valid for the call, as the ABI asks.
-            let code = unsafe {
-                (abi.open)(
-                    name.as_ptr(),
-                    name.len(),
-                    joined.as_ptr(),
-                    joined.len(),
-                    rp,
-                    rl,
-                    budget,
-                    &mut out,
-                    &mut err,
-                    &mut err_len,
-                )
-            };
-            (code, Ptr(out), Ptr(err), err_len)
+        let open = self
+            .abi
+            .open
+            .ok_or_else(|| SluiceError::new_err("the engine's library opens through `Engine.compile`"))?;
+        // SAFETY: `open` is the library's `sluice_python_open`, called as its ABI says.
+        open_session(py, self.abi, name, set, resume, budget, move |a| unsafe {
+            open(a.0, a.1, a.2, a.3, a.4, a.5, a.6, a.7, a.8, a.9)
+        })
+    }
+}
+
+/// The arguments of `sluice_python_open` after the program (pointers valid for the call).
+type OpenArgs =
+    (*const u8, usize, *const u8, usize, *const u8, isize, usize, *mut *mut c_void, *mut *mut u8, *mut usize);
+
+/// Opens a session through `call` (a library's `open`, with the GIL released): `set`
+/// joined with NUL bytes, `resume` or none (-1), the failure's exception.
+fn open_session(
+    py: Python<'_>,
+    abi: &'static Abi,
+    name: &str,
+    set: Vec<String>,
+    resume: Option<Vec<u8>>,
+    budget: usize,
+    call: impl FnOnce(OpenArgs) -> i32 + Send,
+) -> PyResult<Session> {
+    let mut joined = Vec::new();
+    for s in &set {
+        joined.extend_from_slice(s.as_bytes());
+        joined.push(0);
+    }
+    let name = name.as_bytes().to_vec();
+    let (code, handle, err, err_len) = py.detach(move || {
+        let (mut out, mut err, mut err_len) = (std::ptr::null_mut(), std::ptr::null_mut(), 0usize);
+        let (rp, rl) = match &resume {
+            Some(r) => (r.as_ptr(), r.len() as isize),
+            None => (std::ptr::null(), -1),
+        };
+        let code = call((
+            name.as_ptr(),
+            name.len(),
+            joined.as_ptr(),
+            joined.len(),
+            rp,
+            rl,
+            budget,
+            &mut out,
+            &mut err,
+            &mut err_len,
+        ));
+        (code, Ptr(out), Ptr(err), err_len)
+    });
+    if code != 0 {
+        let message = String::from_utf8_lossy(&take_bytes(abi, err.0, err_len)).into_owned();
+        return Err(failure(code, message));
+    }
+    Ok(Session { abi, handle: handle.0, last: Vec::new() })
+}
+
+/// The engine's library (`libsluice_engine_py`, shipped in the wheel): compiles `.pipe`
+/// files at run time.
+#[pyclass(module = "sluice._native", frozen)]
+#[derive(Debug)]
+struct Engine {
+    abi: &'static Abi,
+    compile: CompileFn,
+    open: EngineOpenFn,
+    drop: DropFn,
+}
+
+#[pymethods]
+impl Engine {
+    /// Loads the engine's library at `path` (once per process).
+    #[new]
+    fn new(path: &str) -> PyResult<Engine> {
+        let abi = load(path).map_err(SluiceError::new_err)?;
+        let (compile, open, drop) =
+            abi.engine.ok_or_else(|| SluiceError::new_err(format!("{path} is not the engine's library")))?;
+        Ok(Engine { abi, compile, open, drop })
+    }
+
+    /// Compiles the `.pipe` file at `path`: `(program, answer)`, the answer the JSON text
+    /// `sluice python-lib` would print (with each pipeline's `refusal`), the program
+    /// `None` when the file does not compile.
+    fn compile(&self, py: Python<'_>, path: &str) -> (Option<Program>, String) {
+        let compile = self.compile;
+        let path = path.as_bytes().to_vec();
+        let (code, program, answer, len) = py.detach(move || {
+            let (mut program, mut answer, mut len) = (std::ptr::null_mut(), std::ptr::null_mut(), 0usize);
+            // SAFETY: the path is valid for the call; the out-pointers too.
+            let code = unsafe { compile(path.as_ptr(), path.len(), &mut program, &mut answer, &mut len) };
+            (code, Ptr(program), Ptr(answer), len)
         });
-        if code != 0 {
-            let message = String::from_utf8_lossy(&take_bytes(abi, err.0, err_len)).into_owned();
-            return Err(failure(code, message));
-        }
-        Ok(Session { abi, handle: handle.0, last: Vec::new() })
+        let answer = String::from_utf8_lossy(&take_bytes(self.abi, answer.0, len)).into_owned();
+        let program = (code == 0).then(|| Program {
+            abi: self.abi,
+            open: self.open,
+            drop: self.drop,
+            handle: Ptr(program.0),
+        });
+        (program, answer)
+    }
+}
+
+/// A `.pipe` file the engine compiled: its pipelines' sessions.
+#[pyclass(module = "sluice._native", frozen)]
+#[derive(Debug)]
+struct Program {
+    abi: &'static Abi,
+    open: EngineOpenFn,
+    drop: DropFn,
+    /// Read only after it is made (sessions keep their own share of the pipelines).
+    handle: Ptr<*mut c_void>,
+}
+
+impl std::fmt::Debug for Ptr<*mut c_void> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:p}", self.0)
+    }
+}
+
+#[pymethods]
+impl Program {
+    /// Opens a session of pipeline `name`, as `Library.open`.
+    #[pyo3(signature = (name, set, resume=None, budget=0))]
+    fn open(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        set: Vec<String>,
+        resume: Option<Vec<u8>>,
+        budget: usize,
+    ) -> PyResult<Session> {
+        let (open, program) = (self.open, Ptr(self.handle.0.cast_const()));
+        open_session(py, self.abi, name, set, resume, budget, move |a| {
+            let program = program;
+            // SAFETY: the program is live (dropped only with `self`), the rest as the ABI asks.
+            unsafe { open(program.0, a.0, a.1, a.2, a.3, a.4, a.5, a.6, a.7, a.8, a.9) }
+        })
+    }
+}
+
+impl Drop for Program {
+    fn drop(&mut self) {
+        // SAFETY: the program came from `compile` and is dropped once, here.
+        unsafe { (self.drop)(self.handle.0) };
     }
 }
 
@@ -498,6 +636,8 @@ impl Drop for Tensor {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add_class::<Library>()?;
+    m.add_class::<Engine>()?;
+    m.add_class::<Program>()?;
     m.add_class::<Session>()?;
     m.add_class::<Tensor>()?;
     m.add("SluiceError", py.get_type::<SluiceError>())?;
@@ -505,8 +645,5 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ParameterError", py.get_type::<ParameterError>())?;
     m.add("DataError", py.get_type::<DataError>())?;
     m.add("ABI_VERSION", ABI_VERSION)?;
-    // The `sluice` tool this package was built with (`scripts/setup-python` sets it);
-    // `SLUICE_BIN` overrides it at run time.
-    m.add("BUILT_SLUICE_BIN", option_env!("SLUICE_BIN").unwrap_or(""))?;
     Ok(())
 }

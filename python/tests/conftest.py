@@ -15,6 +15,10 @@ import sluice
 
 ROOT = Path(__file__).resolve().parents[2]
 
+# The tests that do not name an engine are of the compiled library (test_engine.py names
+# it): `auto` would run many of their pipelines in the engine.
+os.environ.setdefault("SLUICE_ENGINE", "compiled")
+
 
 @pytest.fixture(scope="session")
 def tool() -> str:

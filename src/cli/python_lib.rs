@@ -8,10 +8,13 @@
 //!
 //! It prints one JSON object on stdout: `{"ok":true,"lib":PATH,"pipelines":[...],"info":
 //! {PIPELINE:{"params":[...],"cuda":BOOL}}}`, or
-//! `{"ok":false,"kind":"compile"|"usage"|"build","message":...,"file":...,"line":...,
-//! "column":...,"code":...}` (`line`, `column` and `code` those of the first error, when
-//! the failure is the file's), and exits 0 either way unless stdout cannot be written: the
-//! Python side raises `CompileError` from it.
+//! `{"ok":false,"kind":"compile"|"usage"|"build"|"toolchain"|"not-cached","message":...,
+//! "file":...,"line":...,"column":...,"code":...}` (`line`, `column` and `code` those of
+//! the first error, when the failure is the file's), and exits 0 either way unless stdout
+//! cannot be written: the Python side raises `CompileError` from it. `--cached` only
+//! answers a library already built for this plan (`not-cached` otherwise: what
+//! `engine="auto"` asks before it runs the engine instead); a build without cargo or
+//! without the sluice sources is `toolchain`, saying which is missing.
 
 use std::path::{Path, PathBuf};
 use std::process::{ExitCode, Stdio};
@@ -28,10 +31,13 @@ use super::run::{Cache, SLUICE_SOURCES, toml_string};
 pub struct PythonLibArgs {
     /// The `.pipe` file.
     file: PathBuf,
+    /// Only a library already built for this plan: never build one.
+    #[arg(long)]
+    cached: bool,
 }
 
 pub fn run(args: PythonLibArgs) -> Result<ExitCode, Failure> {
-    let answer = match lib_for(&args.file) {
+    let answer = match lib_for(&args.file, args.cached) {
         Ok(v) => v,
         Err(Failure::Usage(m)) => json!({"ok": false, "kind": "usage", "message": m, "file": args.file}),
         Err(Failure::Data(e)) => {
@@ -43,8 +49,9 @@ pub fn run(args: PythonLibArgs) -> Result<ExitCode, Failure> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The JSON answer for `file`: the built (or cached) library, or the file's first error.
-fn lib_for(file: &Path) -> Result<Value, Failure> {
+/// The JSON answer for `file`: the built (or cached) library, or the file's first error;
+/// with `cached_only`, never a build.
+fn lib_for(file: &Path, cached_only: bool) -> Result<Value, Failure> {
     let source = super::check::read_source(file)?;
     let compilation = sluice_compiler::compile(&source);
     let name = file.display().to_string();
@@ -69,7 +76,18 @@ fn lib_for(file: &Path) -> Result<Value, Failure> {
     let lib = PythonLib::new(&cache, &generated.to_pretty_string(), &generated.pipelines, file);
     let path = match lib.cached() {
         Some(p) => p,
+        None if cached_only => {
+            let message = format!("no Python library of {name} is built for this plan");
+            return Ok(json!({"ok": false, "kind": "not-cached", "message": message, "file": name}));
+        }
         None => {
+            if let Some(missing) = missing_toolchain(&cache) {
+                let message = format!(
+                    "compiling {name} needs the Rust toolchain and the sluice sources: {missing}; \
+                     `engine=\"interpreted\"` runs a pipeline the engine runs without them"
+                );
+                return Ok(json!({"ok": false, "kind": "toolchain", "message": message, "file": name}));
+            }
             sayln!("sluice: compiling {} for Python (cargo's progress follows; later runs reuse it)", name);
             lib.build(&cache)?
         }
@@ -86,6 +104,25 @@ fn lib_for(file: &Path) -> Result<Value, Failure> {
         })
         .collect();
     Ok(json!({"ok": true, "lib": path, "pipelines": generated.pipelines, "info": params}))
+}
+
+/// What a build lacks, said plainly: cargo (`$CARGO`, else `cargo` on `PATH`) or the
+/// sluice sources this tool was built from.
+fn missing_toolchain(cache: &Cache) -> Option<String> {
+    let sources = Path::new(SLUICE_SOURCES);
+    if !sources.join("Cargo.toml").is_file() {
+        return Some(format!("the sources this tool was built from ({}) are not here", sources.display()));
+    }
+    let cargo = std::process::Command::new(&cache.cargo)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+    match cargo {
+        Ok(status) if status.success() => None,
+        Ok(status) => Some(format!("`{} --version` failed ({status})", cache.cargo.display())),
+        Err(e) => Some(format!("cannot run cargo (`{}`: {e})", cache.cargo.display())),
+    }
 }
 
 /// The library crate of one generated file.

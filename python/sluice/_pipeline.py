@@ -67,7 +67,7 @@ def build_library(path: str, cached: bool = False) -> Optional[Dict[str, Any]]:
     on stderr the first time; cached after) and returns ``sluice python-lib``'s answer:
     ``{"lib": PATH, "pipelines": [...], "info": {NAME: {"params": [...], "cuda": bool}}}``.
     With ``cached``, only a library already built for this plan (``None`` when there is
-    none, or no tool). Raises :class:`CompileError` for a file with errors or that cannot
+    none, no tool or no cache directory). Raises :class:`CompileError` for a file with errors or that cannot
     be read, :class:`SluiceError` when the build fails or cargo or the sources are missing."""
     try:
         tool = sluice_binary()
@@ -83,8 +83,8 @@ def build_library(path: str, cached: bool = False) -> Optional[Dict[str, Any]]:
         raise SluiceError(f"`sluice python-lib {path}` failed (exit status {done.returncode})") from None
     if answer.get("ok"):
         return answer
-    if cached and answer.get("kind") == "not-cached":
-        return None
+    if cached:
+        return None  # not built, or no cache directory: nothing cached to use
     _raise_answer(answer, os.fspath(path))
     return None
 

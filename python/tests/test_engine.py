@@ -125,3 +125,19 @@ def test_auto_runs_the_engine_unless_a_library_is_built(tmp_path, monkeypatch):
     assert refusal in message and "needs the Rust toolchain" in message and "cannot run cargo" in message, message
     with pytest.raises(sluice.ParameterError, match="engine='fast'"):
         sluice.Pipeline(path, engine="fast")
+
+
+def test_a_state_saved_by_one_backend_resumes_in_the_other(data):
+    files = f"{data}/tabular/*.tfrecord"
+    args = (PIPES / "resume.pipe", "resume_tabular")
+    whole = [normal_element(b) for b in sluice.Pipeline(*args, files=files, epochs=2, engine="compiled")]
+    for saver, resumer in (("interpreted", "compiled"), ("compiled", "interpreted")):
+        p = sluice.Pipeline(*args, files=files, epochs=2, engine=saver)
+        it = iter(p)
+        k = len(whole) // 2 + 3
+        head = [normal_element(next(it)) for _ in range(k)]
+        resumed = sluice.Pipeline(*args, files=files, epochs=1, resume=p.state(), engine=resumer)
+        assert resumed.engine == resumer
+        assert head + [normal_element(b) for b in resumed] == whole, (saver, resumer)
+    with pytest.raises(sluice.ParameterError, match="does not match"):
+        sluice.Pipeline(*args, files=files, batch_size=3, resume=p.state(), engine="interpreted")

@@ -97,6 +97,10 @@ impl Eval<'_> {
         }
         let shape = self.shape(e)?;
         let n: usize = shape.iter().product();
+        // Node by node over every value (`vector.rs`), else value by value.
+        if let Some(data) = crate::vector::values(self, e, ty.dtype, n) {
+            return Ok(Value { data, shape, kind });
+        }
         let mut nums = Vec::with_capacity(n);
         for i in 0..n {
             nums.push(self.scalar(e, i, ty.dtype)?);

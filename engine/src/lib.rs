@@ -26,6 +26,7 @@ mod parse;
 mod py;
 pub mod resume;
 mod value;
+mod vector;
 
 pub use build::{Ds, refusal};
 pub use num::Num;

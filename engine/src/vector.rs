@@ -1,0 +1,350 @@
+//! Elementwise expressions over whole buffers: what [`Eval::scalar`] computes value by
+//! value (walking the expression once per value), computed node by node over every value
+//! at once, with typed loops for floats and the very same [`Num`] operations otherwise.
+//! The values are the scalar path's, bit for bit: each node in the dtype the scalar path
+//! computes it in, `as` conversions, IEEE float operations in the same order, integers
+//! wrapping. When a node is not one this module computes (`&&`/`||`, which evaluate
+//! their right side only when it decides), or any value fails (a division by zero), the
+//! caller falls back to the scalar path, which then gives its own value or error.
+//!
+//! [`Eval::scalar`]: crate::eval::Eval::scalar
+
+use sluice_compiler::ir::expr::{BinaryOp, Expr, ExprKind, ExprType, UnaryOp};
+use sluice_compiler::ir::op::Op;
+use sluice_compiler::ir::types::{DType, ParamType};
+
+use crate::eval::Eval;
+use crate::num::Num;
+use crate::params::Param;
+use crate::value::{Data, Kind};
+
+/// A node's values: one broadcast to every position, or one per position.
+enum Vals {
+    One(Num),
+    Many(Data),
+}
+
+/// Why this module leaves a node to the scalar path.
+struct Fallback;
+
+type V<T> = Result<T, Fallback>;
+
+impl From<String> for Fallback {
+    fn from(_: String) -> Self {
+        Fallback
+    }
+}
+
+/// The `n` values of `e` as `want`, or `None` to leave `e` to the scalar path.
+pub fn values(ev: &Eval<'_>, e: &Expr, want: DType, n: usize) -> Option<Data> {
+    #[cfg(test)]
+    if tests::SCALAR_ONLY.load(std::sync::atomic::Ordering::Relaxed) {
+        return None;
+    }
+    if n == 0 {
+        return None;
+    }
+    let data = match vals(ev, e, want).ok()? {
+        Vals::Many(d) if d.len() == n => Some(d),
+        Vals::Many(_) => None,
+        Vals::One(x) => broadcast(x, n),
+    };
+    #[cfg(test)]
+    if data.is_some() {
+        tests::VECTORED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+    data
+}
+
+fn broadcast(x: Num, n: usize) -> Option<Data> {
+    Some(match x {
+        Num::Bool(v) => Data::Bool(vec![v; n]),
+        Num::U8(v) => Data::U8(vec![v; n]),
+        Num::I32(v) => Data::I32(vec![v; n]),
+        Num::U32(v) => Data::U32(vec![v; n]),
+        Num::I64(v) => Data::I64(vec![v; n]),
+        Num::U64(v) => Data::U64(vec![v; n]),
+        Num::F32(v) => Data::F32(vec![v; n]),
+        Num::F64(v) => Data::F64(vec![v; n]),
+    })
+}
+
+fn vals(ev: &Eval<'_>, e: &Expr, want: DType) -> V<Vals> {
+    Ok(match &e.kind {
+        ExprKind::Int(v) if want.is_float() => Vals::One(Num::F64(*v as f64).cast(want)?),
+        ExprKind::Int(v) => Vals::One(Num::U64(*v).cast(want)?),
+        ExprKind::Float(x) => Vals::One(Num::F64(*x).cast(want)?),
+        ExprKind::Bool(b) => Vals::One(Num::Bool(*b).cast(want)?),
+        ExprKind::Field(name) => {
+            let v = ev.row.get(name).ok_or(Fallback)?;
+            if v.kind == Kind::Scalar {
+                Vals::One(Num::at(&v.data, 0).ok_or(Fallback)?.cast(want)?)
+            } else {
+                Vals::Many(cast(&v.data, want)?)
+            }
+        }
+        ExprKind::Param { name, ty } => {
+            let from = match ty {
+                ParamType::U32 => DType::U32,
+                ParamType::U64 | ParamType::Size => DType::U64,
+                ParamType::I64 => DType::I64,
+                ParamType::F64 => DType::F64,
+                ParamType::Bool => DType::Bool,
+                _ => return Err(Fallback),
+            };
+            match ev.params.get(name) {
+                Some(Param::Num(x)) => Vals::One(x.cast(from)?.cast(want)?),
+                _ => return Err(Fallback),
+            }
+        }
+        ExprKind::Unary(UnaryOp::Not, x) => {
+            let v = vals(ev, x, DType::Bool)?;
+            map(v, &|a| Num::Bool(!a.truth()).cast(want))?
+        }
+        ExprKind::Unary(UnaryOp::Neg, x) => {
+            let v = vals(ev, x, want)?;
+            match v {
+                Vals::Many(Data::F32(mut d)) => {
+                    d.iter_mut().for_each(|x| *x = -*x);
+                    Vals::Many(Data::F32(d))
+                }
+                v => map(v, &|a| Ok(a.negated()))?,
+            }
+        }
+        ExprKind::Binary(BinaryOp::And | BinaryOp::Or, ..) => return Err(Fallback),
+        ExprKind::Binary(op, l, r) if op.is_comparison() => {
+            let c = common(l, r);
+            let (a, b) = (vals(ev, l, c)?, vals(ev, r, c)?);
+            zip(a, b, &|a, b| Num::Bool(Num::compare(*op, a, b)?).cast(want))?
+        }
+        ExprKind::Binary(op, l, r) => {
+            let own = match &e.ty {
+                ExprType::Tensor(t) => t.dtype,
+                ExprType::Float => DType::F64,
+                _ => DType::I64,
+            };
+            let (a, b) = (vals(ev, l, own)?, vals(ev, r, own)?);
+            let v = match float_arith(*op, &a, &b) {
+                Some(v) => v,
+                None => zip(a, b, &|a, b| Num::arith(*op, a, b))?,
+            };
+            into(v, want)?
+        }
+        ExprKind::Op(op) => match &**op {
+            Op::Cast { x, dtype } => {
+                let from = dtype_of(x).ok_or(Fallback)?;
+                into(into(vals(ev, x, from)?, *dtype)?, want)?
+            }
+            Op::Scale { x, factor } => {
+                let to = dtype_of(e).ok_or(Fallback)?;
+                let from = dtype_of(x).ok_or(Fallback)?;
+                let v = into(vals(ev, x, from)?, to)?;
+                let f = match vals(ev, factor, to)? {
+                    Vals::One(f) => Vals::One(f),
+                    Vals::Many(d) => Vals::One(Num::at(&d, 0).ok_or(Fallback)?),
+                };
+                let v = match float_arith(BinaryOp::Mul, &v, &f) {
+                    Some(v) => v,
+                    None => zip(v, f, &|a, b| Num::arith(BinaryOp::Mul, a, b))?,
+                };
+                into(v, want)?
+            }
+            _ => return Err(Fallback),
+        },
+        _ => return Err(Fallback),
+    })
+}
+
+/// `v` as `dtype`.
+fn into(v: Vals, dtype: DType) -> V<Vals> {
+    Ok(match v {
+        Vals::One(x) => Vals::One(x.cast(dtype)?),
+        Vals::Many(d) => Vals::Many(cast(&d, dtype)?),
+    })
+}
+
+/// Every value of `d` as `to` (`as`), the float and byte conversions images take in
+/// typed loops.
+fn cast(d: &Data, to: DType) -> V<Data> {
+    Ok(match (d, to) {
+        (Data::F32(v), DType::F32) => Data::F32(v.clone()),
+        (Data::F64(v), DType::F64) => Data::F64(v.clone()),
+        (Data::U8(v), DType::F32) => Data::F32(v.iter().map(|&x| f32::from(x)).collect()),
+        (Data::U8(v), DType::F64) => Data::F64(v.iter().map(|&x| f64::from(x)).collect()),
+        (Data::F32(v), DType::F64) => Data::F64(v.iter().map(|&x| f64::from(x)).collect()),
+        (Data::F64(v), DType::F32) => Data::F32(v.iter().map(|&x| x as f32).collect()),
+        (Data::I64(v), DType::F32) => Data::F32(v.iter().map(|&x| x as f32).collect()),
+        (Data::I64(v), DType::F64) => Data::F64(v.iter().map(|&x| x as f64).collect()),
+        (Data::F32(v), DType::U8) => Data::U8(v.iter().map(|&x| x as u8).collect()),
+        _ => {
+            let nums = (0..d.len()).map(|i| Num::at(d, i).ok_or(Fallback)).collect::<V<Vec<Num>>>()?;
+            Num::collect(to, &nums)?
+        }
+    })
+}
+
+/// `f` of each value.
+fn map(v: Vals, f: &dyn Fn(Num) -> Result<Num, String>) -> V<Vals> {
+    Ok(match v {
+        Vals::One(x) => Vals::One(f(x)?),
+        Vals::Many(d) => {
+            let nums =
+                (0..d.len()).map(|i| Ok(f(Num::at(&d, i).ok_or(Fallback)?)?)).collect::<V<Vec<Num>>>()?;
+            Vals::Many(collect(&nums)?)
+        }
+    })
+}
+
+/// `f` of each pair of values (a single value paired with every other).
+fn zip(a: Vals, b: Vals, f: &dyn Fn(Num, Num) -> Result<Num, String>) -> V<Vals> {
+    let at = |v: &Vals, i: usize| match v {
+        Vals::One(x) => Some(*x),
+        Vals::Many(d) => Num::at(d, i),
+    };
+    let n = match (&a, &b) {
+        (Vals::One(x), Vals::One(y)) => return Ok(Vals::One(f(*x, *y)?)),
+        (Vals::Many(d), Vals::One(_)) | (Vals::One(_), Vals::Many(d)) => d.len(),
+        (Vals::Many(d), Vals::Many(e)) if d.len() == e.len() => d.len(),
+        _ => return Err(Fallback),
+    };
+    let nums = (0..n)
+        .map(|i| Ok(f(at(&a, i).ok_or(Fallback)?, at(&b, i).ok_or(Fallback)?)?))
+        .collect::<V<Vec<Num>>>()?;
+    Ok(Vals::Many(collect(&nums)?))
+}
+
+/// Numbers of one dtype as a buffer of it.
+fn collect(nums: &[Num]) -> V<Data> {
+    let dtype = nums.first().map_or(DType::F32, |x| x.dtype());
+    Ok(Num::collect(dtype, nums)?)
+}
+
+/// Float arithmetic in a typed loop: `None` when the operands are not floats of one
+/// dtype with at least one buffer.
+fn float_arith(op: BinaryOp, a: &Vals, b: &Vals) -> Option<Vals> {
+    macro_rules! apply {
+        ($x:expr, $y:expr) => {
+            match op {
+                BinaryOp::Add => $x + $y,
+                BinaryOp::Sub => $x - $y,
+                BinaryOp::Mul => $x * $y,
+                BinaryOp::Div => $x / $y,
+                _ => $x % $y,
+            }
+        };
+    }
+    macro_rules! typed {
+        ($variant:ident) => {
+            match (a, b) {
+                (Vals::Many(Data::$variant(x)), Vals::One(Num::$variant(y))) => {
+                    Some(Vals::Many(Data::$variant(x.iter().map(|&x| apply!(x, *y)).collect())))
+                }
+                (Vals::One(Num::$variant(x)), Vals::Many(Data::$variant(y))) => {
+                    Some(Vals::Many(Data::$variant(y.iter().map(|&y| apply!(*x, y)).collect())))
+                }
+                (Vals::Many(Data::$variant(x)), Vals::Many(Data::$variant(y))) if x.len() == y.len() => {
+                    Some(Vals::Many(Data::$variant(x.iter().zip(y).map(|(&x, &y)| apply!(x, y)).collect())))
+                }
+                _ => None,
+            }
+        };
+    }
+    if !matches!(op, BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div | BinaryOp::Rem) {
+        return None;
+    }
+    typed!(F32).or_else(|| typed!(F64))
+}
+
+/// The dtype sema gave `e`, when it is a value of the element (as `eval.rs`).
+fn dtype_of(e: &Expr) -> Option<DType> {
+    e.ty.tensor().map(|t| t.dtype)
+}
+
+/// The dtype two operands of a comparison are compared in (as `eval.rs`: the generated
+/// code's rule).
+fn common(l: &Expr, r: &Expr) -> DType {
+    let (a, b) = (&l.ty, &r.ty);
+    let dt = |t: &ExprType| t.tensor().map(|t| t.dtype);
+    let floats = [a, b].iter().any(|t| matches!(t, ExprType::Float) || dt(t).is_some_and(DType::is_float));
+    if floats {
+        if [a, b].iter().any(|t| dt(t) == Some(DType::F64)) { DType::F64 } else { DType::F32 }
+    } else {
+        dt(a).or(dt(b)).unwrap_or(DType::I64)
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    use sluice_runtime::abi::show::{Json, Show};
+    use sluice_runtime::stage::Dataset;
+
+    /// Leave every expression to the scalar path (the map's workers are other threads;
+    /// another test that runs meanwhile gets the scalar path's values, which are the same).
+    pub(crate) static SCALAR_ONLY: AtomicBool = AtomicBool::new(false);
+
+    /// Expressions computed node by node so far.
+    pub(crate) static VECTORED: AtomicUsize = AtomicUsize::new(0);
+
+    /// Every element of `name` shown, node by node or (`scalar_only`) value by value.
+    fn shown(source: &str, name: &str, scalar_only: bool) -> Result<Vec<String>, String> {
+        let c = sluice_compiler::compile(source);
+        assert!(!c.has_errors(), "{:?}", c.diagnostics);
+        let p = c.pipelines.iter().find(|p| p.name() == name).unwrap();
+        crate::check(p).unwrap();
+        SCALAR_ONLY.store(scalar_only, Ordering::Relaxed);
+        let ds = crate::dataset(p, &crate::params(p, &[]).unwrap()).unwrap();
+        let out = ds
+            .stream()
+            .unwrap()
+            .map(|x| {
+                let mut out = Json::new();
+                x.map_err(|e| e.to_string())?.show(&mut out);
+                Ok(out.as_str().to_string())
+            })
+            .collect();
+        SCALAR_ONLY.store(false, Ordering::Relaxed);
+        out
+    }
+
+    #[test]
+    fn node_by_node_is_value_by_value_bit_for_bit() {
+        let source = r#"
+            pipeline p() {
+                range(-7, 13);
+                map { h = one_hot((value + 9) % 3, 3); }
+                map {
+                    a = h * cast(value, f32) - 1.5;
+                    b = cast(a * 40.0, u8);
+                    c = -a / 3.0 + h;
+                    d = a > 0.5;
+                    e = cast(value, f64) * 2.5 % 7.0;
+                    f = value * 3 / 2 - 9;
+                    g = scale(h, 0.1);
+                    i = !(value > 2);
+                    j = cast(b, f32) / 255.0;
+                    k = value * 9223372036854775807;
+                    m = cast(a, i64) * 3;
+                }
+                batch(4);
+            }
+            pipeline divided() {
+                range(5);
+                map { h = one_hot(value % 2, 2); }
+                map { q = cast(h, i64) / (value - 3); }
+            }
+        "#;
+        let before = VECTORED.load(Ordering::Relaxed);
+        let vector = shown(source, "p", false);
+        // 11 statements of 20 rows, nearly all node by node.
+        assert!(VECTORED.load(Ordering::Relaxed) - before >= 20 * 10, "the node-by-node path ran");
+        let scalar = shown(source, "p", true);
+        assert!(vector.as_ref().is_ok_and(|v| v.len() == 5), "{vector:?}");
+        assert_eq!(vector, scalar);
+        // A division by zero: the scalar path's error, after the same elements.
+        let (vector, scalar) = (shown(source, "divided", false), shown(source, "divided", true));
+        assert!(vector.as_ref().is_err_and(|e| e.contains("division by zero")), "{vector:?}");
+        assert_eq!(vector, scalar);
+    }
+}

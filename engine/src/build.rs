@@ -48,15 +48,22 @@ pub fn refusal(e: &Exec, schema: &[FieldDecl]) -> Option<String> {
         Exec::Shuffle { .. } | Exec::Prefetch(_) | Exec::Enumerate { .. } | Exec::Shard { .. } => None,
         Exec::Cache { file: None, .. } => None,
         Exec::Interleave { format: RecordFormat::TfRecord, .. } => None,
-        Exec::Select { depth, .. } if *depth <= 1 => None,
+        Exec::Select { .. } => None,
         Exec::Filter { conditions, .. } => conditions.iter().find_map(|c| eval::check(c).err()),
         Exec::Map { f, filter, .. } => {
             map_fn(f).or_else(|| filter.iter().flatten().find_map(|c| eval::check(c).err()))
         }
         Exec::ChunkedMap { f, .. } => map_fn(f).or_else(|| fields_batchable(f.output.fields())),
-        Exec::MapBatch { f, batched: false, .. } => map_fn(f).or_else(|| fields_batchable(f.output.fields())),
-        Exec::Batch { input: Element::Fields(f), padded: None, .. } => fields_batchable(f),
-        Exec::Batch { input: Element::Record, padded: None, .. } => None,
+        Exec::MapBatch { f, batched: false, .. } => map_fn(f).or_else(|| match f.input {
+            Element::Record => fields_batchable(f.output.fields()),
+            _ => crate::shapes::refusal(f.output.fields()),
+        }),
+        Exec::Batch { input: Element::Fields(f), .. } => crate::shapes::refusal(f),
+        Exec::Batch { .. } | Exec::Unbatch | Exec::ShuffleBatches { .. } => None,
+        Exec::Window { from, .. } | Exec::BucketByLength { from, .. } => crate::shapes::refusal(from),
+        Exec::UnbatchFields { from, .. } => crate::shapes::refusal(from),
+        Exec::Pack { from, spec } => crate::shapes::pack_refusal(from, spec),
+        Exec::TakeWhile { conditions, .. } => conditions.iter().find_map(|c| eval::check(c).err()),
         Exec::ReadBatches { maps, .. } => maps.iter().find_map(|m| match m {
             ReaderMap::MapBatch(f) | ReaderMap::Map(f) => {
                 map_fn(f).or_else(|| fields_batchable(f.output.fields()))
@@ -288,25 +295,34 @@ fn stage(e: &Exec, ds: Option<Chain>, p: &Arc<Params>, schema: &Arc<Schema>) -> 
                     .deterministic(det)
                     .named("map_batch")
                     .boxed()
+            } else if !matches!(f.output, Element::Fields(_)) {
+                // A map over batches before a second `batch`: each batch mapped.
+                chunks
+                    .try_map(move |rows: Vec<Item>| crate::shapes::each_of_batch(rows, |x| m.apply(x)))
+                    .num_parallel(par)
+                    .deterministic(det)
+                    .named("map_batch")
+                    .boxed()
             } else {
                 chunks
-                    .try_map(move |rows: Vec<Item>| -> Result<Item, BoxError> {
-                        let rows = rows.into_iter().map(|x| m.row(x)).collect::<Result<Vec<_>, _>>()?;
-                        Ok(Item::Batch(Columns::from_rows(m.names.clone(), rows)?))
-                    })
+                    .try_map(move |rows: Vec<Item>| crate::shapes::rows_batch(rows, |x| m.row(x)))
                     .num_parallel(par)
                     .deterministic(det)
                     .named("map_batch")
                     .boxed()
             }
         }
-        Exec::Batch { input, size, drop_remainder, .. } => {
-            let names = names_of(input.fields());
-            items(ds)?
-                .chunks(usize_arg(p, size)?, *drop_remainder)
-                .try_map(move |rows: Vec<Item>| batch_rows(&names, rows))
-                .named("batch")
-                .boxed()
+        Exec::Batch { input, size, drop_remainder, padded, pad_to_multiple, padding_values } => {
+            crate::shapes::batch(
+                items(ds)?,
+                input,
+                size,
+                *drop_remainder,
+                padded.as_ref(),
+                pad_to_multiple.as_ref(),
+                padding_values,
+                p,
+            )?
         }
         Exec::Filter { conditions, .. } => {
             let (c, pp) = (Arc::new(conditions.clone()), p.clone());
@@ -317,9 +333,9 @@ fn stage(e: &Exec, ds: Option<Chain>, p: &Arc<Params>, schema: &Arc<Schema>) -> 
                 })
                 .boxed()
         }
-        Exec::Select { to, .. } => {
-            let names = names_of(to);
-            items(ds)?.try_map(move |x: Item| select(x, &names)).boxed()
+        Exec::Select { to, depth, .. } => {
+            let (names, depth) = (names_of(to), *depth);
+            items(ds)?.try_map(move |x: Item| crate::shapes::select_in(x, &names, depth)).boxed()
         }
         Exec::Shuffle { buffer, seed: s, reshuffle_each_epoch } => items(ds)?
             .shuffle(usize_arg(p, buffer)?, seed(p, s)?)
@@ -357,24 +373,30 @@ fn stage(e: &Exec, ds: Option<Chain>, p: &Arc<Params>, schema: &Arc<Schema>) -> 
                 .named("enumerate")
                 .boxed()
         }
+        Exec::Window { size, shift, stride, drop_remainder, .. } => {
+            crate::shapes::window(items(ds)?, size, shift, stride, *drop_remainder, p)?
+        }
+        Exec::BucketByLength { from, spec } => crate::shapes::bucket(items(ds)?, from, spec)?,
+        Exec::Unbatch => crate::shapes::unbatch(items(ds)?),
+        Exec::UnbatchFields { from, to } => crate::shapes::unbatch_fields(items(ds)?, from, to)?,
+        Exec::TakeWhile { conditions, .. } => crate::shapes::taking_while(items(ds)?, conditions, p),
+        Exec::ShuffleBatches { buffer, seed: s, reshuffle_each_epoch, size, drop_remainder } => {
+            crate::shapes::shuffle_records(
+                items(ds)?,
+                usize_arg(p, buffer)?,
+                seed(p, s)?,
+                *reshuffle_each_epoch,
+                usize_arg(p, size)?,
+                *drop_remainder,
+            )
+        }
+        Exec::Pack { from, spec } => crate::shapes::pack_rows(items(ds)?, from, spec)?,
         other => return Err(invalid(format!("the engine does not run `{}`", other.name()))),
     }))
 }
 
-/// Rows as one columnar batch.
-fn batch_rows(names: &Names, rows: Vec<Item>) -> Result<Item, BoxError> {
-    let rows = rows
-        .into_iter()
-        .map(|x| match x {
-            Item::Row(r) => Ok(r),
-            _ => Err("a batch of elements without fields"),
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(Item::Batch(Columns::from_rows(names.clone(), rows)?))
-}
-
 /// Keeps the fields (or columns) `names`, in that order.
-fn select(x: Item, names: &Names) -> Result<Item, BoxError> {
+pub(crate) fn select(x: Item, names: &Names) -> Result<Item, BoxError> {
     let pick = |have: &Names, mut values: Vec<Value>| -> Result<Vec<Value>, BoxError> {
         let mut out = Vec::with_capacity(names.len());
         for n in names.iter() {
@@ -389,6 +411,7 @@ fn select(x: Item, names: &Names) -> Result<Item, BoxError> {
             Item::Batch(Columns { columns: pick(&b.names, b.columns)?, names: names.clone(), rows: b.rows })
         }
         Item::Record(_) | Item::Records(_) => return Err("`select` of records".into()),
+        Item::Items(_) => return Err("`select` of a batch of batches".into()),
     })
 }
 
@@ -464,7 +487,9 @@ impl MapRows {
             (Item::Row(r), None) => (r, None),
             (Item::Record(_), None) => return Err("a map of a record without `parse_example`".into()),
             (_, Some(_)) => return Err("`parse_example` of an element that is not a record".into()),
-            (Item::Batch(_) | Item::Records(_), None) => return Err("a map over a batch of batches".into()),
+            (Item::Batch(_) | Item::Records(_) | Item::Items(_), None) => {
+                return Err("a map over a batch of batches".into());
+            }
         };
         let located = |e: BoxError| match &origin {
             Some(r) => abi::located(r.origin(), e),

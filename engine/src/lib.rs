@@ -25,8 +25,8 @@ mod params;
 mod parse;
 mod py;
 pub mod resume;
+mod shapes;
 mod value;
-mod vector;
 
 pub use build::{Ds, refusal};
 pub use num::Num;
@@ -77,12 +77,11 @@ pub fn check(pipeline: &Pipeline) -> Result<(), EngineError> {
             return Err(EngineError::Unsupported { pipeline: name, node: node.exec.name(), what });
         }
     }
-    if pipeline.physical.tail.is_some() {
-        return Err(EngineError::Unsupported {
-            pipeline: name,
-            node: "DeviceTailExec",
-            what: "a `device cuda` tail".into(),
-        });
+    // A `device cuda` tail runs as the compiled runner runs it: its CPU twin, a map.
+    if let Some((t, _)) = &pipeline.physical.tail
+        && let Some(what) = refusal(&shapes::twin(t), &pipeline.decls.schema)
+    {
+        return Err(EngineError::Unsupported { pipeline: name, node: "DeviceTailExec", what });
     }
     Ok(())
 }
@@ -92,7 +91,14 @@ pub fn check(pipeline: &Pipeline) -> Result<(), EngineError> {
 pub fn dataset(pipeline: &Pipeline, params: &Params) -> sluice_runtime::Result<Ds> {
     let params = Arc::new(params.clone());
     let schema = Arc::new(pipeline.decls.schema.clone());
-    build::chain(&pipeline.physical.stages, &params, &schema)
+    match &pipeline.physical.tail {
+        Some((t, figures)) if !t.ops.is_empty() => {
+            let mut stages = pipeline.physical.stages.clone();
+            stages.push(sluice_compiler::physical::ExecNode { exec: shapes::twin(t), figures: figures.clone() });
+            build::chain(&stages, &params, &schema)
+        }
+        _ => build::chain(&pipeline.physical.stages, &params, &schema),
+    }
 }
 
 /// The parameters of `pipeline` from `--set NAME=VALUE` pairs (what the runner's
@@ -195,7 +201,7 @@ mod tests {
     #[test]
     fn what_the_engine_does_not_run_is_refused_by_name() {
         let source = r#"
-            pipeline windows() { range(10); window(3, shift: 1); }
+            pipeline windows() { range(10); shuffle(4, seed: 1); repeat(2); }
             pipeline raw(files: glob = "x") {
                 schema { b: bytes }
                 tfrecords(files);
@@ -210,7 +216,7 @@ mod tests {
         let refused = |name: &str| check(&pipeline(source, name)).unwrap_err().to_string();
         assert_eq!(
             refused("windows"),
-            "pipeline `windows`: the engine does not run `WindowExec` yet; run it compiled (`--engine compiled`)"
+            "pipeline `windows`: the engine does not run `ShuffleRepeatExec` yet; run it compiled (`--engine compiled`)"
         );
         assert!(refused("raw").contains("does not run `decode_raw` yet (in MapExec)"), "{}", refused("raw"));
         assert!(refused("user").contains("calls `extern fn my::f`"), "{}", refused("user"));

@@ -299,7 +299,12 @@ impl Columns {
         for c in &self.columns {
             let shape = c.shape[1..].to_vec();
             let per: usize = shape.iter().product();
-            let kind = if shape.is_empty() { Kind::Scalar } else { Kind::Tensor };
+            // A padded list's column (`Kind::List`) gives lists back.
+            let kind = match c.kind {
+                _ if shape.is_empty() => Kind::Scalar,
+                Kind::List => Kind::List,
+                _ => Kind::Tensor,
+            };
             for (r, row) in rows.iter_mut().enumerate() {
                 row.values.push(Value { data: c.data.slice(r * per, per), shape: shape.clone(), kind });
             }
@@ -319,6 +324,8 @@ pub enum Item {
     Batch(Columns),
     /// A batch of serialized records (`batch` of records, a reader's batches).
     Records(RecordBatch),
+    /// A batch of other elements (`batch` of batches: the generated `chunks`' `Vec`).
+    Items(Vec<Item>),
 }
 
 impl Element for Item {
@@ -330,6 +337,7 @@ impl Element for Item {
                 Item::Row(r) => r.values.iter().map(|v| v.data.byte_size()).sum(),
                 Item::Batch(b) => b.columns.iter().map(|v| v.data.byte_size()).sum(),
                 Item::Records(b) => b.byte_size(),
+                Item::Items(v) => v.iter().map(Element::byte_size).sum(),
             }
     }
 }
@@ -340,10 +348,11 @@ impl Rows for Item {
             Item::Record(_) | Item::Row(_) => 1,
             Item::Batch(b) => b.rows as u64,
             Item::Records(b) => b.len() as u64,
+            Item::Items(v) => v.len() as u64,
         }
     }
     fn is_batch(&self) -> bool {
-        matches!(self, Item::Batch(_) | Item::Records(_))
+        matches!(self, Item::Batch(_) | Item::Records(_) | Item::Items(_))
     }
 }
 
@@ -352,6 +361,7 @@ impl Show for Item {
         let (names, values, column) = match self {
             Item::Record(r) => return r.show(out),
             Item::Records(b) => return b.show(out),
+            Item::Items(v) => return v.show(out),
             Item::Row(r) => (&r.names, &r.values, false),
             Item::Batch(b) => (&b.names, &b.columns, true),
         };
@@ -368,7 +378,7 @@ impl ToExample for Item {
     fn to_example(&self, out: &mut Vec<u8>) -> Result<(), &'static str> {
         match self {
             Item::Record(r) => r.to_example(out),
-            Item::Batch(_) | Item::Records(_) => Err(export::BATCH),
+            Item::Batch(_) | Item::Records(_) | Item::Items(_) => Err(export::BATCH),
             Item::Row(r) => {
                 let mut f = export::Features::new();
                 for (name, v) in r.names.iter().zip(&r.values) {

@@ -92,6 +92,10 @@ pub(super) fn run(file: &Path, pipeline: Option<&str>, argv: Vec<OsString>) -> R
     };
     let budget = p.decls.budget.map(|b| b as usize);
     let args = sluice::__private::runner::RunArgs { engine: sluice_engine::NAME, ..args.or_budget(budget) };
+    if p.physical.tail.is_some() {
+        // What a compiled runner of a `device cuda` pipeline says first.
+        sluice::__private::runner::note_cpu_twin(p.name());
+    }
     Ok(sluice::__private::runner::run(
         &args,
         p.name(),

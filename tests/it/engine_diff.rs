@@ -27,7 +27,18 @@ enum Data {
     /// `data/` of the case's own directory, where both backends then run with the
     /// pipeline's defaults.
     Made(&'static str),
-    /// Data this test does not make yet (why): the pipeline is listed, not compared.
+    /// `Made`'s data, given as `--set files=GLOB` (relative to the case's directory).
+    MadeAt(&'static str, &'static str),
+    /// Variable-length token lists ([`tokens`]): `data/tokens-0.tfrecord` and
+    /// `data/grid-0.tfrecord` in the case's own directory, where both backends run with
+    /// the pipeline's defaults.
+    Tokens,
+    /// `sluice gen image` of this many records (a `device cuda` pipeline's batches of 128
+    /// dropping their remainder need more than `Image`'s), as `--set files=…`.
+    Images(u32),
+    /// Data this test does not make yet (why): the pipeline is listed, not compared (the
+    /// last resort; no case needs it now).
+    #[allow(dead_code)]
     Missing(&'static str),
 }
 
@@ -70,7 +81,7 @@ const CASES: &[Case] = &[
     case("tests/pipes/combine.pipe", "numbered_batches", Data::None),
     unordered("tests/pipes/combine.pipe", "unseeded", Data::None),
     case("tests/pipes/parity.pipe", "count_batches", Data::None),
-    case("tests/pipes/parity.pipe", "finite", Data::Missing("tokens-*.tfrecord of lists")),
+    case("tests/pipes/parity.pipe", "finite", Data::Tokens),
     case("tests/pipes/tabular.pipe", "eval", Data::Tabular),
     case("tests/pipes/auto_cycle.pipe", "auto_tfrecords", Data::Tabular),
     case("tests/pipes/auto_cycle.pipe", "auto_interleave", Data::Tabular),
@@ -93,6 +104,26 @@ const CASES: &[Case] = &[
     unordered_rows("examples/bench/parse_tabular.pipe", "parse_tabular", Data::Tabular),
     unordered_rows("tests/pipes/tabular.pipe", "parse_tabular", Data::Tabular),
     unordered_rows("examples/bench/shuffle_tabular.pipe", "shuffle_tabular", Data::Tabular),
+    case("tests/pipes/window.pipe", "windows", Data::None),
+    case("tests/pipes/window.pipe", "full_windows", Data::None),
+    case("tests/pipes/window.pipe", "mapped_windows", Data::None),
+    case("tests/pipes/window.pipe", "record_windows", Data::MadeAt(WINDOWS, "data/*.tfrecord")),
+    case("tests/pipes/window.pipe", "full_record_windows", Data::MadeAt(WINDOWS, "data/*.tfrecord")),
+    case("tests/pipes/bucket.pipe", "bucketed", Data::Tokens),
+    case("tests/pipes/bucket.pipe", "bucketed_to_boundary", Data::Tokens),
+    case("tests/pipes/bucket.pipe", "padded_to_multiple", Data::Tokens),
+    case("tests/pipes/parity.pipe", "unbatched_lists", Data::Tokens),
+    case("tests/pipes/parity.pipe", "unbatched_tensors", Data::Tokens),
+    case("tests/pipes/parity.pipe", "padded_with_values", Data::Tokens),
+    case("tests/pipes/parity.pipe", "bucketed_with_values", Data::Tokens),
+    case("tests/pipes/parity.pipe", "token_batches", Data::Tokens),
+    case("tests/pipes/combine.pipe", "while_small", Data::None),
+    case("tests/pipes/gpu_augment.pipe", "gpu_augment", Data::Images(130)),
+    case(
+        "examples/digits/digits.pipe",
+        "digits_train_gpu",
+        Data::Fixture("examples/digits/data/train-*.tfrecord"),
+    ),
 ];
 
 /// `{x: f32[2], label: i64}`, 20 records.
@@ -137,6 +168,21 @@ const MIN_RUNS: &[&str] = &[
     "examples/bench/read.pipe:read",
     "examples/bench/parse_tabular.pipe:parse_tabular",
     "tests/pipes/tabular.pipe:parse_tabular",
+    "examples/bench/shuffle_tabular.pipe:shuffle_tabular",
+    "tests/pipes/window.pipe:windows",
+    "tests/pipes/window.pipe:full_windows",
+    "tests/pipes/window.pipe:mapped_windows",
+    "tests/pipes/window.pipe:record_windows",
+    "tests/pipes/window.pipe:full_record_windows",
+    "tests/pipes/bucket.pipe:bucketed",
+    "tests/pipes/bucket.pipe:bucketed_to_boundary",
+    "tests/pipes/bucket.pipe:padded_to_multiple",
+    "tests/pipes/parity.pipe:unbatched_lists",
+    "tests/pipes/parity.pipe:unbatched_tensors",
+    "tests/pipes/parity.pipe:padded_with_values",
+    "tests/pipes/parity.pipe:bucketed_with_values",
+    "tests/pipes/parity.pipe:token_batches",
+    "tests/pipes/combine.pipe:while_small",
 ];
 
 /// Every `.pipe` file of the corpus, relative to the root, sorted.
@@ -188,6 +234,49 @@ fn make(cache: &Path, cwd: &Path, source: &str) {
         .output()
         .unwrap();
     assert!(o.status.success(), "{source}: {}", stderr(&o));
+}
+
+/// Writes `data/tokens-0.tfrecord` in `cwd` (a new directory): 30 records of
+/// `tokens: i64[]` (0 to 36 of them, so every bucket of `bucket.pipe` fills and one is
+/// beyond its last boundary), `weights: f32[]` of the same length, `label: i64` (the length
+/// minus one) and `score: f32` (0 for every fifth record: `1.0 / score` is infinite); and
+/// `data/grid-0.tfrecord`: 5 records of `grid: f32[3, 2]` and `ids: i64[3]`.
+fn tokens(cwd: &Path) {
+    use sluice::__private::abi::export;
+    let data = cwd.join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let write = |name: &str, records: Vec<export::Features>| {
+        let mut w = sluice::tfrecord::create(data.join(name), sluice::tfrecord::Compression::None).unwrap();
+        for f in records {
+            let mut out = Vec::new();
+            export::finish(f, &mut out);
+            w.write_record(&out).unwrap();
+        }
+        w.finish().unwrap();
+    };
+    let records = (0..30i64)
+        .map(|i| {
+            let n = (i * 7) % 37;
+            let tokens: Vec<i64> = (0..n).map(|t| 1000 * i + t).collect();
+            let weights: Vec<f32> = tokens.iter().map(|&t| t as f32 / 4.0).collect();
+            let mut f = export::Features::new();
+            export::list(&mut f, "tokens", &tokens);
+            export::list(&mut f, "weights", &weights);
+            export::scalar(&mut f, "label", &(n - 1));
+            export::scalar(&mut f, "score", &((i % 5) as f32));
+            f
+        })
+        .collect();
+    write("tokens-0.tfrecord", records);
+    let grids = (0..5i64)
+        .map(|i| {
+            let mut f = export::Features::new();
+            export::list(&mut f, "grid", &(0..6).map(|k| i as f32 + 0.5 * k as f32).collect::<Vec<_>>());
+            export::list(&mut f, "ids", &[10 * i, 10 * i + 1, 10 * i + 2]);
+            f
+        })
+        .collect();
+    write("grid-0.tfrecord", grids);
 }
 
 fn show(cache: &Path, cwd: &Path, c: &Case, engine: &str, files: Option<&str>) -> Output {
@@ -276,6 +365,28 @@ fn the_engine_shows_what_the_compiled_runner_shows() {
                 cwd = dir.path().join(format!("made-{compared}"));
                 make(dir.path(), &cwd, source);
                 None
+            }
+            Data::MadeAt(source, glob) => {
+                cwd = dir.path().join(format!("made-{compared}"));
+                make(dir.path(), &cwd, source);
+                Some(glob.to_string())
+            }
+            Data::Tokens => {
+                cwd = dir.path().join(format!("tokens-{compared}"));
+                tokens(&cwd);
+                None
+            }
+            Data::Images(n) => {
+                let out = dir.path().join(format!("images-{n}"));
+                if !out.exists() {
+                    let o = sluice_command(dir.path())
+                        .args(["gen", "image", "--records", &n.to_string(), "--shards", "2", "--out"])
+                        .arg(&out)
+                        .output()
+                        .unwrap();
+                    assert!(o.status.success(), "{}", stderr(&o));
+                }
+                Some(format!("{}/*.tfrecord", out.display()))
             }
             Data::Missing(why) => {
                 eprintln!("not compared (no data here: {why}): {key}");

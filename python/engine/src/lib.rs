@@ -258,17 +258,17 @@ mod tests {
 
     const SOURCE: &str = r#"
         pipeline evens(n: i64 = 6) { range(n); map { twice = value * 2; } filter(twice != 4); batch(2); }
-        pipeline windows() { range(10); window(3, shift: 1); }
+        pipeline user() { extern fn my::f(x: i64) -> i64; range(3); map { value = my::f(value); } }
     "#;
 
     #[test]
     fn a_session_runs_in_the_engine_and_says_so() {
         let (answer, program, _dir) = program(SOURCE);
-        assert_eq!(answer["pipelines"], json!(["evens", "windows"]));
+        assert_eq!(answer["pipelines"], json!(["evens", "user"]));
         assert_eq!(answer["info"]["evens"]["params"], json!(["n"]));
         assert_eq!(answer["info"]["evens"]["refusal"], Value::Null);
-        let refusal = answer["info"]["windows"]["refusal"].as_str().unwrap();
-        assert!(refusal.contains("p.pipe: pipeline `windows`: the engine does not run"), "{refusal}");
+        let refusal = answer["info"]["user"]["refusal"].as_str().unwrap();
+        assert!(refusal.contains("p.pipe: pipeline `user` calls `extern fn my::f`"), "{refusal}");
         let program = program.unwrap();
         let request = Request { set: vec![("n".into(), "5".into())], ..Request::default() };
         let mut s = program.open("evens", &request).unwrap();
@@ -292,7 +292,7 @@ mod tests {
             let set = set.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
             program.open(name, &Request { set, ..Request::default() }).err().unwrap()
         };
-        assert_eq!(err("windows", &[]).kind, 3);
+        assert_eq!(err("user", &[]).kind, 3);
         let bad = err("evens", &[("n", "ten")]);
         assert!(bad.kind == 2 && bad.message.contains("parameter `n`"), "{bad:?}");
         assert_eq!(err("nosuch", &[]).kind, 2);

@@ -4,8 +4,9 @@
 //! line of their shell blocks parses; every stage and per-field operation of the
 //! compiler's own tables (`STAGES`, `SIGNATURES`) has a reference entry naming each of its
 //! arguments; and the CLI reference page is the tool's own `--help` text
-//! (`SLUICE_BLESS_DOCS=1 cargo test --test docs` rewrites it). The diagnostic pages are
-//! held by `compiler/tests/diagnostic_pages.rs` and skipped here.
+//! (`SLUICE_BLESS_DOCS=1 cargo test --test docs` rewrites it); the README stays short with
+//! its two set-up commands, and every guide page is in `SUMMARY.md`. The diagnostic pages'
+//! examples are held by `compiler/tests/diagnostic_pages.rs` and skipped here.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -309,4 +310,45 @@ fn the_cli_reference_is_the_tool_s_help() {
         "docs/guide/src/cli.md is stale (the tool's help changed): rewrite it with \
          `SLUICE_BLESS_DOCS=1 cargo test --test docs`"
     );
+}
+
+/// The README stays a front page: at most 200 lines, and exactly two set-up commands for
+/// a fresh machine, the main job and the whole test suite (the guide holds the rest).
+#[test]
+fn the_readme_is_short_and_gives_the_two_set_up_commands() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let lines = readme.lines().count();
+    assert!(lines <= 200, "README.md has {lines} lines: move the detail to the guide (docs/guide/)");
+    let section =
+        readme.split("\n## On a fresh machine\n").nth(1).expect("a section `## On a fresh machine`");
+    let section = section.split("\n## ").next().unwrap();
+    let commands: Vec<String> = blocks(section)
+        .iter()
+        .filter(|b| b.info == "sh")
+        .flat_map(|b| b.text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')))
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(commands, ["./scripts/main-job", "./scripts/test"], "the set-up commands of a fresh machine");
+}
+
+/// Every page of the guide is in its table of contents (mdBook renders no other), the
+/// diagnostic pages included.
+#[test]
+fn every_guide_page_is_in_the_summary() {
+    let src = root().join("docs/guide/src");
+    let summary = std::fs::read_to_string(src.join("SUMMARY.md")).unwrap();
+    let mut pages = Vec::new();
+    let mut stack = vec![src.clone()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "md") && !path.ends_with("SUMMARY.md") {
+                pages.push(path.strip_prefix(&src).unwrap().display().to_string());
+            }
+        }
+    }
+    let missing: Vec<_> = pages.iter().filter(|p| !summary.contains(&format!("]({p})"))).collect();
+    assert!(missing.is_empty(), "pages not in docs/guide/src/SUMMARY.md: {missing:?}");
 }

@@ -9,7 +9,6 @@ use std::sync::Arc;
 
 use sluice_compiler::ir::decls::FieldDecl;
 use sluice_compiler::ir::plan::{ArgValue, Element, FieldType, MapOp, RecordFormat};
-use sluice_compiler::ir::types::Shape;
 use sluice_compiler::physical::{self, Exec, MapFn, ReaderMap, Remainder};
 use sluice_runtime::abi;
 use sluice_runtime::stage::{
@@ -36,13 +35,8 @@ pub fn refusal(e: &Exec, schema: &[FieldDecl]) -> Option<String> {
             MapOp::Assign { value, .. } => eval::check(value).err(),
         })
     };
-    let fields_batchable = |fields: &[FieldType]| {
-        fields.iter().find_map(|f| match &f.ty {
-            Some(t) if t.shape == Shape::Var => Some(format!("`batch` of the list `{}: {t}`", f.name)),
-            None => Some(format!("`batch` of the untyped `{}`", f.name)),
-            _ => None,
-        })
-    };
+    // Lists batch padded to the longest, as the generated map + batch pads them.
+    let fields_batchable = |fields: &[FieldType]| crate::shapes::refusal(fields);
     match e {
         Exec::Files { .. } | Exec::Range(_) | Exec::Repeat(_) | Exec::Take(_) | Exec::Skip(_) => None,
         Exec::Shuffle { .. } | Exec::Prefetch(_) | Exec::Enumerate { .. } | Exec::Shard { .. } => None,

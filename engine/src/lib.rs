@@ -94,7 +94,10 @@ pub fn dataset(pipeline: &Pipeline, params: &Params) -> sluice_runtime::Result<D
     match &pipeline.physical.tail {
         Some((t, figures)) if !t.ops.is_empty() => {
             let mut stages = pipeline.physical.stages.clone();
-            stages.push(sluice_compiler::physical::ExecNode { exec: shapes::twin(t), figures: figures.clone() });
+            stages.push(sluice_compiler::physical::ExecNode {
+                exec: shapes::twin(t),
+                figures: figures.clone(),
+            });
             build::chain(&stages, &params, &schema)
         }
         _ => build::chain(&pipeline.physical.stages, &params, &schema),
@@ -201,7 +204,7 @@ mod tests {
     #[test]
     fn what_the_engine_does_not_run_is_refused_by_name() {
         let source = r#"
-            pipeline windows() { range(10); shuffle(4, seed: 1); repeat(2); }
+            pipeline windows() { range(10); window(3, shift: 1); }
             pipeline raw(files: glob = "x") {
                 schema { b: bytes }
                 tfrecords(files);
@@ -214,9 +217,25 @@ mod tests {
             }
         "#;
         let refused = |name: &str| check(&pipeline(source, name)).unwrap_err().to_string();
+        // An exec node it does not run (Rust code, which only `pipeline!` writes) is named.
+        let mut windows = pipeline(source, "windows");
+        let rust = sluice_compiler::physical::Exec::Rust {
+            input: sluice_compiler::ir::plan::Element::Record,
+            kind: sluice_compiler::ir::plan::RustKind::Map,
+            code: String::new(),
+            code_index: 0,
+        };
+        windows.physical.stages.insert(
+            1,
+            sluice_compiler::physical::ExecNode {
+                exec: rust,
+                figures: windows.physical.stages[0].figures.clone(),
+            },
+        );
         assert_eq!(
-            refused("windows"),
-            "pipeline `windows`: the engine does not run `ShuffleRepeatExec` yet; run it compiled (`--engine compiled`)"
+            check(&windows).unwrap_err().to_string(),
+            "pipeline `windows`: the engine does not run Rust code in a stage (`pipeline!`) yet (in RustMapExec); \
+             run it compiled (`--engine compiled`)"
         );
         assert!(refused("raw").contains("does not run `decode_raw` yet (in MapExec)"), "{}", refused("raw"));
         assert!(refused("user").contains("calls `extern fn my::f`"), "{}", refused("user"));

@@ -494,6 +494,34 @@ pub(crate) fn rows_batch(
     Ok(out.finish())
 }
 
+/// Rows as one batch, as the generated map + batch builds the rows its map makes
+/// (`codegen/maps.rs`' `batch_body`): every list and tensor padded to the longest with 0
+/// (its padded builder where a field's shape varies; where every shape is fixed its plain
+/// builder, whose batch is the same).
+pub(crate) fn padded_columns(names: Names, rows: Vec<Row>) -> Result<Columns, String> {
+    let Some(first) = rows.first() else { return Err("an empty batch".into()) };
+    let zero = Num::Bool(false);
+    let padding = Padding(
+        first
+            .values
+            .iter()
+            .map(|v| match (&v.data, v.kind) {
+                (Data::Bytes(_) | Data::Str(_), _) | (_, Kind::Scalar) => Pad::No,
+                (_, Kind::List) => Pad::Len { len: None, multiple: 1, value: zero },
+                (_, Kind::Tensor) => Pad::Shape { shape: None, value: zero },
+            })
+            .collect(),
+    );
+    let mut b = <Item as Batchable>::padded_builder(rows.len(), &padding);
+    for r in rows {
+        b.push(Item::Row(r)).map_err(|e| e.to_string())?;
+    }
+    match b.finish() {
+        Item::Batch(c) => Ok(Columns { names, ..c }),
+        _ => Err("a batch of rows without fields".into()),
+    }
+}
+
 /// Each element of `rows` mapped by `f`, a batch of them (a map over the batches of a
 /// batch of batches), a failing one named.
 pub(crate) fn each_of_batch(

@@ -254,40 +254,11 @@ pub struct Columns {
 }
 
 impl Columns {
-    /// The rows as one batch; `None` when they are not all of one shape per field (the
-    /// plan's types make that a bug, or a ragged list the engine does not batch).
+    /// The rows as one batch, as the generated map + batch builds its rows: lists and
+    /// tensors padded to the longest of the batch with 0 (`shapes::padded_columns`; the
+    /// plan's fixed shapes need none).
     pub fn from_rows(names: Names, rows: Vec<Row>) -> Result<Columns, String> {
-        let n = rows.len();
-        let mut columns: Vec<Option<Value>> = vec![None; names.len()];
-        for row in rows {
-            for (i, v) in row.values.into_iter().enumerate() {
-                match &mut columns[i] {
-                    None => {
-                        let mut data = v.data.empty_like(n * v.data.len().max(1));
-                        data.extend(v.data);
-                        let mut shape = vec![n];
-                        shape.extend(&v.shape);
-                        columns[i] = Some(Value { data, shape, kind: Kind::Tensor });
-                    }
-                    Some(c) => {
-                        if c.shape[1..] != v.shape[..] {
-                            return Err(format!(
-                                "field `{}`: rows of shapes {:?} and {:?} in one batch",
-                                names[i],
-                                &c.shape[1..],
-                                v.shape
-                            ));
-                        }
-                        if !c.data.extend(v.data) {
-                            return Err(format!("field `{}`: rows of different dtypes", names[i]));
-                        }
-                    }
-                }
-            }
-        }
-        let columns: Result<Vec<Value>, String> =
-            columns.into_iter().map(|c| c.ok_or_else(|| "an empty batch".to_string())).collect();
-        Ok(Columns { names, columns: columns?, rows: n })
+        crate::shapes::padded_columns(names, rows)
     }
 }
 
@@ -426,12 +397,16 @@ mod tests {
     }
 
     #[test]
-    fn rows_of_different_shapes_do_not_batch() {
+    fn lists_of_different_lengths_batch_padded_to_the_longest() {
         let names: Names = Arc::from(["x".to_string()]);
         let r = |n: usize| Row {
             names: names.clone(),
-            values: vec![Value { data: Data::I64(vec![0; n]), shape: vec![n], kind: Kind::List }],
+            values: vec![Value { data: Data::I64(vec![7; n]), shape: vec![n], kind: Kind::List }],
         };
-        assert!(Columns::from_rows(names.clone(), vec![r(1), r(2)]).is_err());
+        let b = Columns::from_rows(names.clone(), vec![r(1), r(2)]).unwrap();
+        assert_eq!(
+            b.columns[0],
+            Value { data: Data::I64(vec![7, 0, 7, 7]), shape: vec![2, 2], kind: Kind::List }
+        );
     }
 }

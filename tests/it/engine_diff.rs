@@ -33,6 +33,9 @@ enum Data {
     /// `data/grid-0.tfrecord` in the case's own directory, where both backends run with
     /// the pipeline's defaults.
     Tokens,
+    /// Text lines for `tokenize` and `pack` ([`lines_to_pack`]): `data/lines.txt` and
+    /// `data/tokenizer.json` in the case's own directory, run with the pipeline's defaults.
+    Lines,
     /// `sluice gen image` of this many records (a `device cuda` pipeline's batches of 128
     /// dropping their remainder need more than `Image`'s), as `--set files=…`.
     Images(u32),
@@ -124,6 +127,9 @@ const CASES: &[Case] = &[
         "digits_train_gpu",
         Data::Fixture("examples/digits/data/train-*.tfrecord"),
     ),
+    case("tests/pipes/pack.pipe", "token_ids", Data::Lines),
+    case("tests/pipes/pack.pipe", "packed", Data::Lines),
+    case("tests/pipes/pack.pipe", "packed_pairs", Data::Lines),
 ];
 
 /// `{x: f32[2], label: i64}`, 20 records.
@@ -279,6 +285,17 @@ fn tokens(cwd: &Path) {
     write("grid-0.tfrecord", grids);
 }
 
+/// Writes `data/lines.txt` (`LINES`, then a line of 40 words, longer than a row of
+/// `pack.pipe`'s `packed_pairs`, and a short one) and `data/tokenizer.json` (the one of
+/// `examples/text`) in `cwd` (a new directory).
+fn lines_to_pack(cwd: &Path) {
+    let data = cwd.join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let words: Vec<String> = (0..40).map(|i| format!("word{i}")).collect();
+    std::fs::write(data.join("lines.txt"), format!("{LINES}{}\nshort again\n", words.join(" "))).unwrap();
+    std::fs::copy(root().join("examples/text/tokenizer.json"), data.join("tokenizer.json")).unwrap();
+}
+
 fn show(cache: &Path, cwd: &Path, c: &Case, engine: &str, files: Option<&str>) -> Output {
     let file = root().join(c.file);
     let mut cmd = sluice_command(cache);
@@ -374,6 +391,11 @@ fn the_engine_shows_what_the_compiled_runner_shows() {
             Data::Tokens => {
                 cwd = dir.path().join(format!("tokens-{compared}"));
                 tokens(&cwd);
+                None
+            }
+            Data::Lines => {
+                cwd = dir.path().join(format!("lines-{compared}"));
+                lines_to_pack(&cwd);
                 None
             }
             Data::Images(n) => {

@@ -13,12 +13,13 @@ BENCH = ROOT / "examples" / "bench"
 PIPES = ROOT / "tests" / "pipes"
 
 # (file, pipeline, parameters: `{data}` is the data directory, whether the engine must run
-# it: a pipeline it does not run yet must be refused by name, never run differently).
+# it: a pipeline it does not run yet must be refused by name, never run differently). The
+# jpeg case needs the engine's image operations (decode_jpeg, resize).
 CASES = [
     (PIPES / "combine.pipe", "evens", {"n": 7}, True),
     (PIPES / "tabular.pipe", "eval", {"files": "{data}/tabular/*.tfrecord", "limit": 700}, True),
     (BENCH / "parse_tabular.pipe", "parse_tabular", {"files": "{data}/tabular/*.tfrecord"}, True),
-    (BENCH / "jpeg.pipe", "jpeg", {"files": "{data}/jpeg/*.tfrecord"}, False),
+    (BENCH / "jpeg.pipe", "jpeg", {"files": "{data}/jpeg/*.tfrecord"}, True),
 ]
 
 

@@ -31,6 +31,9 @@ pub fn refusal(e: &Exec, schema: &[FieldDecl]) -> Option<String> {
             MapOp::Parse { format: sluice_compiler::ir::formats::ParseFormat::Example, fields } => {
                 ExampleParser::new(fields, schema).err()
             }
+            MapOp::Parse { format: sluice_compiler::ir::formats::ParseFormat::SequenceExample, fields } => {
+                ExampleParser::sequence(fields, schema).err()
+            }
             MapOp::Parse { .. } => Some(format!("`{}`", op.name())),
             MapOp::Assign { value, .. } => eval::check(value).err(),
         })
@@ -48,6 +51,9 @@ pub fn refusal(e: &Exec, schema: &[FieldDecl]) -> Option<String> {
             map_fn(f).or_else(|| filter.iter().flatten().find_map(|c| eval::check(c).err()))
         }
         Exec::ChunkedMap { f, .. } => map_fn(f).or_else(|| fields_batchable(f.output.fields())),
+        Exec::MapBatch { f, batched: false, .. } if f.input != Element::Record && crate::ops::random(f) => {
+            Some("a random operation in a map + batch of elements".into())
+        }
         Exec::MapBatch { f, batched: false, .. } => map_fn(f).or_else(|| match f.input {
             Element::Record => fields_batchable(f.output.fields()),
             _ => crate::shapes::refusal(f.output.fields()),
@@ -138,6 +144,8 @@ enum Chain {
 /// Builds the stages of `stages` with `params`; the nodes are known to run
 /// ([`refusal`]).
 pub(crate) fn chain(stages: &[physical::ExecNode], params: &Arc<Params>, schema: &Arc<Schema>) -> R<Ds> {
+    // The pipeline's random operations are numbered from 0, in stage order.
+    let _ids = crate::ops::Ids::fresh();
     let mut ds: Option<Chain> = None;
     for node in stages {
         ds = Some(stage(&node.exec, ds, params, schema)?);
@@ -224,33 +232,54 @@ fn stage(e: &Exec, ds: Option<Chain>, p: &Arc<Params>, schema: &Arc<Schema>) -> 
             let m = Arc::new(MapRows::new(f, p, schema)?);
             let filter = filter.clone().map(Arc::new);
             let ds = items(ds)?;
-            let par = parallel(p, par)?;
-            let (skip, pp) = (f.skip_errors, p.clone());
-            if skip || filter.is_some() {
-                ds.try_map_skipping(move |x: Item| {
-                    let y = match m.apply(x) {
-                        Ok(y) => y,
-                        Err(e) if skip => return Err(skippable(e)),
-                        Err(e) => return Err(e),
-                    };
-                    if let (Some(c), Item::Row(row)) = (&filter, &y)
-                        && !(Eval { row, params: &pp }).holds(c)?
-                    {
-                        return Ok(None);
-                    }
-                    Ok(Some(y))
-                })
-                .num_parallel(par)
-                .deterministic(*deterministic)
-                .named("map")
-                .somes()
-                .boxed()
-            } else {
-                ds.try_map(move |x: Item| m.apply(x))
+            let (par, det) = (parallel(p, par)?, *deterministic);
+            let (skip, pp, random) = (f.skip_errors, p.clone(), m.random);
+            let plain = !skip && filter.is_none();
+            // The element `index` of `epoch` mapped (and kept or not by the fused filter).
+            let one = move |x: Item, epoch: u64, index: u64| -> Result<Option<Item>, BoxError> {
+                let y = match m.apply_at(x, epoch, index) {
+                    Ok(y) => y,
+                    Err(e) if skip => return Err(skippable(e)),
+                    Err(e) => return Err(e),
+                };
+                if let (Some(c), Item::Row(row)) = (&filter, &y)
+                    && !(Eval { row, params: &pp }).holds(c)?
+                {
+                    return Ok(None);
+                }
+                Ok(Some(y))
+            };
+            let kept = |y: Option<Item>| y.ok_or_else(|| BoxError::from("an element the map dropped"));
+            // As the generated code: a map that draws random numbers numbers its elements.
+            match (random, plain) {
+                (false, true) => ds
+                    .try_map(move |x: Item| one(x, 0, 0).and_then(kept))
                     .num_parallel(par)
-                    .deterministic(*deterministic)
+                    .deterministic(det)
                     .named("map")
-                    .boxed()
+                    .boxed(),
+                (false, false) => ds
+                    .try_map_skipping(move |x: Item| one(x, 0, 0))
+                    .num_parallel(par)
+                    .deterministic(det)
+                    .named("map")
+                    .somes()
+                    .boxed(),
+                (true, true) => ds
+                    .enumerate()
+                    .try_map(move |x: Indexed<Item>| one(x.value, x.epoch, x.index).and_then(kept))
+                    .num_parallel(par)
+                    .deterministic(det)
+                    .named("map")
+                    .boxed(),
+                (true, false) => ds
+                    .enumerate()
+                    .try_map_skipping(move |x: Indexed<Item>| one(x.value, x.epoch, x.index))
+                    .num_parallel(par)
+                    .deterministic(det)
+                    .named("map")
+                    .somes()
+                    .boxed(),
             }
         }
         Exec::ChunkedMap { size, drop_remainder, f, parallel: par, deterministic } => {
@@ -260,8 +289,8 @@ fn stage(e: &Exec, ds: Option<Chain>, p: &Arc<Params>, schema: &Arc<Schema>) -> 
                 .chunks(usize_arg(p, size)?, *drop_remainder)
                 .try_map_skipping(move |rows: Vec<Item>| {
                     let mut out = Vec::with_capacity(rows.len());
-                    for x in rows {
-                        match m.row(x) {
+                    for (i, x) in rows.into_iter().enumerate() {
+                        match m.row_at(x, 0, i as u64) {
                             Ok(r) => out.push(r),
                             Err(e) if skip => return Err(skippable(e)),
                             Err(e) => return Err(e),
@@ -281,7 +310,16 @@ fn stage(e: &Exec, ds: Option<Chain>, p: &Arc<Params>, schema: &Arc<Schema>) -> 
             let m = Arc::new(MapRows::new(f, p, schema)?);
             let chunks = items(ds)?.chunks(usize_arg(p, size)?, *drop_remainder);
             let (par, det) = (parallel(p, par)?, *deterministic);
-            if matches!(f.input, Element::Record) {
+            if matches!(f.input, Element::Record) && m.random {
+                chunks
+                    .try_map(records_batch)
+                    .enumerate()
+                    .try_map(move |x: Indexed<Item>| m.apply_at(x.value, x.epoch, x.index))
+                    .num_parallel(par)
+                    .deterministic(det)
+                    .named("map_batch")
+                    .boxed()
+            } else if matches!(f.input, Element::Record) {
                 chunks
                     .try_map(records_batch)
                     .try_map(move |x: Item| m.apply(x))
@@ -419,6 +457,10 @@ struct MapRows {
     /// The output's fields.
     names: Names,
     params: Arc<Params>,
+    /// The id of the first random operation of each assignment (`ops::Draws`).
+    ids: Vec<u64>,
+    /// Whether an operation draws random numbers (the map's elements are numbered).
+    random: bool,
 }
 
 impl MapRows {
@@ -427,30 +469,48 @@ impl MapRows {
         let mut element = f.input.clone();
         let mut ops = Vec::new();
         let mut after = Vec::new();
+        let mut ids = Vec::new();
         for op in &f.ops {
             element = op.apply(&element);
             match op {
+                MapOp::Parse {
+                    format: sluice_compiler::ir::formats::ParseFormat::SequenceExample,
+                    fields,
+                } => parser = Some(ExampleParser::sequence(fields, schema).map_err(invalid)?),
                 MapOp::Parse { fields, .. } => {
                     parser = Some(ExampleParser::new(fields, schema).map_err(invalid)?)
                 }
-                MapOp::Assign { .. } => {
+                MapOp::Assign { value, .. } => {
                     ops.push(op.clone());
                     after.push(names_of(element.fields()));
+                    ids.push(crate::ops::take_ids(crate::ops::random_ops(value)));
+                    let none = Row { names: Arc::from([]), values: Vec::new() };
+                    crate::ops::preload(value, &Eval { row: &none, params })?;
                 }
             }
         }
-        Ok(MapRows { parser, ops, after, names: names_of(f.output.fields()), params: params.clone() })
+        let random = crate::ops::random(f);
+        let names = names_of(f.output.fields());
+        Ok(MapRows { parser, ops, after, names, params: params.clone(), ids, random })
     }
 
     /// The map of one element: a record or a row gives a row, a batch (of records or of
     /// rows) a batch, row by row.
     fn apply(&self, x: Item) -> Result<Item, BoxError> {
+        self.apply_at(x, 0, 0)
+    }
+
+    /// [`apply`](Self::apply) of the element `index` of epoch `epoch` (where its random
+    /// operations draw; row `i` of a batch draws as element `(index << 20) | i`).
+    fn apply_at(&self, x: Item, epoch: u64, index: u64) -> Result<Item, BoxError> {
+        let at = |i: usize| (index << 20) | i as u64;
         match x {
             Item::Batch(b) => {
                 let rows = b
                     .into_rows()
                     .into_iter()
-                    .map(|r| self.row(Item::Row(r)))
+                    .enumerate()
+                    .map(|(i, r)| self.row_at(Item::Row(r), epoch, at(i)))
                     .collect::<Result<Vec<_>, _>>()?;
                 Ok(Item::Batch(Columns::from_rows(self.names.clone(), rows)?))
             }
@@ -465,15 +525,20 @@ impl MapRows {
                 let mut rows = Vec::with_capacity(b.len());
                 for i in 0..b.len() {
                     let r = b.record(i).ok_or("a record past the batch's end")?;
-                    rows.push(self.row(Item::Record(r))?);
+                    rows.push(self.row_at(Item::Record(r), epoch, at(i))?);
                 }
                 Ok(Item::Batch(Columns::from_rows(self.names.clone(), rows)?))
             }
-            x => self.row(x).map(Item::Row),
+            x => self.row_at(x, epoch, index).map(Item::Row),
         }
     }
 
     fn row(&self, x: Item) -> Result<Row, BoxError> {
+        self.row_at(x, 0, 0)
+    }
+
+    /// One element's row; its random operations draw as element `index` of `epoch`.
+    fn row_at(&self, x: Item, epoch: u64, index: u64) -> Result<Row, BoxError> {
         let (mut row, origin) = match (x, &self.parser) {
             (Item::Record(r), Some(p)) => {
                 (p.parse(r.as_bytes()).map_err(|e| abi::located(r.origin(), e))?, Some(r))
@@ -489,9 +554,12 @@ impl MapRows {
             Some(r) => abi::located(r.origin(), e),
             None => e,
         };
-        for (op, names) in self.ops.iter().zip(&self.after) {
+        for ((op, names), id) in self.ops.iter().zip(&self.after).zip(&self.ids) {
             let MapOp::Assign { target, value, ty, .. } = op else { continue };
-            let v = Eval { row: &row, params: &self.params }.value(value, ty).map_err(located)?;
+            let draws = crate::ops::Draws { epoch, index, next: *id };
+            let eval = Eval { row: &row, params: &self.params };
+            let (v, _) = crate::ops::with_draws(draws, || eval.value(value, ty));
+            let v = v.map_err(located)?;
             match row.names.iter().position(|n| n == target) {
                 Some(i) => row.values[i] = v,
                 None => row.values.push(v),

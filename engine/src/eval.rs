@@ -14,6 +14,7 @@ use sluice_runtime::abi::ops;
 use sluice_runtime::column::Tensor;
 
 use crate::num::Num;
+use crate::ops::is_structural;
 use crate::params::{Param, Params};
 use crate::value::{Data, Kind, Row, Value};
 
@@ -29,12 +30,13 @@ pub fn check(e: &Expr) -> Result<(), String> {
         ExprKind::Binary(_, l, r) => check(l).and(check(r)),
         ExprKind::List(items) => items.iter().try_for_each(check),
         ExprKind::Op(op) => match &**op {
-            Op::Cast { x, .. } | Op::CheckFinite { x } => check(x),
-            Op::Scale { x, factor } => check(x).and(check(factor)),
-            Op::Normalize { x, mean, std } => check(x).and(check(mean)).and(check(std)),
-            Op::OneHot { label, depth } => check(label).and(check(depth)),
             Op::Extern { path, .. } => Err(format!("`extern fn {path}`")),
-            other => Err(format!("`{}`", other.name())),
+            // The tokenizer is a file: a string literal or a parameter.
+            Op::Tokenize { text, tokenizer, .. } => match &tokenizer.kind {
+                ExprKind::Str(_) | ExprKind::Param { .. } => check(text),
+                _ => Err(format!("`tokenize` of the tokenizer `{tokenizer}`")),
+            },
+            op => op.args().into_iter().try_for_each(check),
         },
         ExprKind::Str(_) | ExprKind::Quantity(..) | ExprKind::Word(_) => Err(format!("`{e}`")),
     }
@@ -58,6 +60,18 @@ impl Eval<'_> {
             Shape::Dims(d) if d.is_empty() => Kind::Scalar,
             Shape::Dims(_) => Kind::Tensor,
         };
+        if let ExprKind::Op(op) = &e.kind
+            && is_structural(op)
+        {
+            return self.structural(op, e);
+        }
+        if e.nodes().iter().skip(1).any(|n| n.op().is_some_and(is_structural)) {
+            // Operations that make whole values inside an expression: each computed once,
+            // in the order the generated code computes them, as a field of their own.
+            let (mut row, mut e) = (self.row.clone(), e.clone());
+            self.hoist(&mut e, &mut row)?;
+            return Eval { row: &row, params: self.params }.value(&e, ty);
+        }
         if let ExprKind::Op(op) = &e.kind {
             match &**op {
                 Op::Normalize { x, mean, std } => return self.normalize(x, mean, std, kind),
@@ -223,10 +237,52 @@ impl Eval<'_> {
                     let f = self.scalar(factor, 0, to)?;
                     Num::arith(BinaryOp::Mul, v, f)?.cast(want)?
                 }
+                op if is_structural(op) => {
+                    let v = self.structural(op, e)?;
+                    let at = if v.kind == Kind::Scalar { 0 } else { i };
+                    Num::at(&v.data, at).ok_or_else(|| format!("`{e}` is not a number"))?.cast(want)?
+                }
                 other => return Err(format!("`{}` inside an expression", other.name()).into()),
             },
             _ => return Err(format!("`{e}` is not a number").into()),
         })
+    }
+
+    /// Replaces each operation of `e` that makes a whole value by a field of `row` that
+    /// holds its value, outermost first, left to right (the generated code's order).
+    fn hoist(&self, e: &mut Expr, row: &mut Row) -> R<()> {
+        if e.op().is_some_and(is_structural) {
+            let ExprKind::Op(op) = &e.kind else { unreachable!("an operation") };
+            let v = self.structural(op, e)?;
+            let name = format!("\u{0}{}", row.values.len());
+            let mut names = row.names.to_vec();
+            names.push(name.clone());
+            row.names = names.into();
+            row.values.push(v);
+            e.kind = ExprKind::Field(name);
+            return Ok(());
+        }
+        match &mut e.kind {
+            ExprKind::Op(op) => match &mut **op {
+                Op::Cast { x, .. } | Op::CheckFinite { x } => self.hoist(x, row),
+                Op::Scale { x, factor } => {
+                    self.hoist(x, row)?;
+                    self.hoist(factor, row)
+                }
+                Op::Normalize { x, .. } => self.hoist(x, row),
+                Op::OneHot { label, depth } => {
+                    self.hoist(label, row)?;
+                    self.hoist(depth, row)
+                }
+                _ => Ok(()),
+            },
+            ExprKind::Unary(_, x) => self.hoist(x, row),
+            ExprKind::Binary(_, l, r) => {
+                self.hoist(l, row)?;
+                self.hoist(r, row)
+            }
+            _ => Ok(()),
+        }
     }
 
     fn normalize(&self, x: &Expr, mean: &Expr, std: &Expr, kind: Kind) -> R<Value> {

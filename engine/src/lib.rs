@@ -21,12 +21,15 @@ use sluice_compiler::Pipeline;
 mod build;
 mod eval;
 mod num;
+mod ops;
 mod params;
 mod parse;
 mod py;
 pub mod resume;
+mod sequence;
 mod shapes;
 mod value;
+mod vector;
 
 pub use build::{Ds, refusal};
 pub use num::Num;
@@ -206,9 +209,9 @@ mod tests {
         let source = r#"
             pipeline windows() { range(10); window(3, shift: 1); }
             pipeline raw(files: glob = "x") {
-                schema { b: bytes }
+                schema { b: f16[2] }
                 tfrecords(files);
-                map { parse_example(); v = decode_raw(b, u8); }
+                map { parse_example(); }
             }
             pipeline user() {
                 extern fn my::f(x: i64) -> i64;
@@ -237,7 +240,11 @@ mod tests {
             "pipeline `windows`: the engine does not run Rust code in a stage (`pipeline!`) yet (in RustMapExec); \
              run it compiled (`--engine compiled`)"
         );
-        assert!(refused("raw").contains("does not run `decode_raw` yet (in MapExec)"), "{}", refused("raw"));
+        assert!(
+            refused("raw").contains("does not run `parse_example` of `b: f16[2]` yet"),
+            "{}",
+            refused("raw")
+        );
         assert!(refused("user").contains("calls `extern fn my::f`"), "{}", refused("user"));
         assert!(refused("user").contains("build.rs"));
     }

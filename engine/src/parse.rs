@@ -27,11 +27,14 @@ struct Feature {
     default: Option<Data>,
 }
 
-/// A `parse_example` of a schema's fields.
+/// A `parse_example` of a schema's fields (or, made by [`ExampleParser::sequence`], a
+/// `parse_sequence_example`).
 #[derive(Debug, Clone)]
 pub struct ExampleParser {
     features: Vec<Feature>,
     names: Names,
+    /// The feature lists of a `parse_sequence_example` (`features` are its context).
+    sequence: Option<Box<crate::sequence::Lists>>,
 }
 
 impl ExampleParser {
@@ -79,11 +82,25 @@ impl ExampleParser {
             features.push(Feature { name: f.name.clone(), ty, fixed, default });
         }
         let names: Names = Arc::from(features.iter().map(|f| f.name.clone()).collect::<Vec<_>>());
-        Ok(ExampleParser { features, names })
+        Ok(ExampleParser { features, names, sequence: None })
+    }
+
+    /// The parser of `parse_sequence_example()` of `fields`: the context features as
+    /// `parse_example` reads them, the feature lists step by step.
+    pub fn sequence(fields: &[FieldType], schema: &[FieldDecl]) -> Result<ExampleParser, String> {
+        let is_list = |f: &FieldType| schema.iter().any(|d| d.name == f.name && d.sequence);
+        let context: Vec<FieldType> = fields.iter().filter(|f| !is_list(f)).cloned().collect();
+        let mut p = ExampleParser::new(&context, schema)?;
+        p.sequence = Some(Box::new(crate::sequence::Lists::new(fields, schema)?));
+        p.names = Arc::from(fields.iter().map(|f| f.name.clone()).collect::<Vec<_>>());
+        Ok(p)
     }
 
     /// The record's fields.
     pub fn parse(&self, record: &[u8]) -> Result<Row, BoxError> {
+        if let Some(lists) = &self.sequence {
+            return lists.parse(self, record);
+        }
         let mut entries = vec![None; self.features.len()];
         for entry in ExampleView::new(record).entries() {
             let entry = entry.map_err(parse::malformed)?;
@@ -91,6 +108,16 @@ impl ExampleParser {
                 entries[i] = Some(entry);
             }
         }
+        Ok(Row { names: self.names.clone(), values: self.decode(entries)? })
+    }
+
+    /// The context features' names, in order.
+    pub(crate) fn feature_names(&self) -> impl Iterator<Item = &str> {
+        self.features.iter().map(|f| f.name.as_str())
+    }
+
+    /// The values of the features from their entries (one slot a feature, in order).
+    pub(crate) fn decode(&self, entries: Vec<Option<parse::Entry<'_>>>) -> Result<Vec<Value>, BoxError> {
         let mut values = Vec::with_capacity(self.features.len());
         for (f, e) in self.features.iter().zip(entries) {
             let name = f.name.as_str();
@@ -144,7 +171,7 @@ impl ExampleParser {
                 DType::F16 | DType::Bf16 => return Err(format!("`{name}`: half floats").into()),
             });
         }
-        Ok(Row { names: self.names.clone(), values })
+        Ok(values)
     }
 }
 
@@ -196,7 +223,7 @@ impl ExampleParser {
     ///
     /// [`parse`]: ExampleParser::parse
     pub fn parse_batch(&self, batch: &RecordBatch) -> Result<Option<Columns>, BoxError> {
-        if self.features.iter().any(|f| f.ty.shape == Shape::Var) {
+        if self.sequence.is_some() || self.features.iter().any(|f| f.ty.shape == Shape::Var) {
             return Ok(None);
         }
         let rows = batch.len();

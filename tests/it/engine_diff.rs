@@ -40,6 +40,15 @@ enum Data {
     /// dropping their remainder need more than `Image`'s), as `--set files=…`.
     Images(u32),
     /// Data this test does not make yet (why): the pipeline is listed, not compared (the
+    /// `sluice gen image` (`image: bytes` of a raw `u8[64, 64, 3]`, `label`, `id`), as
+    /// `--set files=…`.
+    Image,
+    /// `tf.io.serialize_tensor` features ([`tensors`]) for the pipeline of that name of
+    /// `parse_tensor.pipe`, written in the case's own directory, as `--set files=…`.
+    Tensors(&'static str),
+    /// `tf.train.SequenceExample`s ([`sequences`]) in the case's own directory, as
+    /// `--set files=…`.
+    Sequences,
     /// last resort; no case needs it now).
     #[allow(dead_code)]
     Missing(&'static str),
@@ -130,6 +139,24 @@ const CASES: &[Case] = &[
     case("tests/pipes/pack.pipe", "token_ids", Data::Lines),
     case("tests/pipes/pack.pipe", "packed", Data::Lines),
     case("tests/pipes/pack.pipe", "packed_pairs", Data::Lines),
+    unordered_rows("examples/bench/image_raw.pipe", "image_raw", Data::Image),
+    unordered_rows("examples/bench/jpeg.pipe", "jpeg", Data::Jpeg),
+    case(
+        "examples/digits/digits.pipe",
+        "digits_train",
+        Data::Fixture("examples/digits/data/train-*.tfrecord"),
+    ),
+    case("examples/digits/digits.pipe", "digits_test", Data::Fixture("examples/digits/data/test-*.tfrecord")),
+    case("tests/pipes/resume.pipe", "resume_image", Data::Image),
+    case("tests/pipes/on_error.pipe", "jpegs", Data::Jpeg),
+    case("tests/pipes/on_error.pipe", "decoded", Data::Jpeg),
+    case("tests/pipes/on_error.pipe", "kept", Data::Jpeg),
+    unordered("tests/pipes/on_error.pipe", "strict_parse", Data::Jpeg),
+    case("tests/pipes/parse_tensor.pipe", "tensors", Data::Tensors("tensors")),
+    case("tests/pipes/parse_tensor.pipe", "rows", Data::Tensors("rows")),
+    case("tests/pipes/sequence.pipe", "clips", Data::Sequences),
+    case("tests/pipes/sequence.pipe", "tokens_only", Data::Sequences),
+    case("tests/pipes/sequence.pipe", "context_only", Data::Sequences),
 ];
 
 /// `{x: f32[2], label: i64}`, 20 records.
@@ -189,7 +216,110 @@ const MIN_RUNS: &[&str] = &[
     "tests/pipes/parity.pipe:bucketed_with_values",
     "tests/pipes/parity.pipe:token_batches",
     "tests/pipes/combine.pipe:while_small",
+    "examples/bench/image_raw.pipe:image_raw",
+    "examples/bench/jpeg.pipe:jpeg",
+    "examples/digits/digits.pipe:digits_train",
+    "examples/digits/digits.pipe:digits_test",
+    "tests/pipes/resume.pipe:resume_image",
+    "tests/pipes/on_error.pipe:decoded",
+    "tests/pipes/parse_tensor.pipe:tensors",
+    "tests/pipes/parse_tensor.pipe:rows",
+    "tests/pipes/sequence.pipe:tokens_only",
+    "tests/pipes/sequence.pipe:context_only",
 ];
+
+/// Writes `sequences.tfrecord` into `cwd` (a new directory), its path: 6
+/// `tf.train.SequenceExample`s of `sequence.pipe`'s schema (context `label`, `weight` but
+/// in every third, `tags`, `sequence`; feature lists `frames` of 3 floats a step, `tokens`,
+/// `mask`), then one whose `mask` has a step more than its `frames` (an error where both
+/// are read).
+fn sequences(cwd: &Path) -> String {
+    use sluice::example::{Feature, FeatureList, FeatureLists, Features, SequenceExample};
+    let records = (0..7i64).map(|k| {
+        let steps = k % 4 + 1;
+        let mut context = vec![
+            ("label", Feature::int64s(vec![k])),
+            ("tags", Feature::int64s((0..k % 3).map(|t| t * 10 + k).collect::<Vec<_>>())),
+            ("sequence", Feature::int64s(vec![-k])),
+        ];
+        if k % 3 != 0 {
+            context.push(("weight", Feature::floats(vec![k as f32 / 2.0])));
+        }
+        let list = |f: Vec<Feature>| FeatureList { feature: f };
+        let frames =
+            (0..steps).map(|s| Feature::floats(vec![s as f32, k as f32 * 0.25, -(s as f32)])).collect();
+        let tokens = (0..steps + 1).map(|s| Feature::int64s(vec![100 * k + s])).collect();
+        let mask_steps = if k == 6 { steps + 1 } else { steps };
+        let mask = (0..mask_steps).map(|s| Feature::int64s(vec![(s + k) % 2])).collect();
+        SequenceExample {
+            context: Some(Features {
+                feature: context.into_iter().map(|(n, f)| (n.to_string(), f)).collect(),
+            }),
+            feature_lists: Some(FeatureLists {
+                feature_list: [("frames", list(frames)), ("tokens", list(tokens)), ("mask", list(mask))]
+                    .into_iter()
+                    .map(|(n, l)| (n.to_string(), l))
+                    .collect(),
+            }),
+        }
+    });
+    std::fs::create_dir_all(cwd).unwrap();
+    let path = cwd.join("sequences.tfrecord");
+    let mut w = sluice::tfrecord::create(&path, sluice::tfrecord::Compression::None).unwrap();
+    for r in records {
+        w.write_record(&r.encode_record()).unwrap();
+    }
+    w.finish().unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+/// Writes the records `parse_tensor.pipe`'s pipeline `which` reads into `cwd` (a new
+/// directory), its glob: `tensors`: `t` an `f32[2, 3]` tensor, `label: i64`, 5 records;
+/// `rows`: `ids` an `i64` tensor of 0 to 4 values, `t` an `f32[n, 3]` tensor, `label` an
+/// `i64` scalar tensor, 4 records, then one whose `t` is `[3, 2]` (an error).
+fn tensors(cwd: &Path, which: &str) -> String {
+    use sluice::example::tensor::{TensorProto, TensorShapeDim, TensorShapeProto};
+    use sluice::example::{Example, Feature};
+    let proto = |dtype: i32, dims: &[i64], content: Vec<u8>| {
+        let dim = dims.iter().map(|&size| TensorShapeDim { size, name: String::new() }).collect();
+        let shape = Some(TensorShapeProto { dim, unknown_rank: false });
+        Feature::bytes([TensorProto {
+            dtype,
+            tensor_shape: shape,
+            tensor_content: content,
+            ..Default::default()
+        }
+        .to_bytes()])
+    };
+    let floats =
+        |n: i64, k: i64| -> Vec<u8> { (0..n).flat_map(|i| ((i * k) as f32 / 4.0).to_le_bytes()).collect() };
+    let int64s = |v: Vec<i64>| -> Vec<u8> { v.iter().flat_map(|x| x.to_le_bytes()).collect() };
+    let records: Vec<Vec<(&str, Feature)>> = match which {
+        "tensors" => (0..5)
+            .map(|k| vec![("t", proto(1, &[2, 3], floats(6, k))), ("label", Feature::int64s(vec![k]))])
+            .collect(),
+        _ => (0..5)
+            .map(|k| {
+                let t = if k == 4 {
+                    proto(1, &[3, 2], floats(6, k))
+                } else {
+                    proto(1, &[k, 3], floats(3 * k, k))
+                };
+                let ids = proto(9, &[k], int64s((0..k).map(|i| i * 100 - k).collect()));
+                vec![("t", t), ("ids", ids), ("label", proto(9, &[], int64s(vec![k - 2])))]
+            })
+            .collect(),
+    };
+    std::fs::create_dir_all(cwd).unwrap();
+    let path = cwd.join(format!("{which}.tfrecord"));
+    let mut w = sluice::tfrecord::create(&path, sluice::tfrecord::Compression::None).unwrap();
+    for r in records {
+        let e = Example::from_features(r.into_iter().map(|(k, f)| (k.to_string(), f)));
+        w.write_record(&e.encode_record()).unwrap();
+    }
+    w.finish().unwrap();
+    path.to_string_lossy().into_owned()
+}
 
 /// Every `.pipe` file of the corpus, relative to the root, sorted.
 fn corpus() -> Vec<String> {
@@ -356,7 +486,7 @@ fn the_engine_shows_what_the_compiled_runner_shows() {
     );
     let dir = tempfile::tempdir().unwrap();
     let mut globs = Vec::new();
-    for (kind, records) in [("tabular", "40"), ("jpeg", "6")] {
+    for (kind, records) in [("tabular", "40"), ("jpeg", "6"), ("image", "6")] {
         let out = dir.path().join(kind);
         let o = sluice_command(dir.path())
             .args(["gen", kind, "--records", records, "--shards", "3", "--out", out.to_str().unwrap()])
@@ -377,6 +507,15 @@ fn the_engine_shows_what_the_compiled_runner_shows() {
             Data::None => None,
             Data::Tabular => Some(globs[0].clone()),
             Data::Jpeg => Some(globs[1].clone()),
+            Data::Image => Some(globs[2].clone()),
+            Data::Sequences => {
+                cwd = dir.path().join(format!("sequences-{compared}"));
+                Some(sequences(&cwd))
+            }
+            Data::Tensors(which) => {
+                cwd = dir.path().join(format!("tensors-{compared}"));
+                Some(tensors(&cwd, which))
+            }
             Data::Fixture(f) => Some(fixture(f)),
             Data::Made(source) => {
                 cwd = dir.path().join(format!("made-{compared}"));

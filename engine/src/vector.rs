@@ -167,8 +167,14 @@ fn into(v: Vals, dtype: DType) -> V<Vals> {
 /// typed loops.
 fn cast(d: &Data, to: DType) -> V<Data> {
     Ok(match (d, to) {
-        (Data::F32(v), DType::F32) => Data::F32(v.clone()),
-        (Data::F64(v), DType::F64) => Data::F64(v.clone()),
+        (Data::Bool(_), DType::Bool)
+        | (Data::U8(_), DType::U8)
+        | (Data::I32(_), DType::I32)
+        | (Data::U32(_), DType::U32)
+        | (Data::I64(_), DType::I64)
+        | (Data::U64(_), DType::U64)
+        | (Data::F32(_), DType::F32)
+        | (Data::F64(_), DType::F64) => d.clone(),
         (Data::U8(v), DType::F32) => Data::F32(v.iter().map(|&x| f32::from(x)).collect()),
         (Data::U8(v), DType::F64) => Data::F64(v.iter().map(|&x| f64::from(x)).collect()),
         (Data::F32(v), DType::F64) => Data::F64(v.iter().map(|&x| f64::from(x)).collect()),

@@ -8,12 +8,12 @@
 use std::sync::Arc;
 
 use sluice_compiler::ir::decls::FieldDecl;
-use sluice_compiler::ir::plan::{ArgValue, Element, FieldType, MapOp, RecordFormat};
+use sluice_compiler::ir::plan::{ArgValue, Element, FieldType, MapOp};
 use sluice_compiler::physical::{self, Exec, MapFn, ReaderMap, Remainder};
 use sluice_runtime::abi;
 use sluice_runtime::stage::{
-    Boxed, Buffer, Dataset, Indexed, OpenTfRecord, Parallelism, Record, RecordBatch, auto_cycle, files,
-    range_step, skippable, tfrecord_batches,
+    Boxed, Buffer, Dataset, Indexed, Parallelism, Record, RecordBatch, auto_cycle, files, range_step,
+    skippable, tfrecord_batches,
 };
 use sluice_runtime::tfrecord::{Compression, CorruptPolicy, ReaderOptions};
 use sluice_runtime::{BoxError, Error};
@@ -34,17 +34,24 @@ pub fn refusal(e: &Exec, schema: &[FieldDecl]) -> Option<String> {
             MapOp::Parse { format: sluice_compiler::ir::formats::ParseFormat::SequenceExample, fields } => {
                 ExampleParser::sequence(fields, schema).err()
             }
-            MapOp::Parse { .. } => Some(format!("`{}`", op.name())),
+            MapOp::Parse {
+                format:
+                    sluice_compiler::ir::formats::ParseFormat::Line
+                    | sluice_compiler::ir::formats::ParseFormat::Csv,
+                ..
+            } => crate::sources::TextParser::of(op, schema).err(),
             MapOp::Assign { value, .. } => eval::check(value).err(),
         })
     };
     // Lists batch padded to the longest, as the generated map + batch pads them.
     let fields_batchable = |fields: &[FieldType]| crate::shapes::refusal(fields);
     match e {
+        // Sources and combinators (`sources.rs`).
+        Exec::Interleave { .. } | Exec::ReadFile { .. } | Exec::GlobalShuffle { .. } => None,
+        Exec::ShuffleRepeat { .. } => None,
         Exec::Files { .. } | Exec::Range(_) | Exec::Repeat(_) | Exec::Take(_) | Exec::Skip(_) => None,
         Exec::Shuffle { .. } | Exec::Prefetch(_) | Exec::Enumerate { .. } | Exec::Shard { .. } => None,
         Exec::Cache { file: None, .. } => None,
-        Exec::Interleave { format: RecordFormat::TfRecord, .. } => None,
         Exec::Select { .. } => None,
         Exec::Filter { conditions, .. } => conditions.iter().find_map(|c| eval::check(c).err()),
         Exec::Map { f, filter, .. } => {
@@ -147,8 +154,11 @@ pub(crate) fn chain(stages: &[physical::ExecNode], params: &Arc<Params>, schema:
     // The pipeline's random operations are numbered from 0, in stage order.
     let _ids = crate::ops::Ids::fresh();
     let mut ds: Option<Chain> = None;
+    crate::sources::reset_file();
     for node in stages {
-        ds = Some(stage(&node.exec, ds, params, schema)?);
+        let built = stage(&node.exec, ds, params, schema);
+        crate::sources::track_file(&node.exec);
+        ds = Some(built?);
     }
     match ds {
         Some(Chain::Items(ds)) => Ok(ds),
@@ -191,17 +201,32 @@ fn stage(e: &Exec, ds: Option<Chain>, p: &Arc<Params>, schema: &Arc<Schema>) -> 
                 .named("range")
                 .boxed()
         }
-        Exec::Interleave { reader: r, cycle, block, parallel: par, deterministic, .. } => {
+        Exec::Interleave { format, reader: r, cycle, block, parallel: par, deterministic } => {
             let Some(Chain::Paths(paths)) = ds else { return Err(invalid("a reader without files")) };
             let cycle = match cycle {
                 ArgValue::Auto => auto_cycle(&paths)?,
                 c => usize_arg(p, c)?,
             };
-            paths
-                .interleave(OpenTfRecord::new(reader(r)), cycle, usize_arg(p, block)?)
-                .num_parallel(parallel(p, par)?)
-                .deterministic(*deterministic)
-                .map(Item::Record)
+            let (block, par) = (usize_arg(p, block)?, parallel(p, par)?);
+            crate::sources::interleave(paths, format, r, cycle, block, par, *deterministic)
+        }
+        Exec::ReadFile { labels, on_error } => {
+            let Some(Chain::Paths(paths)) = ds else { return Err(invalid("`read_file` without files")) };
+            crate::sources::read_file(paths, *labels, *on_error)
+        }
+        Exec::GlobalShuffle { reader: r, seed: s, reshuffle_each_epoch, shard } => {
+            let Some(Chain::Paths(paths)) = ds else {
+                return Err(invalid("`shuffle(global)` without files"));
+            };
+            let shard = crate::sources::global_shard(p, shard)?;
+            crate::sources::global(paths, r, seed(p, s)?, *reshuffle_each_epoch, shard)?
+        }
+        Exec::ShuffleRepeat { buffer, seed: s, count } => {
+            let count = count.as_ref().map(|c| p.u64(c)).transpose().map_err(invalid)?;
+            items(ds)?
+                .shuffle(usize_arg(p, buffer)?, seed(p, s)?)
+                .reshuffle_each_epoch(true)
+                .repeat(count)
                 .boxed()
         }
         Exec::ReadBatches { reader: r, cycle, parallel: par, size, drop_remainder, maps } => {
@@ -451,6 +476,10 @@ pub(crate) fn select(x: Item, names: &Names) -> Result<Item, BoxError> {
 /// fields of the map's output in order.
 struct MapRows {
     parser: Option<ExampleParser>,
+    /// `parse_line` / `parse_csv` of a text record (`sources.rs`).
+    text: Option<crate::sources::TextParser>,
+    /// Its elements are files read whole: an error names the file (`sources::from_file`).
+    from_file: bool,
     ops: Vec<MapOp>,
     /// The fields after each assignment.
     after: Vec<Names>,
@@ -466,6 +495,7 @@ struct MapRows {
 impl MapRows {
     fn new(f: &MapFn, params: &Arc<Params>, schema: &Arc<Schema>) -> R<MapRows> {
         let mut parser = None;
+        let mut text = None;
         let mut element = f.input.clone();
         let mut ops = Vec::new();
         let mut after = Vec::new();
@@ -477,6 +507,12 @@ impl MapRows {
                     format: sluice_compiler::ir::formats::ParseFormat::SequenceExample,
                     fields,
                 } => parser = Some(ExampleParser::sequence(fields, schema).map_err(invalid)?),
+                MapOp::Parse {
+                    format:
+                        sluice_compiler::ir::formats::ParseFormat::Line
+                        | sluice_compiler::ir::formats::ParseFormat::Csv,
+                    ..
+                } => text = crate::sources::TextParser::of(op, schema).map_err(invalid)?,
                 MapOp::Parse { fields, .. } => {
                     parser = Some(ExampleParser::new(fields, schema).map_err(invalid)?)
                 }
@@ -491,7 +527,8 @@ impl MapRows {
         }
         let random = crate::ops::random(f);
         let names = names_of(f.output.fields());
-        Ok(MapRows { parser, ops, after, names, params: params.clone(), ids, random })
+        let from_file = crate::sources::from_file();
+        Ok(MapRows { parser, text, from_file, ops, after, names, params: params.clone(), ids, random })
     }
 
     /// The map of one element: a record or a row gives a row, a batch (of records or of
@@ -543,6 +580,10 @@ impl MapRows {
             (Item::Record(r), Some(p)) => {
                 (p.parse(r.as_bytes()).map_err(|e| abi::located(r.origin(), e))?, Some(r))
             }
+            (Item::Record(r), None) if self.text.is_some() => {
+                let t = self.text.as_ref().ok_or("a text parser")?;
+                (t.parse(&r)?, Some(r))
+            }
             (Item::Row(r), None) => (r, None),
             (Item::Record(_), None) => return Err("a map of a record without `parse_example`".into()),
             (_, Some(_)) => return Err("`parse_example` of an element that is not a record".into()),
@@ -550,9 +591,12 @@ impl MapRows {
                 return Err("a map over a batch of batches".into());
             }
         };
-        let located = |e: BoxError| match &origin {
-            Some(r) => abi::located(r.origin(), e),
-            None => e,
+        // A file read whole names the file (the generated map's `located_file`).
+        let file = if self.from_file { crate::sources::file_of(&row) } else { None };
+        let located = |e: BoxError| match (&origin, &file) {
+            (Some(r), _) => abi::located(r.origin(), e),
+            (None, Some(path)) => abi::located_file(path, e),
+            (None, None) => e,
         };
         for ((op, names), id) in self.ops.iter().zip(&self.after).zip(&self.ids) {
             let MapOp::Assign { target, value, ty, .. } = op else { continue };

@@ -28,6 +28,7 @@ mod py;
 pub mod resume;
 mod sequence;
 mod shapes;
+mod sources;
 mod value;
 mod vector;
 

@@ -177,7 +177,7 @@ impl ExampleParser {
 
 /// A schema default (one value, or a list of them) as values of `dtype`, converted as the
 /// generated parser's literals are (`(literal as T)`).
-fn default_of(v: &Literal, dtype: DType) -> Result<Data, String> {
+pub(crate) fn default_of(v: &Literal, dtype: DType) -> Result<Data, String> {
     let items: Vec<&Literal> = match v {
         Literal::List(items) => items.iter().collect(),
         v => vec![v],

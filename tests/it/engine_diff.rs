@@ -48,6 +48,15 @@ enum Data {
     Tensors(&'static str),
     /// `tf.train.SequenceExample`s ([`sequences`]) in the case's own directory, as
     /// `--set files=…`.
+    /// These files (path, bytes; a `.gz` name gzipped) written into the case's own
+    /// directory, where both backends run with the pipeline's defaults.
+    Written(&'static [(&'static str, &'static [u8])]),
+    /// `sluice gen tabular` with each shard's index (`sluice index`), for
+    /// `shuffle(global)`, as `--set files=…`.
+    Indexed,
+    /// None made: the pipeline's defaults name files of the repository (run in its root).
+    Root,
+    /// Data this test does not make yet (why): the pipeline is listed, not compared (the
     Sequences,
     /// last resort; no case needs it now).
     #[allow(dead_code)]
@@ -156,6 +165,22 @@ const CASES: &[Case] = &[
     case("tests/pipes/parse_tensor.pipe", "rows", Data::Tensors("rows")),
     case("tests/pipes/sequence.pipe", "clips", Data::Sequences),
     case("tests/pipes/sequence.pipe", "tokens_only", Data::Sequences),
+    case("tests/pipes/csv.pipe", "table", Data::Written(CSV)),
+    case("tests/pipes/csv.pipe", "positional", Data::Written(CSV)),
+    case("tests/pipes/csv.pipe", "table_skipping", Data::Written(CSV)),
+    case("tests/pipes/csv.pipe", "table", Data::Written(CSV_BAD)),
+    case("tests/pipes/csv.pipe", "positional", Data::Written(CSV_BAD)),
+    case("tests/pipes/text.pipe", "lines", Data::Written(TEXT_FILES)),
+    case("tests/pipes/text.pipe", "line_batches", Data::Written(TEXT_FILES)),
+    case("tests/pipes/text.pipe", "lines", Data::Written(TEXT_BAD)),
+    case("tests/pipes/global_shuffle.pipe", "global_tabular", Data::Indexed),
+    case("tests/pipes/global_shuffle.pipe", "global_sharded", Data::Indexed),
+    case("tests/pipes/global_shuffle.pipe", "global_sharded", Data::Tabular),
+    case("examples/dist/dist.pipe", "dist_train", Data::Indexed),
+    case("tests/pipes/read_file.pipe", "images", Data::Written(IMAGE_FILES)),
+    case("tests/pipes/read_file.pipe", "raw", Data::Written(RAW_FILES)),
+    case("examples/text/text.pipe", "text", Data::Root),
+    case("examples/text/bench.pipe", "tokens", Data::Root),
     case("tests/pipes/sequence.pipe", "context_only", Data::Sequences),
 ];
 
@@ -172,6 +197,43 @@ const TEXT: &str = r#"pipeline make() { text_lines("lines.txt"); }"#;
 
 /// The text `TEXT` reads: ASCII, UTF-8 beyond it, an empty line.
 const LINES: &str = "the first line\nzweite Zeile: grüße\n\n日本語の行\nlast\n";
+/// `csv.pipe`'s `data/*.csv`: quoted fields, an empty value with a default (`score`) and
+/// one without (`;`-separated rows for `positional`, in a file of its own).
+const CSV: &[(&str, &[u8])] = &[
+    ("data/a.csv", b"name,age,score,member\nann,31,1.5,true\n\"c, d\",7,,false\n"),
+    ("data/b.csv", b"name,age,score,member\neve,5,3,true\n"),
+];
+
+/// `csv.pipe`'s data with a bad value (`age`), a row too short, an empty value without a
+/// default.
+const CSV_BAD: &[(&str, &[u8])] = &[
+    ("data/a.csv", b"name,age,score,member\nann,31,1.5,true\nbob,old,2,false\n"),
+    ("data/b.csv", b"name,age,score,member\neve,,3,true\n"),
+];
+
+/// `text.pipe`'s `data/*.txt` and `data/*.txt.gz`: UTF-8, an empty line, no newline at
+/// the end.
+const TEXT_FILES: &[(&str, &[u8])] = &[
+    ("data/a.txt", "one\nzwei: grüße\n\nlast".as_bytes()),
+    ("data/b.txt", b"x\ny\n"),
+    ("data/a.txt.gz", b"first\nsecond\nthird\n"),
+    ("data/b.txt.gz", b"1\n2\n3\n4\n"),
+];
+
+/// A line that is not UTF-8.
+const TEXT_BAD: &[(&str, &[u8])] = &[("data/a.txt", b"fine\n\xffbad\n")];
+
+/// `read_file.pipe`'s `images`: JPEGs in two class folders.
+const IMAGE_FILES: &[(&str, &[u8])] = &[
+    ("data/cat/a.jpg", include_bytes!("../fixtures/image/rgb_64x48.jpg")),
+    ("data/cat/b.jpg", include_bytes!("../fixtures/image/gray_40x32.jpg")),
+    ("data/dog/c.jpg", include_bytes!("../fixtures/image/rgb_97x131.jpg")),
+];
+
+/// `read_file.pipe`'s `raw`: files, and a folder its glob matches (unreadable: skipped).
+const RAW_FILES: &[(&str, &[u8])] =
+    &[("data/a", b"alpha"), ("data/b", b"\x00\x01\xff"), ("data/c", b""), ("data/folder/x", b"inside")];
+
 
 /// What the engine must run: the floor, raised as it grows.
 const MIN_RUNS: &[&str] = &[
@@ -226,6 +288,18 @@ const MIN_RUNS: &[&str] = &[
     "tests/pipes/parse_tensor.pipe:rows",
     "tests/pipes/sequence.pipe:tokens_only",
     "tests/pipes/sequence.pipe:context_only",
+    "tests/pipes/csv.pipe:table",
+    "tests/pipes/csv.pipe:positional",
+    "tests/pipes/csv.pipe:table_skipping",
+    "tests/pipes/text.pipe:lines",
+    "tests/pipes/text.pipe:line_batches",
+    "tests/pipes/global_shuffle.pipe:global_tabular",
+    "tests/pipes/global_shuffle.pipe:global_sharded",
+    "examples/dist/dist.pipe:dist_train",
+    "tests/pipes/read_file.pipe:images",
+    "tests/pipes/read_file.pipe:raw",
+    "examples/text/text.pipe:text",
+    "examples/text/bench.pipe:tokens",
 ];
 
 /// Writes `sequences.tfrecord` into `cwd` (a new directory), its path: 6
@@ -426,6 +500,29 @@ fn lines_to_pack(cwd: &Path) {
     std::fs::copy(root().join("examples/text/tokenizer.json"), data.join("tokenizer.json")).unwrap();
 }
 
+/// Writes `files` (path, bytes) under `cwd`, a `.gz` name gzipped (by `gzip`).
+fn write_files(cwd: &Path, files: &[(&str, &[u8])]) {
+    use std::io::Write;
+    for (name, bytes) in files {
+        let path = cwd.join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        if name.ends_with(".gz") {
+            let mut gz = std::process::Command::new("gzip")
+                .arg("-c")
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .expect("gzip runs");
+            gz.stdin.take().unwrap().write_all(bytes).unwrap();
+            let o = gz.wait_with_output().unwrap();
+            assert!(o.status.success());
+            std::fs::write(&path, o.stdout).unwrap();
+        } else {
+            std::fs::write(&path, bytes).unwrap();
+        }
+    }
+}
+
 fn show(cache: &Path, cwd: &Path, c: &Case, engine: &str, files: Option<&str>) -> Output {
     let file = root().join(c.file);
     let mut cmd = sluice_command(cache);
@@ -548,6 +645,31 @@ fn the_engine_shows_what_the_compiled_runner_shows() {
                     assert!(o.status.success(), "{}", stderr(&o));
                 }
                 Some(format!("{}/*.tfrecord", out.display()))
+            }
+            Data::Written(files) => {
+                cwd = dir.path().join(format!("written-{compared}"));
+                write_files(&cwd, files);
+                None
+            }
+            Data::Indexed => {
+                let out = dir.path().join("indexed");
+                if !out.exists() {
+                    let o = sluice_command(dir.path())
+                        .args(["gen", "tabular", "--records", "40", "--shards", "3", "--out"])
+                        .arg(&out)
+                        .output()
+                        .unwrap();
+                    assert!(o.status.success(), "{}", stderr(&o));
+                    let shards: Vec<PathBuf> =
+                        std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().path()).collect();
+                    let o = sluice_command(dir.path()).arg("index").args(&shards).output().unwrap();
+                    assert!(o.status.success(), "{}", stderr(&o));
+                }
+                Some(format!("{}/*.tfrecord", out.display()))
+            }
+            Data::Root => {
+                cwd = root().to_path_buf();
+                None
             }
             Data::Missing(why) => {
                 eprintln!("not compared (no data here: {why}): {key}");

@@ -1,0 +1,418 @@
+//! Sources of the engine beyond TFRecords, as `codegen/stages.rs` prints them: the text
+//! and CSV readers (`interleave` of `OpenLines` / `OpenCsv`) and their `parse_line` /
+//! `parse_csv` (`abi::text`'s `line_text`, `csv_field`), `read_file` (`read_files`, a
+//! file's element `{contents, path, label}`), `shuffle(global)` (`global_shuffle`), and
+//! whether a stage's elements are a file's read whole (the generated `from_file`: a map's
+//! error then names the file).
+
+use std::cell::Cell;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use sluice_compiler::ir::decls::FieldDecl;
+use sluice_compiler::ir::formats::{ParseFormat, RecordFormat};
+use sluice_compiler::ir::plan::{ArgValue, FieldType, MapOp};
+use sluice_compiler::ir::types::{DType, Shape};
+use sluice_compiler::physical::{self, Exec};
+use sluice_runtime::abi;
+use sluice_runtime::stage::{
+    Dataset, FileContents, Files, InterleaveFn, OpenTfRecord, Parallelism, ReadFileOptions, Record,
+    global_shuffle, read_files,
+};
+use sluice_runtime::text::{CsvOptions, OpenCsv, OpenLines, TextOptions};
+use sluice_runtime::tfrecord::{Compression, CorruptPolicy, ReaderOptions};
+use sluice_runtime::{BoxError, Error};
+
+use crate::build::Ds;
+use crate::params::Params;
+use crate::value::{Data, Item, Names, Row, Value};
+
+type R<T> = Result<T, Error>;
+
+fn invalid(e: impl std::fmt::Display) -> Error {
+    Error::Invalid(e.to_string())
+}
+
+/// The runtime's policy for a plan's.
+pub(crate) fn policy(p: physical::CorruptPolicy) -> CorruptPolicy {
+    match p {
+        physical::CorruptPolicy::Fail => CorruptPolicy::Fail,
+        physical::CorruptPolicy::Skip => CorruptPolicy::Skip,
+        physical::CorruptPolicy::SkipFile => CorruptPolicy::SkipFile,
+    }
+}
+
+fn compression(c: physical::Compression) -> Compression {
+    match c {
+        physical::Compression::Auto => Compression::Auto,
+        physical::Compression::None => Compression::None,
+        physical::Compression::Gzip => Compression::Gzip,
+        physical::Compression::Zlib => Compression::Zlib,
+    }
+}
+
+/// The records of `paths` read `cycle` files at a time in `format`, as the generated
+/// `ds.interleave(open_fn, cycle, block)` reads them.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn interleave(
+    paths: Files,
+    format: &RecordFormat,
+    r: &physical::ReaderOptions,
+    cycle: usize,
+    block: usize,
+    par: Parallelism,
+    det: bool,
+) -> Ds {
+    fn run<F>(paths: Files, open: F, cycle: usize, block: usize, par: Parallelism, det: bool) -> Ds
+    where
+        F: InterleaveFn<PathBuf> + Send + Sync + 'static,
+        F::Output: Dataset<Item = Record>,
+    {
+        paths.interleave(open, cycle, block).num_parallel(par).deterministic(det).map(Item::Record).boxed()
+    }
+    let c = compression(r.compression);
+    match format {
+        RecordFormat::TfRecord => {
+            let options = ReaderOptions {
+                compression: c,
+                verify_crc: r.verify_crc,
+                on_corrupt: policy(r.on_corrupt),
+                ..Default::default()
+            };
+            run(paths, OpenTfRecord::new(options), cycle, block, par, det)
+        }
+        RecordFormat::Lines => {
+            run(paths, OpenLines::new(TextOptions { compression: c }), cycle, block, par, det)
+        }
+        RecordFormat::Csv(csv) => {
+            let options = CsvOptions {
+                compression: c,
+                header: csv.header,
+                delimiter: csv.delimiter,
+                columns: Arc::from(csv.columns.clone()),
+            };
+            run(paths, OpenCsv::new(options), cycle, block, par, det)
+        }
+    }
+}
+
+/// `read_file`: each path's whole file, `{contents: bytes, path: str}` and, with labels,
+/// `label: i64` (the generated record of `ReadFile::element`).
+pub(crate) fn read_file(paths: Files, labels: bool, on_error: physical::CorruptPolicy) -> Ds {
+    let mut names = vec!["contents".to_string(), "path".to_string()];
+    if labels {
+        names.push("label".into());
+    }
+    let names: Names = Arc::from(names);
+    read_files(paths, ReadFileOptions { labels, on_error: policy(on_error) })
+        .map(move |f: FileContents| {
+            let mut values =
+                vec![Value::scalar(Data::Bytes(vec![f.contents])), Value::scalar(Data::Str(vec![f.path]))];
+            if labels {
+                values.push(Value::scalar(Data::I64(vec![f.label])));
+            }
+            Item::Row(Row { names: names.clone(), values })
+        })
+        .named("read_file")
+        .boxed()
+}
+
+/// `shuffle(global)`: the records of the indexed files `paths` (the list taken once, now,
+/// as the generated code takes it), in a permutation per epoch, with the fused shard.
+pub(crate) fn global(
+    paths: Files,
+    r: &physical::ReaderOptions,
+    seed: u64,
+    reshuffle_each_epoch: bool,
+    shard: Option<(u64, u64, bool)>,
+) -> R<Ds> {
+    let paths = paths.stream()?.collect::<Result<Vec<_>, Error>>()?;
+    let mut g = global_shuffle(paths, seed)?
+        .on_corrupt(policy(r.on_corrupt))
+        .reshuffle_each_epoch(reshuffle_each_epoch);
+    if let Some((n, k, drop)) = shard {
+        g = g.shard(n, k, drop)?;
+    }
+    Ok(g.map(Item::Record).boxed())
+}
+
+/// The fused shard of a `GlobalShuffleExec` with its values.
+pub(crate) fn global_shard(
+    p: &Params,
+    shard: &Option<(ArgValue, ArgValue, bool)>,
+) -> R<Option<(u64, u64, bool)>> {
+    shard
+        .as_ref()
+        .map(|(n, k, drop)| Ok((p.u64(n).map_err(invalid)?, p.u64(k).map_err(invalid)?, *drop)))
+        .transpose()
+}
+
+thread_local! {
+    /// Whether the stage being built takes the elements of a `read_file` (with the file in
+    /// their `path` field): [`track_file`] sets it as the chain is built.
+    static FROM_FILE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether the elements after `e` are `read_file`'s (`codegen/stages.rs`'s `from_file`):
+/// call with each node, in order, after building it (a map built before reads whether
+/// its input are); returns whether `e`'s input are.
+pub(crate) fn track_file(e: &Exec) -> bool {
+    let before = FROM_FILE.get();
+    let after = match e {
+        Exec::ReadFile { .. } => true,
+        Exec::Select { to, .. } => before && to.iter().any(|f| f.name == "path"),
+        Exec::Filter { .. }
+        | Exec::Shuffle { .. }
+        | Exec::ShuffleRepeat { .. }
+        | Exec::Repeat(_)
+        | Exec::Take(_)
+        | Exec::Skip(_)
+        | Exec::Shard { .. }
+        | Exec::Cache { .. }
+        | Exec::Prefetch(_)
+        | Exec::TakeWhile { .. } => before,
+        _ => false,
+    };
+    FROM_FILE.set(after);
+    before
+}
+
+/// Whether the map being built takes `read_file`'s elements (see [`track_file`]).
+pub(crate) fn from_file() -> bool {
+    FROM_FILE.get()
+}
+
+/// Starts a chain: no file read whole yet.
+pub(crate) fn reset_file() {
+    FROM_FILE.set(false);
+}
+
+/// The file of an element of `read_file` (its `path` field).
+pub(crate) fn file_of(row: &Row) -> Option<String> {
+    match row.get("path").map(|v| &v.data) {
+        Some(Data::Str(p)) if p.len() == 1 => Some(p[0].clone()),
+        _ => None,
+    }
+}
+
+/// `parse_line` or `parse_csv` of a text record, as the generated map's first statements.
+#[derive(Debug)]
+pub(crate) enum TextParser {
+    /// A line as `str` (no field when the map does not read it).
+    Line(Names),
+    /// The schema's columns of a CSV row.
+    Csv(Names, Vec<CsvColumn>),
+}
+
+/// One schema column of a CSV row.
+#[derive(Debug)]
+pub(crate) struct CsvColumn {
+    index: usize,
+    name: String,
+    dtype: DType,
+    default: Option<Data>,
+}
+
+impl TextParser {
+    /// The parser of `op` (`None`: not a text parse); `Err` names what the engine does not
+    /// parse.
+    pub(crate) fn of(op: &MapOp, schema: &[FieldDecl]) -> Result<Option<TextParser>, String> {
+        let MapOp::Parse { format, fields } = op else { return Ok(None) };
+        let names: Names = Arc::from(fields.iter().map(|f| f.name.clone()).collect::<Vec<_>>());
+        match format {
+            ParseFormat::Line => Ok(Some(TextParser::Line(names))),
+            ParseFormat::Csv => {
+                let columns = fields.iter().map(|f| column(f, schema)).collect::<Result<_, _>>()?;
+                Ok(Some(TextParser::Csv(names, columns)))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// The row of record `r`; an error names the record (`abi::located`).
+    pub(crate) fn parse(&self, r: &Record) -> Result<Row, BoxError> {
+        self.row(r.as_bytes()).map_err(|e| abi::located(r.origin(), e.into()))
+    }
+
+    fn row(&self, x: &[u8]) -> Result<Row, String> {
+        match self {
+            TextParser::Line(names) if names.is_empty() => {
+                Ok(Row { names: names.clone(), values: Vec::new() })
+            }
+            TextParser::Line(names) => Ok(Row {
+                names: names.clone(),
+                values: vec![Value::scalar(Data::Str(vec![abi::text::line_text(x)?]))],
+            }),
+            TextParser::Csv(names, columns) => {
+                let values =
+                    columns.iter().map(|c| c.value(x).map(Value::scalar)).collect::<Result<_, _>>()?;
+                Ok(Row { names: names.clone(), values })
+            }
+        }
+    }
+}
+
+/// The column of `f`: its index in the schema, dtype and default.
+fn column(f: &FieldType, schema: &[FieldDecl]) -> Result<CsvColumn, String> {
+    let what = || format!("`parse_csv` of `{}`", f.name);
+    let ty = f.ty.as_ref().ok_or_else(what)?;
+    if ty.shape != Shape::scalar() || matches!(ty.dtype, DType::U8) {
+        return Err(what());
+    }
+    let index = schema.iter().position(|d| d.name == f.name).ok_or_else(what)?;
+    let default = match &schema[index].default {
+        Some(v) => Some(crate::parse::default_of(v, ty.dtype).map_err(|_| what())?),
+        None => None,
+    };
+    Data::with_capacity(ty.dtype, 0).map_err(|_| what())?;
+    Ok(CsvColumn { index, name: f.name.clone(), dtype: ty.dtype, default })
+}
+
+impl CsvColumn {
+    /// The value of this column of `row`, as `abi::text::csv_field` reads it.
+    fn value(&self, row: &[u8]) -> Result<Data, String> {
+        macro_rules! field {
+            ($variant:ident) => {{
+                let d = match &self.default {
+                    Some(Data::$variant(v)) => v.first().cloned(),
+                    _ => None,
+                };
+                Data::$variant(vec![abi::text::csv_field(row, self.index, &self.name, d)?])
+            }};
+        }
+        Ok(match self.dtype {
+            DType::Bool => field!(Bool),
+            DType::I32 => field!(I32),
+            DType::U32 => field!(U32),
+            DType::I64 => field!(I64),
+            DType::U64 => field!(U64),
+            DType::F32 => field!(F32),
+            DType::F64 => field!(F64),
+            DType::Bytes => field!(Bytes),
+            DType::Str => field!(Str),
+            other => return Err(format!("a CSV column of {other}")),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    use sluice_runtime::abi::show::{Json, Show};
+    use sluice_runtime::stage::Dataset;
+
+    /// A new directory of its own for test `name`, with `files` (relative path, bytes).
+    fn dir(name: &str, files: &[(&str, &[u8])]) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("sluice-engine-sources-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        for (f, bytes) in files {
+            let p = d.join(f);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, bytes).unwrap();
+        }
+        d
+    }
+
+    /// Every element of `pipeline` of `source` over the files `glob` as `sluice show`
+    /// prints them, then the error that ended the pass, if one did.
+    fn shown(source: &str, pipeline: &str, glob: &Path) -> (Vec<String>, Option<String>) {
+        let c = sluice_compiler::compile(source);
+        assert!(!c.has_errors(), "{:?}", c.diagnostics);
+        let p = c.pipelines.iter().find(|p| p.name() == pipeline).unwrap();
+        crate::check(p).unwrap();
+        let set = [("files".to_string(), glob.to_string_lossy().into_owned())];
+        let ds = crate::dataset(p, &crate::params(p, &set).unwrap()).unwrap();
+        let mut out = Vec::new();
+        for x in ds.stream().unwrap() {
+            match x {
+                Ok(x) => {
+                    let mut j = Json::new();
+                    x.show(&mut j);
+                    out.push(j.as_str().to_string());
+                }
+                Err(e) => return (out, Some(e.to_string())),
+            }
+        }
+        (out, None)
+    }
+
+    const CSV: &str = r#"
+        pipeline table(files: glob = "x") {
+            schema { name: str, age: i64, score: f32 = 0.5, tag: bytes = "none" }
+            csv(files, header: true);
+        }
+        pipeline skipping(files: glob = "x") {
+            schema { name: str, age: i64 }
+            csv(files, delimiter: ";", header: false, on_error: skip);
+        }
+    "#;
+
+    #[test]
+    fn csv_rows_are_the_schema_columns_with_defaults_and_located_errors() {
+        let d = dir("csv", &[("a.csv", b"age,name,tag,score\n7,\"a, b\",,2.25\n8,c,xy,\n")]);
+        let (rows, e) = shown(CSV, "table", &d.join("*.csv"));
+        assert_eq!(e, None);
+        assert_eq!(
+            rows,
+            [
+                r#"{"name":"a, b","age":{"dtype":"i64","shape":[],"values":[7]},"score":{"dtype":"f32","shape":[],"values":[2.25]},"tag":{"dtype":"bytes","base64":"bm9uZQ=="}}"#,
+                r#"{"name":"c","age":{"dtype":"i64","shape":[],"values":[8]},"score":{"dtype":"f32","shape":[],"values":[0.5]},"tag":{"dtype":"bytes","base64":"eHk="}}"#,
+            ]
+        );
+        let d = dir("csv-bad", &[("b.csv", b"name,age,score,tag\nz,1,,\ny,old,,\n")]);
+        let glob = d.join("*.csv");
+        let (rows, e) = shown(CSV, "table", &glob);
+        assert_eq!(rows.len(), 1);
+        let e = e.expect("`old` is not an i64");
+        assert!(e.ends_with("b.csv:3: column 2 (`age`): `old` is not an i64"), "{e}");
+        let d = dir("csv-skip", &[("c.csv", b"p;1\nq;x\nr;3\n")]);
+        let (rows, e) = shown(CSV, "skipping", &d.join("*.csv"));
+        assert_eq!((rows.len(), e), (2, None));
+        assert!(rows[1].starts_with(r#"{"name":"r","#), "{rows:?}");
+    }
+
+    const TEXT: &str = r#"
+        pipeline lines(files: glob = "x") { text_lines(files); }
+        pipeline batches(files: glob = "x") { text_lines(files, cycle: 2); batch(2); }
+        pipeline files_read(files: glob = "x") { files(files); read_file(labels: dir); }
+        pipeline failing(files: glob = "x") {
+            files(files);
+            read_file(labels: dir);
+            map { n = 1 / (label * 0); }
+        }
+    "#;
+
+    #[test]
+    fn lines_are_str_elements_and_bad_utf8_names_its_line() {
+        let d = dir("lines", &[("a.txt", b"one\ntwo\n"), ("b.txt", b"x\n\xffy\n")]);
+        let (rows, e) = shown(TEXT, "lines", &d.join("a.txt"));
+        assert_eq!((rows, e), (vec![r#"{"line":"one"}"#.to_string(), r#"{"line":"two"}"#.to_string()], None));
+        let (rows, e) = shown(TEXT, "batches", &d.join("*.txt"));
+        assert_eq!(rows, [r#"{"line":["one","x"]}"#]);
+        let e = e.expect("not UTF-8");
+        assert!(e.ends_with("b.txt:2: character 1: not UTF-8 (byte 0xff)"), "{e}");
+    }
+
+    #[test]
+    fn read_file_gives_contents_path_and_the_folders_label() {
+        let d = dir("read", &[("cat/a.bin", b"\x01\x02"), ("dog/b.bin", b"zz")]);
+        let (rows, e) = shown(TEXT, "files_read", &d.join("*/*.bin"));
+        assert_eq!(e, None);
+        assert_eq!(rows.len(), 2);
+        let path = d.join("dog/b.bin");
+        assert_eq!(
+            rows[1],
+            format!(
+                r#"{{"contents":{{"dtype":"bytes","base64":"eno="}},"path":"{}","label":{{"dtype":"i64","shape":[],"values":[1]}}}}"#,
+                path.display()
+            )
+        );
+        // A map's error names the file (the generated `located_file`).
+        let (rows, e) = shown(TEXT, "failing", &d.join("*/*.bin"));
+        let e = e.expect("division by zero");
+        assert!(rows.is_empty());
+        assert!(e.contains(&format!("`map`: {}: ", d.join("cat/a.bin").display())), "{e}");
+        assert!(e.contains("division by zero"), "{e}");
+    }
+}

@@ -33,21 +33,21 @@ enum Data {
     /// `data/grid-0.tfrecord` in the case's own directory, where both backends run with
     /// the pipeline's defaults.
     Tokens,
-    /// Text lines for `tokenize` and `pack` ([`lines_to_pack`]): `data/lines.txt` and
-    /// `data/tokenizer.json` in the case's own directory, run with the pipeline's defaults.
-    Lines,
-    /// `sluice gen image` of this many records (a `device cuda` pipeline's batches of 128
-    /// dropping their remainder need more than `Image`'s), as `--set files=…`.
-    Images(u32),
-    /// Data this test does not make yet (why): the pipeline is listed, not compared (the
     /// `sluice gen image` (`image: bytes` of a raw `u8[64, 64, 3]`, `label`, `id`), as
     /// `--set files=…`.
     Image,
     /// `tf.io.serialize_tensor` features ([`tensors`]) for the pipeline of that name of
     /// `parse_tensor.pipe`, written in the case's own directory, as `--set files=…`.
     Tensors(&'static str),
+    /// Text lines for `tokenize` and `pack` ([`lines_to_pack`]): `data/lines.txt` and
+    /// `data/tokenizer.json` in the case's own directory, run with the pipeline's defaults.
+    Lines,
+    /// `sluice gen image` of this many records (a `device cuda` pipeline's batches of 128
+    /// dropping their remainder need more than `Image`'s), as `--set files=…`.
+    Images(u32),
     /// `tf.train.SequenceExample`s ([`sequences`]) in the case's own directory, as
     /// `--set files=…`.
+    Sequences,
     /// These files (path, bytes; a `.gz` name gzipped) written into the case's own
     /// directory, where both backends run with the pipeline's defaults.
     Written(&'static [(&'static str, &'static [u8])]),
@@ -57,7 +57,6 @@ enum Data {
     /// None made: the pipeline's defaults name files of the repository (run in its root).
     Root,
     /// Data this test does not make yet (why): the pipeline is listed, not compared (the
-    Sequences,
     /// last resort; no case needs it now).
     #[allow(dead_code)]
     Missing(&'static str),
@@ -165,6 +164,7 @@ const CASES: &[Case] = &[
     case("tests/pipes/parse_tensor.pipe", "rows", Data::Tensors("rows")),
     case("tests/pipes/sequence.pipe", "clips", Data::Sequences),
     case("tests/pipes/sequence.pipe", "tokens_only", Data::Sequences),
+    case("tests/pipes/sequence.pipe", "context_only", Data::Sequences),
     case("tests/pipes/csv.pipe", "table", Data::Written(CSV)),
     case("tests/pipes/csv.pipe", "positional", Data::Written(CSV)),
     case("tests/pipes/csv.pipe", "table_skipping", Data::Written(CSV)),
@@ -181,7 +181,6 @@ const CASES: &[Case] = &[
     case("tests/pipes/read_file.pipe", "raw", Data::Written(RAW_FILES)),
     case("examples/text/text.pipe", "text", Data::Root),
     case("examples/text/bench.pipe", "tokens", Data::Root),
-    case("tests/pipes/sequence.pipe", "context_only", Data::Sequences),
 ];
 
 /// `{x: f32[2], label: i64}`, 20 records.
@@ -197,6 +196,7 @@ const TEXT: &str = r#"pipeline make() { text_lines("lines.txt"); }"#;
 
 /// The text `TEXT` reads: ASCII, UTF-8 beyond it, an empty line.
 const LINES: &str = "the first line\nzweite Zeile: grüße\n\n日本語の行\nlast\n";
+
 /// `csv.pipe`'s `data/*.csv`: quoted fields, an empty value with a default (`score`) and
 /// one without (`;`-separated rows for `positional`, in a file of its own).
 const CSV: &[(&str, &[u8])] = &[
@@ -233,7 +233,6 @@ const IMAGE_FILES: &[(&str, &[u8])] = &[
 /// `read_file.pipe`'s `raw`: files, and a folder its glob matches (unreadable: skipped).
 const RAW_FILES: &[(&str, &[u8])] =
     &[("data/a", b"alpha"), ("data/b", b"\x00\x01\xff"), ("data/c", b""), ("data/folder/x", b"inside")];
-
 
 /// What the engine must run: the floor, raised as it grows.
 const MIN_RUNS: &[&str] = &[
@@ -286,6 +285,7 @@ const MIN_RUNS: &[&str] = &[
     "tests/pipes/on_error.pipe:decoded",
     "tests/pipes/parse_tensor.pipe:tensors",
     "tests/pipes/parse_tensor.pipe:rows",
+    "tests/pipes/sequence.pipe:clips",
     "tests/pipes/sequence.pipe:tokens_only",
     "tests/pipes/sequence.pipe:context_only",
     "tests/pipes/csv.pipe:table",
@@ -301,6 +301,57 @@ const MIN_RUNS: &[&str] = &[
     "examples/text/text.pipe:text",
     "examples/text/bench.pipe:tokens",
 ];
+
+/// Every `.pipe` file of the corpus, relative to the root, sorted.
+fn corpus() -> Vec<String> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "pipe") {
+                out.push(p);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(&root().join("tests/pipes"), &mut files);
+    walk(&root().join("examples"), &mut files);
+    let mut names: Vec<String> =
+        files.iter().map(|f| f.strip_prefix(root()).unwrap().to_string_lossy().into_owned()).collect();
+    names.sort();
+    names
+}
+
+/// The pipelines the engine runs and those it refuses (with why), as `file:pipeline`.
+fn coverage() -> (Vec<String>, Vec<(String, String)>) {
+    let (mut runs, mut refused) = (Vec::new(), Vec::new());
+    for file in corpus() {
+        let source = std::fs::read_to_string(root().join(&file)).unwrap();
+        for p in sluice_compiler::compile(&source).pipelines {
+            let key = format!("{file}:{}", p.name());
+            match sluice_engine::check(&p) {
+                Ok(()) => runs.push(key),
+                Err(e) => refused.push((key, e.to_string())),
+            }
+        }
+    }
+    (runs, refused)
+}
+
+/// Makes `data/` in `cwd` (a new directory): the TFRecords the compiled runner exports
+/// from the pipeline `make` of `source` (with `LINES` as `lines.txt` beside it).
+fn make(cache: &Path, cwd: &Path, source: &str) {
+    std::fs::create_dir_all(cwd).unwrap();
+    std::fs::write(cwd.join("lines.txt"), LINES).unwrap();
+    std::fs::write(cwd.join("make.pipe"), source).unwrap();
+    let o = sluice_command(cache)
+        .current_dir(cwd)
+        .args(["run", "make.pipe", "make", "--engine", "compiled", "--no-progress", "--output", "data"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{source}: {}", stderr(&o));
+}
 
 /// Writes `sequences.tfrecord` into `cwd` (a new directory), its path: 6
 /// `tf.train.SequenceExample`s of `sequence.pipe`'s schema (context `label`, `weight` but
@@ -393,57 +444,6 @@ fn tensors(cwd: &Path, which: &str) -> String {
     }
     w.finish().unwrap();
     path.to_string_lossy().into_owned()
-}
-
-/// Every `.pipe` file of the corpus, relative to the root, sorted.
-fn corpus() -> Vec<String> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        for e in std::fs::read_dir(dir).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                walk(&p, out);
-            } else if p.extension().is_some_and(|x| x == "pipe") {
-                out.push(p);
-            }
-        }
-    }
-    let mut files = Vec::new();
-    walk(&root().join("tests/pipes"), &mut files);
-    walk(&root().join("examples"), &mut files);
-    let mut names: Vec<String> =
-        files.iter().map(|f| f.strip_prefix(root()).unwrap().to_string_lossy().into_owned()).collect();
-    names.sort();
-    names
-}
-
-/// The pipelines the engine runs and those it refuses (with why), as `file:pipeline`.
-fn coverage() -> (Vec<String>, Vec<(String, String)>) {
-    let (mut runs, mut refused) = (Vec::new(), Vec::new());
-    for file in corpus() {
-        let source = std::fs::read_to_string(root().join(&file)).unwrap();
-        for p in sluice_compiler::compile(&source).pipelines {
-            let key = format!("{file}:{}", p.name());
-            match sluice_engine::check(&p) {
-                Ok(()) => runs.push(key),
-                Err(e) => refused.push((key, e.to_string())),
-            }
-        }
-    }
-    (runs, refused)
-}
-
-/// Makes `data/` in `cwd` (a new directory): the TFRecords the compiled runner exports
-/// from the pipeline `make` of `source` (with `LINES` as `lines.txt` beside it).
-fn make(cache: &Path, cwd: &Path, source: &str) {
-    std::fs::create_dir_all(cwd).unwrap();
-    std::fs::write(cwd.join("lines.txt"), LINES).unwrap();
-    std::fs::write(cwd.join("make.pipe"), source).unwrap();
-    let o = sluice_command(cache)
-        .current_dir(cwd)
-        .args(["run", "make.pipe", "make", "--engine", "compiled", "--no-progress", "--output", "data"])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{source}: {}", stderr(&o));
 }
 
 /// Writes `data/tokens-0.tfrecord` in `cwd` (a new directory): 30 records of

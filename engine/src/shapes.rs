@@ -116,7 +116,11 @@ impl Padding {
         let mut pads = Vec::with_capacity(fields.len());
         for f in fields {
             let ty = f.ty.as_ref().ok_or_else(|| invalid("an untyped field"))?;
-            let value = pad_value(values.get(&f.name), ty.dtype)?;
+            // Byte strings and strings are never padded (and have no pad value).
+            let value = match ty.dtype {
+                DType::Bytes | DType::Str => Num::Bool(false),
+                dtype => pad_value(values.get(&f.name), dtype)?,
+            };
             pads.push(match (ty.dtype, kind_of(ty)) {
                 (DType::Bytes | DType::Str, _) | (_, Kind::Scalar) => Pad::No,
                 (_, Kind::List) => match (pad_to, pad_to_multiple) {
@@ -140,7 +144,11 @@ impl Padding {
         let mut pads = Vec::with_capacity(fields.len());
         for f in fields {
             let ty = f.ty.as_ref().ok_or_else(|| invalid("an untyped field"))?;
-            let value = pad_value(values.get(&f.name), ty.dtype)?;
+            // Byte strings and strings are never padded (and have no pad value).
+            let value = match ty.dtype {
+                DType::Bytes | DType::Str => Num::Bool(false),
+                dtype => pad_value(values.get(&f.name), dtype)?,
+            };
             pads.push(match (ty.dtype, kind_of(ty), fill, &ty.shape) {
                 (DType::Bytes | DType::Str, ..) | (_, Kind::Scalar, ..) => Pad::No,
                 (_, Kind::List, Some(n), _) => Pad::Len { len: Some(n), multiple: 1, value },

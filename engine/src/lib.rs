@@ -76,7 +76,23 @@ pub fn check(pipeline: &Pipeline) -> Result<(), EngineError> {
     if let Some(f) = pipeline.decls.externs.first() {
         return Err(EngineError::Extern { pipeline: name, function: f.path.clone() });
     }
+    // Between `files` and the reader the elements are paths: the engine runs no stage
+    // there yet (a file-level `shard` or `take`).
+    let mut paths = false;
     for node in &pipeline.physical.stages {
+        use sluice_compiler::physical::Exec;
+        match &node.exec {
+            Exec::Files { .. } => paths = true,
+            Exec::Interleave { .. }
+            | Exec::ReadBatches { .. }
+            | Exec::ReadFile { .. }
+            | Exec::GlobalShuffle { .. } => paths = false,
+            e if paths => {
+                let what = format!("`{}` of file paths, before the reader", e.name());
+                return Err(EngineError::Unsupported { pipeline: name, node: e.name(), what });
+            }
+            _ => {}
+        }
         if let Some(what) = refusal(&node.exec, &pipeline.decls.schema) {
             return Err(EngineError::Unsupported { pipeline: name, node: node.exec.name(), what });
         }

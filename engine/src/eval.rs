@@ -318,12 +318,12 @@ impl Eval<'_> {
 }
 
 /// The dtype sema gave `e`, when it is a value of the element.
-fn dtype_of(e: &Expr) -> Option<DType> {
+pub(crate) fn dtype_of(e: &Expr) -> Option<DType> {
     e.ty.tensor().map(|t| t.dtype)
 }
 
 /// The dtype two operands of a comparison are compared in (the generated code's rule).
-fn common(l: &Expr, r: &Expr) -> DType {
+pub(crate) fn common(l: &Expr, r: &Expr) -> DType {
     let (a, b) = (&l.ty, &r.ty);
     let dt = |t: &ExprType| t.tensor().map(|t| t.dtype);
     let floats = [a, b].iter().any(|t| matches!(t, ExprType::Float) || dt(t).is_some_and(DType::is_float));

@@ -13,7 +13,7 @@ use sluice_compiler::ir::expr::{BinaryOp, Expr, ExprKind, ExprType, UnaryOp};
 use sluice_compiler::ir::op::Op;
 use sluice_compiler::ir::types::{DType, ParamType};
 
-use crate::eval::Eval;
+use crate::eval::{Eval, common, dtype_of};
 use crate::num::Num;
 use crate::params::Param;
 use crate::value::{Data, Kind};
@@ -259,24 +259,6 @@ fn float_arith(op: BinaryOp, a: &Vals, b: &Vals) -> Option<Vals> {
         return None;
     }
     typed!(F32).or_else(|| typed!(F64))
-}
-
-/// The dtype sema gave `e`, when it is a value of the element (as `eval.rs`).
-fn dtype_of(e: &Expr) -> Option<DType> {
-    e.ty.tensor().map(|t| t.dtype)
-}
-
-/// The dtype two operands of a comparison are compared in (as `eval.rs`: the generated
-/// code's rule).
-fn common(l: &Expr, r: &Expr) -> DType {
-    let (a, b) = (&l.ty, &r.ty);
-    let dt = |t: &ExprType| t.tensor().map(|t| t.dtype);
-    let floats = [a, b].iter().any(|t| matches!(t, ExprType::Float) || dt(t).is_some_and(DType::is_float));
-    if floats {
-        if [a, b].iter().any(|t| dt(t) == Some(DType::F64)) { DType::F64 } else { DType::F32 }
-    } else {
-        dt(a).or(dt(b)).unwrap_or(DType::I64)
-    }
 }
 
 #[cfg(test)]

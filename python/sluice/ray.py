@@ -316,8 +316,8 @@ class Loader:
 
     def __iter__(self) -> Iterator[Any]:
         last = self._epoch + self.epochs
+        mark = time.perf_counter()  # the loader's wall time runs while it is iterated
         while self._epoch < last:
-            started = time.perf_counter()
             while not all(s.done for s in self._shards):
                 shard = self._shards[self._cursor]
                 self._cursor = (self._cursor + 1) % len(self._shards)
@@ -336,14 +336,14 @@ class Loader:
                 self._records += records
                 self._batches += 1
                 self._largest = max(self._largest, _nbytes(element))
-                self._wall_s += time.perf_counter() - started
+                now = time.perf_counter()
+                self._wall_s, mark = self._wall_s + now - mark, now
                 yield self._convert(element)
-                started = time.perf_counter()
-            self._wall_s += time.perf_counter() - started
             self._epoch += 1
             self._cursor = 0
             for s in self._shards:
                 s.done = False
+        self._wall_s += time.perf_counter() - mark
 
     def _convert(self, element: Any) -> Any:
         if self.format != "torch" or not isinstance(element, dict):

@@ -19,6 +19,7 @@ use sluice_runtime::tfrecord::{Compression, CorruptPolicy, ReaderOptions};
 use sluice_runtime::{BoxError, Error};
 
 use crate::eval::{self, Eval};
+use crate::map::MapRows;
 use crate::params::Params;
 use crate::parse::ExampleParser;
 use crate::value::{Columns, Data, Item, Names, Row, Value};
@@ -98,7 +99,7 @@ pub type Ds = Boxed<Item>;
 
 type R<T> = Result<T, Error>;
 
-fn invalid(e: impl std::fmt::Display) -> Error {
+pub(crate) fn invalid(e: impl std::fmt::Display) -> Error {
     Error::Invalid(e.to_string())
 }
 
@@ -138,7 +139,7 @@ fn reader(r: &physical::ReaderOptions) -> ReaderOptions {
     }
 }
 
-fn names_of(fields: &[FieldType]) -> Names {
+pub(crate) fn names_of(fields: &[FieldType]) -> Names {
     Arc::from(fields.iter().map(|f| f.name.clone()).collect::<Vec<_>>())
 }
 
@@ -464,156 +465,11 @@ pub(crate) fn select(x: Item, names: &Names) -> Result<Item, BoxError> {
     };
     Ok(match x {
         Item::Row(r) => Item::Row(Row { values: pick(&r.names, r.values)?, names: names.clone() }),
-        Item::Batch(b) => {
-            Item::Batch(Columns { columns: pick(&b.names, b.columns)?, names: names.clone(), rows: b.rows })
+        Item::Batch(mut b) => {
+            let columns = pick(&b.names, std::mem::take(&mut b.columns))?;
+            Item::Batch(Columns { columns, names: names.clone(), rows: b.rows })
         }
         Item::Record(_) | Item::Records(_) => return Err("`select` of records".into()),
         Item::Items(_) => return Err("`select` of a batch of batches".into()),
     })
-}
-
-/// A map's operations over one element: parse a record, then each assignment, then the
-/// fields of the map's output in order.
-struct MapRows {
-    parser: Option<ExampleParser>,
-    /// `parse_line` / `parse_csv` of a text record (`sources.rs`).
-    text: Option<crate::sources::TextParser>,
-    /// Its elements are files read whole: an error names the file (`sources::from_file`).
-    from_file: bool,
-    ops: Vec<MapOp>,
-    /// The fields after each assignment.
-    after: Vec<Names>,
-    /// The output's fields.
-    names: Names,
-    params: Arc<Params>,
-    /// The id of the first random operation of each assignment (`ops::Draws`).
-    ids: Vec<u64>,
-    /// Whether an operation draws random numbers (the map's elements are numbered).
-    random: bool,
-}
-
-impl MapRows {
-    fn new(f: &MapFn, params: &Arc<Params>, schema: &Arc<Schema>) -> R<MapRows> {
-        let mut parser = None;
-        let mut text = None;
-        let mut element = f.input.clone();
-        let mut ops = Vec::new();
-        let mut after = Vec::new();
-        let mut ids = Vec::new();
-        for op in &f.ops {
-            element = op.apply(&element);
-            match op {
-                MapOp::Parse {
-                    format: sluice_compiler::ir::formats::ParseFormat::SequenceExample,
-                    fields,
-                } => parser = Some(ExampleParser::sequence(fields, schema).map_err(invalid)?),
-                MapOp::Parse {
-                    format:
-                        sluice_compiler::ir::formats::ParseFormat::Line
-                        | sluice_compiler::ir::formats::ParseFormat::Csv,
-                    ..
-                } => text = crate::sources::TextParser::of(op, schema).map_err(invalid)?,
-                MapOp::Parse { fields, .. } => {
-                    parser = Some(ExampleParser::new(fields, schema).map_err(invalid)?)
-                }
-                MapOp::Assign { value, .. } => {
-                    ops.push(op.clone());
-                    after.push(names_of(element.fields()));
-                    ids.push(crate::ops::take_ids(crate::ops::random_ops(value)));
-                    let none = Row { names: Arc::from([]), values: Vec::new() };
-                    crate::ops::preload(value, &Eval { row: &none, params })?;
-                }
-            }
-        }
-        let random = crate::ops::random(f);
-        let names = names_of(f.output.fields());
-        let from_file = crate::sources::from_file();
-        Ok(MapRows { parser, text, from_file, ops, after, names, params: params.clone(), ids, random })
-    }
-
-    /// The map of one element: a record or a row gives a row, a batch (of records or of
-    /// rows) a batch, row by row.
-    fn apply(&self, x: Item) -> Result<Item, BoxError> {
-        self.apply_at(x, 0, 0)
-    }
-
-    /// [`apply`](Self::apply) of the element `index` of epoch `epoch` (where its random
-    /// operations draw; row `i` of a batch draws as element `(index << 20) | i`).
-    fn apply_at(&self, x: Item, epoch: u64, index: u64) -> Result<Item, BoxError> {
-        let at = |i: usize| (index << 20) | i as u64;
-        match x {
-            Item::Batch(b) => {
-                let rows = b
-                    .into_rows()
-                    .into_iter()
-                    .enumerate()
-                    .map(|(i, r)| self.row_at(Item::Row(r), epoch, at(i)))
-                    .collect::<Result<Vec<_>, _>>()?;
-                Ok(Item::Batch(Columns::from_rows(self.names.clone(), rows)?))
-            }
-            Item::Records(b) => {
-                // `parse_example` alone: the records straight into the batch's columns.
-                if let (Some(p), true) = (&self.parser, self.ops.is_empty())
-                    && let Some(columns) = p.parse_batch(&b)?
-                {
-                    let parsed = Item::Batch(columns);
-                    return if p.names() == &self.names { Ok(parsed) } else { select(parsed, &self.names) };
-                }
-                let mut rows = Vec::with_capacity(b.len());
-                for i in 0..b.len() {
-                    let r = b.record(i).ok_or("a record past the batch's end")?;
-                    rows.push(self.row_at(Item::Record(r), epoch, at(i))?);
-                }
-                Ok(Item::Batch(Columns::from_rows(self.names.clone(), rows)?))
-            }
-            x => self.row_at(x, epoch, index).map(Item::Row),
-        }
-    }
-
-    fn row(&self, x: Item) -> Result<Row, BoxError> {
-        self.row_at(x, 0, 0)
-    }
-
-    /// One element's row; its random operations draw as element `index` of `epoch`.
-    fn row_at(&self, x: Item, epoch: u64, index: u64) -> Result<Row, BoxError> {
-        let (mut row, origin) = match (x, &self.parser) {
-            (Item::Record(r), Some(p)) => {
-                (p.parse(r.as_bytes()).map_err(|e| abi::located(r.origin(), e))?, Some(r))
-            }
-            (Item::Record(r), None) if self.text.is_some() => {
-                let t = self.text.as_ref().ok_or("a text parser")?;
-                (t.parse(&r)?, Some(r))
-            }
-            (Item::Row(r), None) => (r, None),
-            (Item::Record(_), None) => return Err("a map of a record without `parse_example`".into()),
-            (_, Some(_)) => return Err("`parse_example` of an element that is not a record".into()),
-            (Item::Batch(_) | Item::Records(_) | Item::Items(_), None) => {
-                return Err("a map over a batch of batches".into());
-            }
-        };
-        // A file read whole names the file (the generated map's `located_file`).
-        let file = if self.from_file { crate::sources::file_of(&row) } else { None };
-        let located = |e: BoxError| match (&origin, &file) {
-            (Some(r), _) => abi::located(r.origin(), e),
-            (None, Some(path)) => abi::located_file(path, e),
-            (None, None) => e,
-        };
-        for ((op, names), id) in self.ops.iter().zip(&self.after).zip(&self.ids) {
-            let MapOp::Assign { target, value, ty, .. } = op else { continue };
-            let draws = crate::ops::Draws { epoch, index, next: *id };
-            let eval = Eval { row: &row, params: &self.params };
-            let (v, _) = crate::ops::with_draws(draws, || eval.value(value, ty));
-            let v = v.map_err(located)?;
-            match row.names.iter().position(|n| n == target) {
-                Some(i) => row.values[i] = v,
-                None => row.values.push(v),
-            }
-            row.names = names.clone();
-        }
-        if row.names != self.names {
-            let Item::Row(row) = select(Item::Row(row), &self.names)? else { unreachable!("a row") };
-            return Ok(row);
-        }
-        Ok(row)
-    }
 }

@@ -20,6 +20,7 @@ use sluice_compiler::Pipeline;
 
 mod build;
 mod eval;
+mod map;
 mod num;
 mod ops;
 mod params;

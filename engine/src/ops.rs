@@ -177,7 +177,7 @@ impl Eval<'_> {
     }
 
     /// The bytes of a byte-string (or text) value.
-    fn with_bytes<T>(&self, e: &Expr, f: impl FnOnce(&[u8]) -> R<T>) -> R<T> {
+    pub(crate) fn with_bytes<T>(&self, e: &Expr, f: impl FnOnce(&[u8]) -> R<T>) -> R<T> {
         let v = self.operand(e)?;
         match &v.data {
             Data::Bytes(b) => f(b.first().map_or(&[][..], Vec::as_slice)),

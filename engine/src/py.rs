@@ -74,7 +74,7 @@ impl ToPython for Item {
             Item::Records(b) => return b.to_python(),
             Item::Items(v) => return v.to_python(),
             Item::Row(r) => (r.names, r.values, false),
-            Item::Batch(b) => (b.names, b.columns, true),
+            Item::Batch(mut b) => (b.names.clone(), std::mem::take(&mut b.columns), true),
         };
         PyElement::Fields(names.iter().zip(values).map(|(n, v)| (intern(n), column(v, batch))).collect())
     }

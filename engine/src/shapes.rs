@@ -525,7 +525,7 @@ pub(crate) fn padded_columns(names: Names, rows: Vec<Row>) -> Result<Columns, St
         b.push(Item::Row(r)).map_err(|e| e.to_string())?;
     }
     match b.finish() {
-        Item::Batch(c) => Ok(Columns { names, ..c }),
+        Item::Batch(mut c) => Ok(Columns { names, columns: std::mem::take(&mut c.columns), rows: c.rows }),
         _ => Err("a batch of rows without fields".into()),
     }
 }

@@ -89,6 +89,15 @@ impl Data {
         }
     }
 
+    /// Keeps the first `n` values.
+    pub fn truncate(&mut self, n: usize) {
+        match self {
+            Data::Bytes(v) => v.truncate(n),
+            Data::Str(v) => v.truncate(n),
+            d => numeric!(d, v => v.truncate(n), _ => {}),
+        }
+    }
+
     /// Appends `other`'s values (of the same dtype; `false` when it is another).
     pub fn extend(&mut self, other: Data) -> bool {
         match (self, other) {
@@ -122,6 +131,24 @@ impl Data {
             DType::Bytes => Data::Bytes(Vec::with_capacity(n)),
             DType::Str => Data::Str(Vec::with_capacity(n)),
             other => return Err(format!("values of {other}")),
+        })
+    }
+
+    /// The empty batch column of `dtype` with room for `n` values that a generated
+    /// `map_batch` starts from: a recycled buffer when there is one (`abi::ops::column`).
+    pub fn column(dtype: sluice_compiler::ir::types::DType, n: usize) -> Result<Data, String> {
+        use sluice_compiler::ir::types::DType;
+        use sluice_runtime::abi::ops::column;
+        Ok(match dtype {
+            DType::Bool => Data::Bool(column(n)),
+            DType::U8 => Data::U8(column(n)),
+            DType::I32 => Data::I32(column(n)),
+            DType::U32 => Data::U32(column(n)),
+            DType::I64 => Data::I64(column(n)),
+            DType::U64 => Data::U64(column(n)),
+            DType::F32 => Data::F32(column(n)),
+            DType::F64 => Data::F64(column(n)),
+            other => Data::with_capacity(other, n)?,
         })
     }
 
@@ -259,6 +286,28 @@ impl Columns {
     /// plan's fixed shapes need none).
     pub fn from_rows(names: Names, rows: Vec<Row>) -> Result<Columns, String> {
         crate::shapes::padded_columns(names, rows)
+    }
+}
+
+/// A batch's column buffers go back to the runtime's recycled buffers when it is dropped,
+/// as a generated batch's do (`column::recycle`): the next batch's columns
+/// ([`Data::column`]) take them with their pages mapped.
+impl Drop for Columns {
+    fn drop(&mut self) {
+        use sluice_runtime::column::recycle::give;
+        for c in self.columns.drain(..) {
+            match c.data {
+                Data::Bool(v) => give(v),
+                Data::U8(v) => give(v),
+                Data::I32(v) => give(v),
+                Data::U32(v) => give(v),
+                Data::I64(v) => give(v),
+                Data::U64(v) => give(v),
+                Data::F32(v) => give(v),
+                Data::F64(v) => give(v),
+                Data::Bytes(_) | Data::Str(_) => {}
+            }
+        }
     }
 }
 

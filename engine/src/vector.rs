@@ -56,6 +56,190 @@ pub fn values(ev: &Eval<'_>, e: &Expr, want: DType, n: usize) -> Option<Data> {
     data
 }
 
+/// Appends the values of `e` as `want` to `out`, a batch column of `want` (`f32` or
+/// `f64`), computed in place: the one field `e` reads converted as it is appended, then
+/// each operation over it with a one-value operand (`cast(image, f32) / 255.0 - 0.5`)
+/// applied to the appended values, in the dtype [`values`] computes it in, so with the
+/// same bits. `false`, `out` as it was, when `e` is not such a chain (the caller then
+/// computes the value).
+pub fn append(ev: &Eval<'_>, e: &Expr, want: DType, out: &mut Data) -> bool {
+    #[cfg(test)]
+    if tests::SCALAR_ONLY.load(std::sync::atomic::Ordering::Relaxed) {
+        return false;
+    }
+    let start = out.len();
+    let done = match (&mut *out, want) {
+        (Data::F32(v), DType::F32) => chain(ev, e, v, start).is_ok(),
+        (Data::F64(v), DType::F64) => chain(ev, e, v, start).is_ok(),
+        _ => return false,
+    };
+    if !done {
+        out.truncate(start);
+    }
+    #[cfg(test)]
+    if done {
+        tests::VECTORED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+    done
+}
+
+/// A float dtype a chain is computed in.
+trait Lane: Copy + std::ops::Neg<Output = Self> {
+    const DTYPE: DType;
+    fn of(x: Num) -> Option<Self>;
+    fn arith(op: BinaryOp, a: Self, b: Self) -> Self;
+    /// Appends `d`'s values converted (`as`, `abi::ops::cast`).
+    fn extend(d: &Data, out: &mut Vec<Self>);
+}
+
+macro_rules! lane {
+    ($t:ty, $dtype:ident) => {
+        impl Lane for $t {
+            const DTYPE: DType = DType::$dtype;
+            fn of(x: Num) -> Option<Self> {
+                match x.cast(DType::$dtype).ok()? {
+                    Num::$dtype(v) => Some(v),
+                    _ => None,
+                }
+            }
+            #[inline(always)]
+            fn arith(op: BinaryOp, a: Self, b: Self) -> Self {
+                match op {
+                    BinaryOp::Add => a + b,
+                    BinaryOp::Sub => a - b,
+                    BinaryOp::Mul => a * b,
+                    BinaryOp::Div => a / b,
+                    _ => a % b,
+                }
+            }
+            fn extend(d: &Data, out: &mut Vec<Self>) {
+                use sluice_runtime::abi::ops::cast;
+                match d {
+                    Data::Bool(v) => out.extend(v.iter().map(|&x| cast::<_, $t>(x))),
+                    Data::U8(v) => out.extend(v.iter().map(|&x| cast::<_, $t>(x))),
+                    Data::I32(v) => out.extend(v.iter().map(|&x| cast::<_, $t>(x))),
+                    Data::U32(v) => out.extend(v.iter().map(|&x| cast::<_, $t>(x))),
+                    Data::I64(v) => out.extend(v.iter().map(|&x| cast::<_, $t>(x))),
+                    Data::U64(v) => out.extend(v.iter().map(|&x| cast::<_, $t>(x))),
+                    Data::F32(v) => out.extend(v.iter().map(|&x| cast::<_, $t>(x))),
+                    Data::F64(v) => out.extend(v.iter().map(|&x| cast::<_, $t>(x))),
+                    Data::Bytes(_) | Data::Str(_) => {}
+                }
+            }
+        }
+    };
+}
+lane!(f32, F32);
+lane!(f64, F64);
+
+/// Whether `e` has one value for the whole element (no field of many values in it).
+fn is_one(ev: &Eval<'_>, e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_) | ExprKind::Param { .. } => true,
+        ExprKind::Field(name) => ev.row.get(name).is_some_and(|v| v.kind == Kind::Scalar),
+        ExprKind::Unary(_, x) => is_one(ev, x),
+        ExprKind::Binary(_, l, r) => is_one(ev, l) && is_one(ev, r),
+        ExprKind::Op(op) => match &**op {
+            Op::Cast { x, .. } => is_one(ev, x),
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
+/// The values of `e` (of dtype `T`) appended to `out` from `start` on, in place.
+fn chain<T: Lane>(ev: &Eval<'_>, e: &Expr, out: &mut Vec<T>, start: usize) -> V<()> {
+    // The one field's values in `T`: as [`vals`] converts a field read as `T`.
+    let leaf = |x: &Expr, out: &mut Vec<T>| -> V<()> {
+        let name = x.field().ok_or(Fallback)?;
+        let v = ev.row.get(name).ok_or(Fallback)?;
+        if v.kind == Kind::Scalar || matches!(v.data, Data::Bytes(_) | Data::Str(_)) {
+            return Err(Fallback);
+        }
+        T::extend(&v.data, out);
+        Ok(())
+    };
+    match &e.kind {
+        ExprKind::Field(_) => leaf(e, out),
+        ExprKind::Unary(UnaryOp::Neg, x) => {
+            chain(ev, x, out, start)?;
+            out[start..].iter_mut().for_each(|v| *v = -*v);
+            Ok(())
+        }
+        ExprKind::Binary(
+            op @ (BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div | BinaryOp::Rem),
+            l,
+            r,
+        ) if matches!(&e.ty, ExprType::Tensor(t) if t.dtype == T::DTYPE) => {
+            let one = |x: &Expr| match vals(ev, x, T::DTYPE)? {
+                Vals::One(c) => T::of(c).ok_or(Fallback),
+                Vals::Many(_) => Err(Fallback),
+            };
+            if is_one(ev, r) && !is_one(ev, l) {
+                let c = one(r)?;
+                chain(ev, l, out, start)?;
+                out[start..].iter_mut().for_each(|v| *v = T::arith(*op, *v, c));
+            } else if is_one(ev, l) && !is_one(ev, r) {
+                let c = one(l)?;
+                chain(ev, r, out, start)?;
+                out[start..].iter_mut().for_each(|v| *v = T::arith(*op, c, *v));
+            } else {
+                return Err(Fallback);
+            }
+            Ok(())
+        }
+        ExprKind::Op(op) => match &**op {
+            // A field cast to `T` (as `vals` casts it to its own dtype, then to `T`: the
+            // same when the field holds its own dtype), or a chain already in `T`.
+            Op::Cast { x, dtype } if *dtype == T::DTYPE => match x.field() {
+                Some(name) if ev.row.get(name).is_some_and(|v| Some(data_dtype(&v.data)) == dtype_of(x)) => {
+                    leaf(x, out)
+                }
+                Some(_) => Err(Fallback),
+                None if dtype_of(x) == Some(T::DTYPE) => chain(ev, x, out, start),
+                None => Err(Fallback),
+            },
+            Op::Scale { x, factor } if dtype_of(e) == Some(T::DTYPE) => {
+                let f = match vals(ev, factor, T::DTYPE)? {
+                    Vals::One(f) => f,
+                    Vals::Many(d) => Num::at(&d, 0).ok_or(Fallback)?,
+                };
+                let f = T::of(f).ok_or(Fallback)?;
+                match x.field() {
+                    Some(name)
+                        if ev.row.get(name).is_some_and(|v| Some(data_dtype(&v.data)) == dtype_of(x)) =>
+                    {
+                        leaf(x, out)?
+                    }
+                    Some(_) => return Err(Fallback),
+                    None if dtype_of(x) == Some(T::DTYPE) => chain(ev, x, out, start)?,
+                    None => return Err(Fallback),
+                }
+                out[start..].iter_mut().for_each(|v| *v = T::arith(BinaryOp::Mul, *v, f));
+                Ok(())
+            }
+            _ => Err(Fallback),
+        },
+        _ => Err(Fallback),
+    }
+}
+
+/// The dtype of `d`'s values.
+fn data_dtype(d: &Data) -> DType {
+    match d {
+        Data::Bool(_) => DType::Bool,
+        Data::U8(_) => DType::U8,
+        Data::I32(_) => DType::I32,
+        Data::U32(_) => DType::U32,
+        Data::I64(_) => DType::I64,
+        Data::U64(_) => DType::U64,
+        Data::F32(_) => DType::F32,
+        Data::F64(_) => DType::F64,
+        Data::Bytes(_) => DType::Bytes,
+        Data::Str(_) => DType::Str,
+    }
+}
+
 fn broadcast(x: Num, n: usize) -> Option<Data> {
     Some(match x {
         Num::Bool(v) => Data::Bool(vec![v; n]),

@@ -9,6 +9,7 @@ use super::context::{Gen, MapFn, R};
 use super::expr::{Scope, batched, local};
 use super::types::{Repr, field_ident, fixed_dims, repr, scalar};
 use crate::ir::expr::Expr;
+use crate::ir::fusion::{raw_run, touches};
 use crate::ir::plan::{Element, FieldType, MapOp, ParseFormat, RustKind};
 use crate::ir::types::DType;
 
@@ -239,7 +240,7 @@ impl Gen<'_> {
             };
             // `decode_raw`, `reshape` and arithmetic over the values, the last statements
             // of a column's field: decoded from the bytes straight into the column.
-            let raw = Scope::raw_run(&ops[k..]);
+            let raw = raw_run(&ops[k..]);
             if raw > 0
                 && let MapOp::Assign { target, .. } = &ops[k]
                 && direct.contains(target)
@@ -571,13 +572,5 @@ impl Gen<'_> {
             }
         });
         Ok(MapFn { name, random: each.random, by_ref: false })
-    }
-}
-
-/// Whether `op` writes or reads field `target` (a parse counts as both).
-fn touches(op: &MapOp, target: &str) -> bool {
-    match op {
-        MapOp::Assign { target: t, reads, .. } => t == target || reads.iter().any(|r| r == target),
-        MapOp::Parse { .. } => true,
     }
 }

@@ -3,7 +3,8 @@
 //!
 //! The types of values that flow through a pipeline ([`types`]), a pipeline's checked
 //! declarations ([`decls`]), the typed expressions of `map` and `filter` ([`expr`]) with
-//! their bound operations ([`op`]), the operations of a map ([`map_op`]), the logical plan ([`plan`]; the combining stages in
+//! their bound operations ([`op`]), the operations of a map ([`map_op`]) and the runs of them
+//! both backends fuse ([`fusion`]), the logical plan ([`plan`]; the combining stages in
 //! [`combine`], `window` in [`window`]), whether a plan's
 //! position can be resumed ([`resume`]) and the per-column kernels of a device tail
 //! ([`kernel`]).
@@ -15,6 +16,7 @@ pub mod element;
 pub mod expr;
 pub mod flat_map;
 pub mod formats;
+pub mod fusion;
 pub mod kernel;
 pub mod limits;
 pub mod map_op;

@@ -9,7 +9,8 @@ use quote::{format_ident, quote};
 use super::super::types::{Repr, fixed_dims, repr, scalar};
 use super::{R, Scope, local};
 use crate::ir::expr::{Expr, ExprKind};
-use crate::ir::op::{ImageFormat, Op};
+use crate::ir::fusion::{JpegRun, jpeg_run};
+use crate::ir::op::Op;
 use crate::ir::plan::{FieldType, MapOp};
 use crate::ir::types::TensorType;
 
@@ -62,35 +63,7 @@ impl Scope<'_> {
         }))
     }
 
-    /// How many of `ops` make `t = decode_raw(b, T); t = reshape(t, dims);` and then,
-    /// optionally, `t = <arithmetic over t alone>` (`cast(t, f32) / 255.0`): the run
-    /// [`Scope::raw_into`] writes straight into `t`'s column. 0 when `ops` does not start so.
-    pub fn raw_run(ops: &[MapOp]) -> usize {
-        let [MapOp::Assign { target, value: e0, .. }, MapOp::Assign { target: t1, value: e1, .. }, rest @ ..] =
-            ops
-        else {
-            return 0;
-        };
-        let of_target = |x: &Expr| x.field() == Some(target.as_str());
-        let (Some(Op::DecodeRaw { .. }), Some(Op::Reshape { x, .. })) = (e0.op(), e1.op()) else {
-            return 0;
-        };
-        if t1 != target || !of_target(x) {
-            return 0;
-        }
-        match rest.first() {
-            Some(MapOp::Assign { target: t2, value, reads, .. })
-                if t2 == target
-                    && matches!(value.kind, ExprKind::Binary(..) | ExprKind::Unary(..))
-                    && reads.iter().all(|r| r == target) =>
-            {
-                3
-            }
-            _ => 2,
-        }
-    }
-
-    /// The first [`Scope::raw_run`] `n` statements of `ops`, the last ones of column
+    /// The first [`raw_run`](crate::ir::fusion::raw_run) `n` statements of `ops`, the last ones of column
     /// `into`'s field: the values decoded from the record's bytes straight into the
     /// column (`ops::put_raw_map`), with no vector or tensor made in between; the same
     /// checks in the same order with the same messages, and the same closure (so the same
@@ -160,42 +133,18 @@ impl Scope<'_> {
     /// With `into`, the pixels are appended to that field's column `c_<into>` instead
     /// of making a local.
     pub fn decode_resize_normalize(&mut self, ops: &[MapOp], into: Option<&str>) -> R<Option<TokenStream>> {
-        let [
-            MapOp::Assign { target, value: e0, .. },
-            MapOp::Assign { target: t1, value: e1, .. },
-            MapOp::Assign { target: t2, value: e2, .. },
-            MapOp::Assign { target: t3, value: e3, ty, .. },
-            ..,
-        ] = ops
-        else {
+        let Some(JpegRun { target, bytes, max_pixels, h, w, mean, std, ty }) = jpeg_run(ops) else {
             return Ok(None);
         };
-        if [t1, t2, t3].iter().any(|t| *t != target) {
-            return Ok(None);
-        }
-        let of_target = |x: &Expr| x.field() == Some(target.as_str());
-        let (
-            Some(Op::DecodeImage { format: ImageFormat::Jpeg, bytes, channels: None | Some(3), max_pixels }),
-            Some(Op::Resize { image, h, w }),
-            Some(Op::Scale { x: scaled, factor }),
-            Some(Op::Normalize { x: normalized, mean, std }),
-        ) = (e0.op(), e1.op(), e2.op(), e3.op())
-        else {
-            return Ok(None);
-        };
-        let factor_ok = factor.const_f64().is_some_and(|v| v as f32 == 1.0f32 / 255.0);
-        if !factor_ok || !of_target(image) || !of_target(scaled) || !of_target(normalized) {
-            return Ok(None);
-        }
         let bytes = self.bytes(bytes)?;
         let h = self.count(h)?;
         let w = self.count(w)?;
         let mean = self.floats(mean)?;
         let std = self.floats(std)?;
         let name = local(target);
-        match self.fields.iter_mut().find(|f| &f.name == target) {
+        match self.fields.iter_mut().find(|f| f.name == target) {
             Some(f) => f.ty = Some(ty.clone()),
-            None => self.fields.push(FieldType { name: target.clone(), ty: Some(ty.clone()) }),
+            None => self.fields.push(FieldType { name: target.to_string(), ty: Some(ty.clone()) }),
         }
         // With `max_pixels`, the same pass checking the header against it.
         let decode = |out: TokenStream| match max_pixels {
@@ -203,7 +152,7 @@ impl Scope<'_> {
                 __sl::ops::decode_resize_normalize_into(#bytes, h, w, &[#(#mean),*], &[#(#std),*], #out)?;
             },
             Some(n) => {
-                let n = Literal::usize_suffixed(*n as usize);
+                let n = Literal::usize_suffixed(n as usize);
                 quote! {
                     __sl::ops::decode_resize_normalize_limited_into(
                         #bytes, #n, h, w, &[#(#mean),*], &[#(#std),*], #out,
@@ -217,7 +166,7 @@ impl Scope<'_> {
             let limit = match max_pixels {
                 None => quote!(::std::option::Option::None),
                 Some(n) => {
-                    let n = Literal::usize_suffixed(*n as usize);
+                    let n = Literal::usize_suffixed(n as usize);
                     quote!(::std::option::Option::Some(#n))
                 }
             };

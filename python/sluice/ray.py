@@ -71,7 +71,7 @@ try:
     import ray
     import ray.exceptions
 except ImportError as e:  # pragma: no cover: the message is the point
-    raise ImportError('sluice.ray needs Ray: pip install "ray[data]>=2.40,<3" (or scripts/setup-ray)') from e
+    raise ImportError('sluice.ray needs Ray: pip install "ray[data]>=2.60,<3" (or scripts/setup-ray)') from e
 
 from ._native import ParameterError, SluiceError
 from ._pipeline import Pipeline, _text, _torch_distributed, sluice_binary

@@ -298,7 +298,8 @@ class Loader:
             ) from error
         try:  # Ray restarts it (max_restarts): calls wait for the new actor
             shard.info = ray.get(shard.actor.seek.remote(shard.state))
-        except ray.exceptions.RayActorError:  # gone for good: a new one
+        except ray.exceptions.RayActorError:  # gone for good (or unreachable): a new one
+            ray.kill(shard.actor, no_restart=True)
             shard.actor = self._new_actor(shard.worker, shard.state)
             shard.info = ray.get(shard.actor.info.remote())
 

@@ -15,13 +15,16 @@
 
 use std::sync::Arc;
 
+use sluice_compiler::ir::expr::Expr;
 use sluice_compiler::ir::fusion::{self, JpegRun};
+use sluice_compiler::ir::op::Op;
 use sluice_compiler::ir::plan::{FieldType, MapOp};
 use sluice_compiler::ir::types::{DType, Dim, Shape};
 use sluice_compiler::physical::MapFn;
 use sluice_runtime::BoxError;
 use sluice_runtime::abi;
 use sluice_runtime::abi::ops;
+use sluice_runtime::stage::Origin;
 
 use crate::build::{invalid, names_of, select};
 use crate::eval::Eval;
@@ -243,11 +246,21 @@ impl MapRows {
             .collect::<Result<Vec<Data>, String>>()?;
         let mut wrote = vec![false; columns.len()];
         for i in 0..n {
-            let r = b.record(i).ok_or("a record past the batch's end")?;
-            let origin = r.clone();
+            let origin = b.origin(i);
             wrote.iter_mut().for_each(|w| *w = false);
             let sink = Sink { data: &mut data, written: &mut wrote };
-            let mut row = self.row_into(Item::Record(r), 0, 0, Some(sink))?;
+            let mut row = match &self.parser {
+                // The record parsed where the batch holds it.
+                Some(p) => {
+                    let bytes = b.get(i).ok_or("a record past the batch's end")?;
+                    let row = p.parse(bytes).map_err(|e| abi::located(origin, e))?;
+                    self.steps_of(row, Some(origin), 0, 0, Some(sink))?
+                }
+                None => {
+                    let r = b.record(i).ok_or("a record past the batch's end")?;
+                    self.row_into(Item::Record(r), 0, 0, Some(sink))?
+                }
+            };
             for (j, c) in columns.iter().enumerate() {
                 if wrote[j] {
                     continue;
@@ -258,7 +271,7 @@ impl MapRows {
                     .position(|n| *n == c.name)
                     .ok_or_else(|| format!("no field `{}`", c.name))?;
                 let v = std::mem::replace(&mut row.values[at], written());
-                put(&mut data[j], v, c).map_err(|e| abi::located(origin.origin(), e))?;
+                put(&mut data[j], v, c).map_err(|e| abi::located(origin, e))?;
             }
         }
         let columns = columns
@@ -285,14 +298,14 @@ impl MapRows {
 
     /// [`row_at`](Self::row_at), the steps that write a column writing into `sink`'s
     /// buffers when there is one (their fields are then left [`written`] in the row).
-    fn row_into(&self, x: Item, epoch: u64, index: u64, mut sink: Option<Sink<'_>>) -> Result<Row, BoxError> {
-        let (mut row, origin) = match (x, &self.parser) {
+    fn row_into(&self, x: Item, epoch: u64, index: u64, sink: Option<Sink<'_>>) -> Result<Row, BoxError> {
+        let (row, origin) = match (x, &self.parser) {
             (Item::Record(r), Some(p)) => {
-                (p.parse(r.as_bytes()).map_err(|e| abi::located(r.origin(), e))?, Some(r))
+                (p.parse(r.as_bytes()).map_err(|e| abi::located(r.origin(), e))?, Some(r.origin()))
             }
             (Item::Record(r), None) if self.text.is_some() => {
                 let t = self.text.as_ref().ok_or("a text parser")?;
-                (t.parse(&r)?, Some(r))
+                (t.parse(&r)?, Some(r.origin()))
             }
             (Item::Row(r), None) => (r, None),
             (Item::Record(_), None) => return Err("a map of a record without `parse_example`".into()),
@@ -301,16 +314,39 @@ impl MapRows {
                 return Err("a map over a batch of batches".into());
             }
         };
+        self.steps_of(row, origin, epoch, index, sink)
+    }
+
+    /// The map's statements over `row`, read from `origin` (errors name it), then its
+    /// output fields; the steps that write a column write into `sink`'s buffers when
+    /// there is one.
+    fn steps_of(
+        &self,
+        mut row: Row,
+        origin: Option<Origin>,
+        epoch: u64,
+        index: u64,
+        mut sink: Option<Sink<'_>>,
+    ) -> Result<Row, BoxError> {
         // A file read whole names the file (the generated map's `located_file`).
         let file = if self.from_file { crate::sources::file_of(&row) } else { None };
         let located = |e: BoxError| match (&origin, &file) {
-            (Some(r), _) => abi::located(r.origin(), e),
+            (Some(o), _) => abi::located(*o, e),
             (None, Some(path)) => abi::located_file(path, e),
             (None, None) => e,
         };
         for step in &self.steps {
             let (last, names) = (step.at + step.len() - 1, &self.after[step.at + step.len() - 1]);
             let MapOp::Assign { target, value, ty, .. } = &self.ops[last] else { continue };
+            if !step.jpeg
+                && let Some(v) = in_place(&mut row, target, value)
+            {
+                let v = v.map_err(located)?;
+                let i = row.names.iter().position(|n| n == target).ok_or("a field in place")?;
+                row.values[i] = v;
+                row.names = names.clone();
+                continue;
+            }
             let eval = Eval { row: &row, params: &self.params };
             let into = match (&mut sink, step.into) {
                 (Some(s), Some(j)) => Some((&mut s.data[j], &mut s.written[j])),
@@ -340,6 +376,38 @@ impl MapRows {
             return Ok(row);
         }
         Ok(row)
+    }
+}
+
+/// `t = reshape(t, dims)` of a number field, and `t = decode_raw(t, u8)` of a byte
+/// string, on the buffer field `t` holds (moved, not copied): the value and error of
+/// `Eval::value`. `None` for any other statement.
+fn in_place(row: &mut Row, target: &str, value: &Expr) -> Option<Result<Value, BoxError>> {
+    let i = row.names.iter().position(|n| n == target)?;
+    let of_target = |x: &Expr| x.field() == Some(target);
+    match value.op()? {
+        Op::Reshape { x, dims } if of_target(x) => {
+            if matches!(row.values[i].data, Data::Bytes(_) | Data::Str(_)) {
+                return None;
+            }
+            let shape: Vec<usize> = dims.iter().map(|&d| d as usize).collect();
+            let size = shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d))?;
+            let n = row.values[i].data.len();
+            if size != n {
+                return Some(Err(format!("reshape: {n} values do not fit the shape {shape:?}").into()));
+            }
+            let data = std::mem::replace(&mut row.values[i].data, Data::Bool(Vec::new()));
+            Some(Ok(Value { data, shape, kind: Kind::Tensor }))
+        }
+        Op::DecodeRaw { bytes, dtype: DType::U8 } if of_target(bytes) => match &mut row.values[i].data {
+            Data::Bytes(b) if b.len() == 1 => {
+                let v = b.pop()?;
+                let n = v.len();
+                Some(Ok(Value { data: Data::U8(v), shape: vec![n], kind: Kind::List }))
+            }
+            _ => None,
+        },
+        _ => None,
     }
 }
 

@@ -57,25 +57,22 @@ pub fn values(ev: &Eval<'_>, e: &Expr, want: DType, n: usize) -> Option<Data> {
 }
 
 /// Appends the values of `e` as `want` to `out`, a batch column of `want` (`f32` or
-/// `f64`), computed in place: the one field `e` reads converted as it is appended, then
-/// each operation over it with a one-value operand (`cast(image, f32) / 255.0 - 0.5`)
-/// applied to the appended values, in the dtype [`values`] computes it in, so with the
-/// same bits. `false`, `out` as it was, when `e` is not such a chain (the caller then
-/// computes the value).
+/// `f64`), with no buffer per node: `e` is a chain over one field (`cast(image, f32) /
+/// 255.0 - 0.5`: each operation's other operand one value), computed a block of values
+/// at a time (the field's values converted, then each operation in a typed loop over the
+/// block), each node in the dtype [`values`] computes it in, so with the same bits.
+/// `false`, `out` as it was, when `e` is not such a chain (the caller then computes the
+/// value).
 pub fn append(ev: &Eval<'_>, e: &Expr, want: DType, out: &mut Data) -> bool {
     #[cfg(test)]
     if tests::SCALAR_ONLY.load(std::sync::atomic::Ordering::Relaxed) {
         return false;
     }
-    let start = out.len();
     let done = match (&mut *out, want) {
-        (Data::F32(v), DType::F32) => chain(ev, e, v, start).is_ok(),
-        (Data::F64(v), DType::F64) => chain(ev, e, v, start).is_ok(),
-        _ => return false,
+        (Data::F32(v), DType::F32) => run_chain(ev, e, v),
+        (Data::F64(v), DType::F64) => run_chain(ev, e, v),
+        _ => false,
     };
-    if !done {
-        out.truncate(start);
-    }
     #[cfg(test)]
     if done {
         tests::VECTORED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -83,13 +80,32 @@ pub fn append(ev: &Eval<'_>, e: &Expr, want: DType, out: &mut Data) -> bool {
     done
 }
 
+/// One operation of a chain over its running value `x`.
+#[derive(Debug, Clone, Copy)]
+enum Step<T> {
+    /// `-x`.
+    Neg,
+    /// `x op c`.
+    Right(BinaryOp, T),
+    /// `c op x`.
+    Left(BinaryOp, T),
+}
+
+/// Values computed a block at a time (kept in the L1 cache between operations).
+const BLOCK: usize = 512;
+
 /// A float dtype a chain is computed in.
-trait Lane: Copy + std::ops::Neg<Output = Self> {
+trait Lane: Copy + Default + std::ops::Neg<Output = Self> {
     const DTYPE: DType;
     fn of(x: Num) -> Option<Self>;
-    fn arith(op: BinaryOp, a: Self, b: Self) -> Self;
-    /// Appends `d`'s values converted (`as`, `abi::ops::cast`).
-    fn extend(d: &Data, out: &mut Vec<Self>);
+    /// `d`'s values `from..from + out.len()` converted (`as`, `abi::ops::cast`).
+    fn convert(d: &Data, from: usize, out: &mut [Self]);
+    /// `step` of every value of `xs`.
+    fn apply(step: Step<Self>, xs: &mut [Self]);
+    /// `d`'s values converted, then `step` of each (when given), appended to `out` in
+    /// one pass (`abi::ops::extend_mapped`: the generated code's own loop), for a `u8`
+    /// or float field and one arithmetic step; `false` for any other.
+    fn single(d: &Data, step: Option<Step<Self>>, out: &mut Vec<Self>) -> bool;
 }
 
 macro_rules! lane {
@@ -103,34 +119,126 @@ macro_rules! lane {
                 }
             }
             #[inline(always)]
-            fn arith(op: BinaryOp, a: Self, b: Self) -> Self {
-                match op {
-                    BinaryOp::Add => a + b,
-                    BinaryOp::Sub => a - b,
-                    BinaryOp::Mul => a * b,
-                    BinaryOp::Div => a / b,
-                    _ => a % b,
-                }
-            }
-            fn extend(d: &Data, out: &mut Vec<Self>) {
+            fn convert(d: &Data, from: usize, out: &mut [Self]) {
                 use sluice_runtime::abi::ops::cast;
+                let r = from..from + out.len();
+                macro_rules! each {
+                    ($v:expr) => {
+                        out.iter_mut().zip(&$v[r]).for_each(|(o, &x)| *o = cast::<_, $t>(x))
+                    };
+                }
                 match d {
-                    Data::Bool(v) => out.extend(v.iter().map(|&x| cast::<_, $t>(x))),
-                    Data::U8(v) => out.extend(v.iter().map(|&x| cast::<_, $t>(x))),
-                    Data::I32(v) => out.extend(v.iter().map(|&x| cast::<_, $t>(x))),
-                    Data::U32(v) => out.extend(v.iter().map(|&x| cast::<_, $t>(x))),
-                    Data::I64(v) => out.extend(v.iter().map(|&x| cast::<_, $t>(x))),
-                    Data::U64(v) => out.extend(v.iter().map(|&x| cast::<_, $t>(x))),
-                    Data::F32(v) => out.extend(v.iter().map(|&x| cast::<_, $t>(x))),
-                    Data::F64(v) => out.extend(v.iter().map(|&x| cast::<_, $t>(x))),
+                    Data::Bool(v) => each!(v),
+                    Data::U8(v) => each!(v),
+                    Data::I32(v) => each!(v),
+                    Data::U32(v) => each!(v),
+                    Data::I64(v) => each!(v),
+                    Data::U64(v) => each!(v),
+                    Data::F32(v) => each!(v),
+                    Data::F64(v) => each!(v),
                     Data::Bytes(_) | Data::Str(_) => {}
                 }
+            }
+            #[inline(always)]
+            fn apply(step: Step<Self>, xs: &mut [Self]) {
+                // One typed loop per operation (the match outside it), which vectorizes.
+                macro_rules! each {
+                    ($x:ident => $e:expr) => {
+                        xs.iter_mut().for_each(|v| {
+                            let $x = *v;
+                            *v = $e;
+                        })
+                    };
+                }
+                match step {
+                    Step::Neg => each!(x => -x),
+                    Step::Right(BinaryOp::Add, c) => each!(x => x + c),
+                    Step::Right(BinaryOp::Sub, c) => each!(x => x - c),
+                    Step::Right(BinaryOp::Mul, c) => each!(x => x * c),
+                    Step::Right(BinaryOp::Div, c) => each!(x => x / c),
+                    Step::Right(_, c) => each!(x => x % c),
+                    Step::Left(BinaryOp::Add, c) => each!(x => c + x),
+                    Step::Left(BinaryOp::Sub, c) => each!(x => c - x),
+                    Step::Left(BinaryOp::Mul, c) => each!(x => c * x),
+                    Step::Left(BinaryOp::Div, c) => each!(x => c / x),
+                    Step::Left(_, c) => each!(x => c % x),
+                }
+            }
+            fn single(d: &Data, step: Option<Step<Self>>, out: &mut Vec<Self>) -> bool {
+                use sluice_runtime::abi::ops::{cast, extend_mapped};
+                macro_rules! with_step {
+                    ($v:expr, $s:ty) => {
+                        match step {
+                            None => extend_mapped(out, $v, |x: $s| cast::<_, $t>(x)),
+                            Some(Step::Neg) => extend_mapped(out, $v, |x: $s| -cast::<_, $t>(x)),
+                            Some(Step::Right(BinaryOp::Add, c)) => extend_mapped(out, $v, |x: $s| cast::<_, $t>(x) + c),
+                            Some(Step::Right(BinaryOp::Sub, c)) => extend_mapped(out, $v, |x: $s| cast::<_, $t>(x) - c),
+                            Some(Step::Right(BinaryOp::Mul, c)) => extend_mapped(out, $v, |x: $s| cast::<_, $t>(x) * c),
+                            Some(Step::Right(BinaryOp::Div, c)) => extend_mapped(out, $v, |x: $s| cast::<_, $t>(x) / c),
+                            Some(Step::Left(BinaryOp::Sub, c)) => extend_mapped(out, $v, |x: $s| c - cast::<_, $t>(x)),
+                            Some(Step::Left(BinaryOp::Div, c)) => extend_mapped(out, $v, |x: $s| c / cast::<_, $t>(x)),
+                            _ => return false,
+                        }
+                    };
+                }
+                match d {
+                    Data::U8(v) => with_step!(v, u8),
+                    Data::F32(v) => with_step!(v, f32),
+                    _ => return false,
+                }
+                true
             }
         }
     };
 }
 lane!(f32, F32);
 lane!(f64, F64);
+
+/// `e`'s chain computed into `out` (appended), when it is one.
+fn run_chain<T: Lane>(ev: &Eval<'_>, e: &Expr, out: &mut Vec<T>) -> bool {
+    let mut steps = Vec::new();
+    let Ok(leaf) = chain::<T>(ev, e, &mut steps) else { return false };
+    if steps.len() <= 1 && T::single(leaf, steps.first().copied(), out) {
+        return true;
+    }
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") {
+        // SAFETY: the processor has AVX2 (checked just above).
+        unsafe { blocks_avx2(leaf, &steps, out) };
+        return true;
+    }
+    blocks(leaf, &steps, out);
+    true
+}
+
+/// `steps` over `leaf`'s values, appended to `out` a block at a time.
+#[inline(always)]
+fn blocks<T: Lane>(leaf: &Data, steps: &[Step<T>], out: &mut Vec<T>) {
+    let n = leaf.len();
+    out.reserve(n);
+    let mut block = [T::default(); BLOCK];
+    for from in (0..n).step_by(BLOCK) {
+        let xs = &mut block[..BLOCK.min(n - from)];
+        T::convert(leaf, from, xs);
+        for s in steps {
+            T::apply(*s, xs);
+        }
+        // Streamed into a big column, as the generated code's values are.
+        sluice_runtime::abi::ops::extend_mapped(out, xs, |x| x);
+    }
+}
+
+/// [`blocks`] compiled for AVX2 (its loops inlined: 8 `f32` lanes, as the generated
+/// code's own loops run through `abi::ops::extend_mapped`).
+///
+/// # Safety
+///
+/// The processor must have AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn blocks_avx2<T: Lane>(leaf: &Data, steps: &[Step<T>], out: &mut Vec<T>) {
+    blocks(leaf, steps, out);
+}
 
 /// Whether `e` has one value for the whole element (no field of many values in it).
 fn is_one(ev: &Eval<'_>, e: &Expr) -> bool {
@@ -147,24 +255,37 @@ fn is_one(ev: &Eval<'_>, e: &Expr) -> bool {
     }
 }
 
-/// The values of `e` (of dtype `T`) appended to `out` from `start` on, in place.
-fn chain<T: Lane>(ev: &Eval<'_>, e: &Expr, out: &mut Vec<T>, start: usize) -> V<()> {
-    // The one field's values in `T`: as [`vals`] converts a field read as `T`.
-    let leaf = |x: &Expr, out: &mut Vec<T>| -> V<()> {
+/// The field whose values `e` (of dtype `T`) computes from, its operations pushed to
+/// `steps` in the order they apply.
+fn chain<'r, T: Lane>(ev: &Eval<'r>, e: &Expr, steps: &mut Vec<Step<T>>) -> V<&'r Data> {
+    // The one field's values, read as `T`: as [`vals`] converts a field read as `T`.
+    let leaf = |x: &Expr| -> V<&'r Data> {
         let name = x.field().ok_or(Fallback)?;
         let v = ev.row.get(name).ok_or(Fallback)?;
         if v.kind == Kind::Scalar || matches!(v.data, Data::Bytes(_) | Data::Str(_)) {
             return Err(Fallback);
         }
-        T::extend(&v.data, out);
-        Ok(())
+        Ok(&v.data)
+    };
+    // `x` read as `T` by a cast or `scale` from its own dtype: a field holding its own
+    // dtype converted straight to `T` (as `vals` converts it to its dtype, then to `T`),
+    // or a chain already in `T`.
+    let operand = |x: &Expr, steps: &mut Vec<Step<T>>| -> V<&'r Data> {
+        match x.field() {
+            Some(name) if ev.row.get(name).is_some_and(|v| Some(data_dtype(&v.data)) == dtype_of(x)) => {
+                leaf(x)
+            }
+            Some(_) => Err(Fallback),
+            None if dtype_of(x) == Some(T::DTYPE) => chain(ev, x, steps),
+            None => Err(Fallback),
+        }
     };
     match &e.kind {
-        ExprKind::Field(_) => leaf(e, out),
+        ExprKind::Field(_) => leaf(e),
         ExprKind::Unary(UnaryOp::Neg, x) => {
-            chain(ev, x, out, start)?;
-            out[start..].iter_mut().for_each(|v| *v = -*v);
-            Ok(())
+            let d = chain(ev, x, steps)?;
+            steps.push(Step::Neg);
+            Ok(d)
         }
         ExprKind::Binary(
             op @ (BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div | BinaryOp::Rem),
@@ -177,46 +298,29 @@ fn chain<T: Lane>(ev: &Eval<'_>, e: &Expr, out: &mut Vec<T>, start: usize) -> V<
             };
             if is_one(ev, r) && !is_one(ev, l) {
                 let c = one(r)?;
-                chain(ev, l, out, start)?;
-                out[start..].iter_mut().for_each(|v| *v = T::arith(*op, *v, c));
+                let d = chain(ev, l, steps)?;
+                steps.push(Step::Right(*op, c));
+                Ok(d)
             } else if is_one(ev, l) && !is_one(ev, r) {
                 let c = one(l)?;
-                chain(ev, r, out, start)?;
-                out[start..].iter_mut().for_each(|v| *v = T::arith(*op, c, *v));
+                let d = chain(ev, r, steps)?;
+                steps.push(Step::Left(*op, c));
+                Ok(d)
             } else {
-                return Err(Fallback);
+                Err(Fallback)
             }
-            Ok(())
         }
         ExprKind::Op(op) => match &**op {
-            // A field cast to `T` (as `vals` casts it to its own dtype, then to `T`: the
-            // same when the field holds its own dtype), or a chain already in `T`.
-            Op::Cast { x, dtype } if *dtype == T::DTYPE => match x.field() {
-                Some(name) if ev.row.get(name).is_some_and(|v| Some(data_dtype(&v.data)) == dtype_of(x)) => {
-                    leaf(x, out)
-                }
-                Some(_) => Err(Fallback),
-                None if dtype_of(x) == Some(T::DTYPE) => chain(ev, x, out, start),
-                None => Err(Fallback),
-            },
+            Op::Cast { x, dtype } if *dtype == T::DTYPE => operand(x, steps),
             Op::Scale { x, factor } if dtype_of(e) == Some(T::DTYPE) => {
                 let f = match vals(ev, factor, T::DTYPE)? {
                     Vals::One(f) => f,
                     Vals::Many(d) => Num::at(&d, 0).ok_or(Fallback)?,
                 };
                 let f = T::of(f).ok_or(Fallback)?;
-                match x.field() {
-                    Some(name)
-                        if ev.row.get(name).is_some_and(|v| Some(data_dtype(&v.data)) == dtype_of(x)) =>
-                    {
-                        leaf(x, out)?
-                    }
-                    Some(_) => return Err(Fallback),
-                    None if dtype_of(x) == Some(T::DTYPE) => chain(ev, x, out, start)?,
-                    None => return Err(Fallback),
-                }
-                out[start..].iter_mut().for_each(|v| *v = T::arith(BinaryOp::Mul, *v, f));
-                Ok(())
+                let d = operand(x, steps)?;
+                steps.push(Step::Right(BinaryOp::Mul, f));
+                Ok(d)
             }
             _ => Err(Fallback),
         },

@@ -615,9 +615,10 @@ fn raw_length_error<T: RawScalar>(len: usize) -> BoxError {
 /// 8 lanes wide, and a big column is written with streaming stores (its stores, not the
 /// division, bound it once the column outgrows L2). The values are the same bits on
 /// either path: Rust's float operations are IEEE-exact per operation whatever the
-/// vector width (no contraction into fused operations).
+/// vector width (no contraction into fused operations). The engine appends its blocks
+/// of computed values to a batch column through it (`f` the identity).
 #[inline]
-fn extend_mapped<T: Copy, U: Copy>(column: &mut Vec<U>, values: &[T], f: impl FnMut(T) -> U) {
+pub fn extend_mapped<T: Copy, U: Copy>(column: &mut Vec<U>, values: &[T], f: impl FnMut(T) -> U) {
     #[cfg(target_arch = "x86_64")]
     if values.len() >= WIDE_MIN_VALUES && std::is_x86_feature_detected!("avx2") {
         // SAFETY: the processor has AVX2 (checked just above).

@@ -51,7 +51,8 @@ state.
 *Statistics.* :meth:`Loader.stats`: records, batches and records/s per worker (records
 over the seconds its pipeline took to make them) and in total (over the loader's wall
 time), the slowest worker, and the trainer's wait share (the data stall): the share of
-the loader's wall time the trainer spent waiting for a batch.
+the loader's wall time the trainer spent waiting for a batch. :meth:`Loader.cluster_stats`
+gathers every rank's over ``torch.distributed``.
 """
 
 from __future__ import annotations
@@ -427,6 +428,34 @@ class Loader:
             "slowest_worker": slowest,
             "in_flight": self.in_flight,
             "bound_bytes": self.bound_bytes,
+        }
+
+    def cluster_stats(self) -> Dict[str, Any]:
+        """The statistics of every rank together: each rank's :meth:`stats` gathered over
+        ``torch.distributed`` (a collective: every rank calls it; this rank's alone when
+        it is not initialised). ``records`` and ``records_per_sec`` (the records over the
+        slowest rank's seconds) of the job, ``workers`` of every rank with their
+        ``rank``, ``slowest_worker`` among all, ``wait_share`` per rank (``ranks``) and
+        the largest (``max_wait_share``: the rank the data stalls most)."""
+        mine = self.stats()
+        everyone = [mine]
+        if _torch_distributed() is not None:
+            import torch.distributed as dist
+
+            everyone = [None] * dist.get_world_size()
+            dist.all_gather_object(everyone, mine)
+        workers = [dict(w, rank=s["rank"]) for s in everyone for w in s["workers"]]
+        records = sum(s["records"] for s in everyone)
+        seconds = max(s["seconds"] for s in everyone)
+        return {
+            "pipeline": self.name,
+            "records": records,
+            "seconds": seconds,
+            "records_per_sec": records / seconds if seconds > 0 else 0.0,
+            "workers": sorted(workers, key=lambda w: w["worker"]),
+            "slowest_worker": min(workers, key=lambda w: w["records_per_sec"])["worker"] if records else None,
+            "ranks": [{"rank": s["rank"], "records": s["records"], "wait_share": s["wait_share"]} for s in everyone],
+            "max_wait_share": max(s["wait_share"] for s in everyone),
         }
 
     def worker_info(self) -> List[Dict[str, Any]]:

@@ -127,8 +127,9 @@ def _rank(rank: int, world: int, port: int, address: str, pipe: str, files: str,
             runs.append([b["id"].tolist() for b in loader])
             info = loader.worker_info()
             stats = loader.stats()
+            together = loader.cluster_stats()  # a collective of both ranks
     with open(f"{out}/{rank}.json", "w") as f:
-        json.dump({"runs": runs, "info": info, "stats": stats}, f)
+        json.dump({"runs": runs, "info": info, "stats": stats, "cluster": together}, f)
     ray.shutdown()
     dist.destroy_process_group()
 
@@ -151,6 +152,11 @@ def test_two_ranks_get_every_record_once_in_a_fixed_order(cluster, pipe, data, t
         assert stats["records"] == sum(len(b) for b in second) and stats["epoch"] == 2
         assert {w["worker"] for w in stats["workers"]} == {r, r + 2} and stats["slowest_worker"] in (r, r + 2)
         assert 0.0 <= stats["wait_share"] <= 1.0
+        # Every rank's statistics together: the job's 2 epochs of 600 records, 4 workers.
+        together = got[r]["cluster"]
+        assert together["records"] == 1200 and [w["worker"] for w in together["workers"]] == [0, 1, 2, 3]
+        assert [w["rank"] for w in together["workers"]] == [0, 1, 0, 1] and together["slowest_worker"] in range(4)
+        assert together["max_wait_share"] == max(x["wait_share"] for x in together["ranks"])
     for epoch in range(2):
         ids = []
         for r in range(2):

@@ -238,6 +238,11 @@ def test_datasource_reads_one_task_per_shard(cluster, pipe, data):
     single = next(iter(sluice.Pipeline(pipe, "shards", files=files, engine="interpreted", format="numpy", batch_size=600)))
     for i, x in zip(single["id"].tolist(), single["x"]):
         assert by_id[i]["x"].tolist() == x.tolist()
+    # A pipeline of records (no batch): blocks of block_rows records.
+    source = sluice.ray.Datasource(pipe, "records", shards=2, block_rows=100, files=files)
+    rows = ray.data.read_datasource(source).take_all()
+    assert sorted(int(r["id"]) for r in rows) == list(range(600))
+    assert all(by_id[int(r["id"])]["x"].tolist() == r["x"].tolist() for r in rows)
 
 
 def _records(paths) -> list:

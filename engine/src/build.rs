@@ -7,13 +7,14 @@
 
 use std::sync::Arc;
 
+use sluice_compiler::Pipeline;
 use sluice_compiler::ir::decls::FieldDecl;
 use sluice_compiler::ir::plan::{ArgValue, Element, FieldType, MapOp};
 use sluice_compiler::physical::{self, Exec, MapFn, ReaderMap, Remainder};
 use sluice_runtime::abi;
 use sluice_runtime::stage::{
-    Boxed, Buffer, Dataset, Indexed, Parallelism, Record, RecordBatch, auto_cycle, files, range_step,
-    skippable, tfrecord_batches,
+    Boxed, Buffer, Dataset, Indexed, Parallelism, Record, RecordBatch, auto_cycle, concatenate, files,
+    range_step, sample_from, skippable, tfrecord_batches, zip, zip_batches,
 };
 use sluice_runtime::tfrecord::{Compression, CorruptPolicy, ReaderOptions};
 use sluice_runtime::{BoxError, Error};
@@ -78,6 +79,15 @@ pub fn refusal(e: &Exec, schema: &[FieldDecl]) -> Option<String> {
             }
         }),
         Exec::Rust { .. } => Some("Rust code in a stage (`pipeline!`)".into()),
+        // The pipelines taken are checked with the pipeline (`check_in`).
+        Exec::Zip(_) | Exec::Concatenate(_) | Exec::SampleFrom(_) => None,
+        Exec::InnerSource(_) => None,
+        Exec::FlatMap { inner, .. } => inner.iter().find_map(|n| match &n.exec {
+            Exec::Zip(_) | Exec::Concatenate(_) | Exec::SampleFrom(_) => {
+                Some(format!("`{}` inside a flat_map", n.exec.name()))
+            }
+            e => refusal(e, schema),
+        }),
         other => Some(format!("`{}`", other.name())),
     }
 }
@@ -150,22 +160,114 @@ enum Chain {
 }
 
 /// Builds the stages of `stages` with `params`; the nodes are known to run
-/// ([`refusal`]).
-pub(crate) fn chain(stages: &[physical::ExecNode], params: &Arc<Params>, schema: &Arc<Schema>) -> R<Ds> {
+/// ([`refusal`]). `all`: the file's pipelines (what `zip`, `concatenate` and
+/// `sample_from` take).
+pub(crate) fn chain(
+    stages: &[physical::ExecNode],
+    params: &Arc<Params>,
+    schema: &Arc<Schema>,
+    all: &[Pipeline],
+) -> R<Ds> {
     // The pipeline's random operations are numbered from 0, in stage order.
     let _ids = crate::ops::Ids::fresh();
-    let mut ds: Option<Chain> = None;
-    crate::sources::reset_file();
-    for node in stages {
-        let built = stage(&node.exec, ds, params, schema);
-        crate::sources::track_file(&node.exec);
-        ds = Some(built?);
-    }
-    match ds {
+    let outer = crate::sources::reset_file();
+    let ds = chain_on(stages, None, params, schema, all);
+    crate::sources::restore_file(outer);
+    match ds? {
         Some(Chain::Items(ds)) => Ok(ds),
         Some(Chain::Paths(_)) => Err(invalid("the engine yields elements, not paths: add a reader")),
         None => Err(invalid("an empty plan")),
     }
+}
+
+/// The stages of `stages` built over `ds` (a source's stages over none).
+fn chain_on(
+    stages: &[physical::ExecNode],
+    mut ds: Option<Chain>,
+    params: &Arc<Params>,
+    schema: &Arc<Schema>,
+    all: &[Pipeline],
+) -> R<Option<Chain>> {
+    for node in stages {
+        let built = stage(&node.exec, ds, params, schema, all);
+        crate::sources::track_file(&node.exec);
+        ds = Some(built?);
+    }
+    Ok(ds)
+}
+
+/// The dataset of the pipeline `name` of `all` that a combining stage takes, with its
+/// parameters (`--set NAME.PARAM=VALUE`), its elements as `output` (fields in its order).
+fn input(name: &str, output: &Element, p: &Params, all: &[Pipeline]) -> R<Ds> {
+    let pipeline = all
+        .iter()
+        .find(|x| x.name() == name)
+        .ok_or_else(|| invalid(format!("no pipeline `{name}` to take")))?;
+    let params = p.input(name).ok_or_else(|| invalid(format!("no parameters of pipeline `{name}`")))?;
+    let ds = crate::dataset_in(all, pipeline, params)?;
+    let names = match output {
+        Element::Fields(f) => names_of(f),
+        Element::Batch(inner) if matches!(**inner, Element::Fields(_)) => names_of(inner.fields()),
+        _ => return Ok(ds),
+    };
+    Ok(ds
+        .try_map(move |x: Item| if item_names(&x) == Some(&names) { Ok(x) } else { select(x, &names) })
+        .boxed())
+}
+
+/// The fields of a row or a batch.
+fn item_names(x: &Item) -> Option<&Names> {
+    match x {
+        Item::Row(r) => Some(&r.names),
+        Item::Batch(b) => Some(&b.names),
+        _ => None,
+    }
+}
+
+/// `zip`'s element of a pair: the fields (or columns) of `a`, then those of `b`.
+fn merged(a: Item, b: Item) -> Result<Item, BoxError> {
+    let names = |a: &Names, b: &Names| -> Names { a.iter().chain(b.iter()).cloned().collect() };
+    Ok(match (a, b) {
+        (Item::Row(mut a), Item::Row(b)) => {
+            a.values.extend(b.values);
+            Item::Row(Row { names: names(&a.names, &b.names), values: a.values })
+        }
+        (Item::Batch(mut a), Item::Batch(mut b)) => {
+            let mut columns = std::mem::take(&mut a.columns);
+            columns.extend(std::mem::take(&mut b.columns));
+            Item::Batch(Columns { names: names(&a.names, &b.names), columns, rows: a.rows })
+        }
+        _ => return Err("a zip of elements without fields".into()),
+    })
+}
+
+/// `flat_map`: each element's inner chain, built anew over the source made of it (the
+/// inner chain's random operations numbered where the generated code numbers them:
+/// after the outer stages before it).
+fn flat_map(ds: Ds, inner: &[physical::ExecNode], p: &Arc<Params>, schema: &Arc<Schema>) -> R<Ds> {
+    let (Some(physical::ExecNode { exec: Exec::InnerSource(source), .. }), rest) =
+        (inner.first(), inner.get(1..).unwrap_or_default())
+    else {
+        return Err(invalid("a flat_map without its inner source"));
+    };
+    // Built once over no elements: the ids its random operations take.
+    let first = crate::ops::take_ids(0);
+    let none: Ds = sluice_runtime::stage::from_vec(Vec::<Item>::new()).boxed();
+    chain_on(rest, Some(Chain::Items(none)), p, schema, &[])?;
+    let (source, rest, p, schema) = (source.clone(), rest.to_vec(), p.clone(), schema.clone());
+    let f = move |x: Item| -> Result<Ds, BoxError> {
+        let Item::Row(row) = x else { return Err("a flat_map of an element without fields".into()) };
+        let from = crate::sources::inner_source(&source, row, &p)?;
+        let _ids = crate::ops::Ids::starting(first);
+        let outer = crate::sources::reset_file();
+        let ds = chain_on(&rest, Some(Chain::Items(from)), &p, &schema, &[]);
+        crate::sources::restore_file(outer);
+        match ds? {
+            Some(Chain::Items(ds)) => Ok(ds),
+            _ => Err("a flat_map's inner chain of no elements".into()),
+        }
+    };
+    Ok(sluice_runtime::stage::flat_map(ds, f).boxed())
 }
 
 /// The declarations a map's parser reads.
@@ -178,8 +280,40 @@ fn items(ds: Option<Chain>) -> R<Ds> {
     }
 }
 
-fn stage(e: &Exec, ds: Option<Chain>, p: &Arc<Params>, schema: &Arc<Schema>) -> R<Chain> {
+fn stage(e: &Exec, ds: Option<Chain>, p: &Arc<Params>, schema: &Arc<Schema>, all: &[Pipeline]) -> R<Chain> {
     Ok(Chain::Items(match e {
+        Exec::Zip(z) => {
+            let batched = matches!(z.output, Element::Batch(_));
+            let mut out: Option<Ds> = None;
+            for (name, element) in z.inputs.iter().zip(&z.elements) {
+                let d = input(name, element, p, all)?;
+                out = Some(match out {
+                    None => d,
+                    Some(a) if batched => zip_batches(a, d).try_map(|(a, b)| merged(a, b)).boxed(),
+                    Some(a) => zip(a, d).try_map(|(a, b)| merged(a, b)).boxed(),
+                });
+            }
+            out.ok_or_else(|| invalid("a zip of no pipelines"))?
+        }
+        Exec::Concatenate(c) => {
+            let mut out: Option<Ds> = None;
+            for name in &c.inputs {
+                let d = input(name, &c.output, p, all)?;
+                out = Some(match out {
+                    None => d,
+                    Some(a) => concatenate(a, d).boxed(),
+                });
+            }
+            out.ok_or_else(|| invalid("a concatenation of no pipelines"))?
+        }
+        Exec::SampleFrom(s) => {
+            let inputs =
+                s.inputs.iter().map(|name| input(name, &s.output, p, all)).collect::<R<Vec<Ds>>>()?;
+            sample_from(inputs, s.weights.clone(), seed(p, &s.seed)?)?
+                .stop_on_empty_dataset(s.stop_on_empty)
+                .boxed()
+        }
+        Exec::FlatMap { inner, .. } => flat_map(items(ds)?, inner, p, schema)?,
         Exec::Files { pattern, shuffle_seed } => {
             let pattern = p.text(pattern).map_err(invalid)?;
             let mut f = files(&pattern)?;

@@ -71,8 +71,31 @@ pub enum EngineError {
 }
 
 /// Whether the engine runs `pipeline`: every exec node (and a device tail) checked, once,
-/// before anything runs.
+/// before anything runs. A pipeline that takes others (`zip`, `concatenate`,
+/// `sample_from`) needs [`check_in`].
 pub fn check(pipeline: &Pipeline) -> Result<(), EngineError> {
+    check_in(std::slice::from_ref(pipeline), pipeline)
+}
+
+/// [`check`] of a pipeline of a file whose pipelines are `all`: the pipelines it takes
+/// are checked too.
+pub fn check_in(all: &[Pipeline], pipeline: &Pipeline) -> Result<(), EngineError> {
+    for name in params::takes(&pipeline.optimized.plan) {
+        match all.iter().find(|p| p.name() == name) {
+            Some(input) if input.name() != pipeline.name() => check_in(all, input)?,
+            _ => {
+                return Err(EngineError::Unsupported {
+                    pipeline: pipeline.name().to_string(),
+                    node: "ZipExec",
+                    what: format!("pipeline `{name}`, which it takes, without the file's other pipelines"),
+                });
+            }
+        }
+    }
+    check_node(pipeline)
+}
+
+fn check_node(pipeline: &Pipeline) -> Result<(), EngineError> {
     let name = pipeline.name().to_string();
     if let Some(f) = pipeline.decls.externs.first() {
         return Err(EngineError::Extern { pipeline: name, function: f.path.clone() });
@@ -110,6 +133,12 @@ pub fn check(pipeline: &Pipeline) -> Result<(), EngineError> {
 /// The dataset of `pipeline` with `params` (nothing runs until it is iterated); call
 /// [`check`] first: a node it refuses is a runtime `Error::Invalid` here.
 pub fn dataset(pipeline: &Pipeline, params: &Params) -> sluice_runtime::Result<Ds> {
+    dataset_in(std::slice::from_ref(pipeline), pipeline, params)
+}
+
+/// [`dataset`] of a pipeline of a file whose pipelines are `all` (those it takes);
+/// `params` from [`params_in`].
+pub fn dataset_in(all: &[Pipeline], pipeline: &Pipeline, params: &Params) -> sluice_runtime::Result<Ds> {
     let params = Arc::new(params.clone());
     let schema = Arc::new(pipeline.decls.schema.clone());
     match &pipeline.physical.tail {
@@ -119,9 +148,9 @@ pub fn dataset(pipeline: &Pipeline, params: &Params) -> sluice_runtime::Result<D
                 exec: shapes::twin(t),
                 figures: figures.clone(),
             });
-            build::chain(&stages, &params, &schema)
+            build::chain(&stages, &params, &schema, all)
         }
-        _ => build::chain(&pipeline.physical.stages, &params, &schema),
+        _ => build::chain(&pipeline.physical.stages, &params, &schema, all),
     }
 }
 

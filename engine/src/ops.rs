@@ -371,7 +371,13 @@ pub struct Ids(u64);
 impl Ids {
     /// Numbering from 0.
     pub fn fresh() -> Ids {
-        Ids(NEXT_ID.replace(0))
+        Ids::starting(0)
+    }
+
+    /// Numbering from `first` (a `flat_map`'s inner chain: where the pipeline's
+    /// numbering was when the chain was first built).
+    pub fn starting(first: u64) -> Ids {
+        Ids(NEXT_ID.replace(first))
     }
 }
 

@@ -10,8 +10,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use sluice_compiler::ir::decls::FieldDecl;
+use sluice_compiler::ir::expr::Expr;
+use sluice_compiler::ir::flat_map::{InnerKind, InnerSource};
 use sluice_compiler::ir::formats::{ParseFormat, RecordFormat};
-use sluice_compiler::ir::plan::{ArgValue, FieldType, MapOp};
+use sluice_compiler::ir::plan::{ArgValue, Element, FieldType, MapOp};
 use sluice_compiler::ir::types::{DType, Shape};
 use sluice_compiler::physical::{self, Exec};
 use sluice_runtime::abi;
@@ -24,8 +26,10 @@ use sluice_runtime::tfrecord::{Compression, CorruptPolicy, ReaderOptions};
 use sluice_runtime::{BoxError, Error};
 
 use crate::build::Ds;
+use crate::eval::Eval;
+use crate::num::Num;
 use crate::params::Params;
-use crate::value::{Data, Item, Names, Row, Value};
+use crate::value::{Data, Item, Kind, Names, Row, Value};
 
 type R<T> = Result<T, Error>;
 
@@ -182,9 +186,15 @@ pub(crate) fn from_file() -> bool {
     FROM_FILE.get()
 }
 
-/// Starts a chain: no file read whole yet.
-pub(crate) fn reset_file() {
-    FROM_FILE.set(false);
+/// Starts a chain: no file read whole yet; returns the state of the chain around it
+/// (for [`restore_file`] once this one is built).
+pub(crate) fn reset_file() -> bool {
+    FROM_FILE.replace(false)
+}
+
+/// Back to the chain around a nested one (see [`reset_file`]).
+pub(crate) fn restore_file(outer: bool) {
+    FROM_FILE.set(outer);
 }
 
 /// The file of an element of `read_file` (its `path` field).
@@ -292,6 +302,63 @@ impl CsvColumn {
             DType::Str => field!(Str),
             other => return Err(format!("a CSV column of {other}")),
         })
+    }
+}
+
+/// The source of a `flat_map`'s inner chain made from the element `row`
+/// (`codegen/flat_map.rs`'s `inner_source`): `range` with bounds computed from its fields,
+/// its kept fields cloned into each value, or the rows of its sliced fields (their first
+/// dimension; lengths equal: `slice_len`), each with the kept fields.
+pub(crate) fn inner_source(s: &InnerSource, row: Row, p: &Params) -> Result<Ds, BoxError> {
+    let out: Names = match &s.output {
+        Element::Fields(f) => f.iter().map(|f| f.name.clone()).collect(),
+        _ => return Err("a flat_map's source of fields".into()),
+    };
+    let field =
+        |name: &str| row.get(name).cloned().ok_or_else(|| BoxError::from(format!("no field `{name}`")));
+    match &s.kind {
+        InnerKind::Range { start, end, step, keep } => {
+            let ev = Eval { row: &row, params: p };
+            let bound = |e: &Expr| -> Result<i64, BoxError> {
+                match ev.scalar(e, 0, DType::I64)? {
+                    Num::I64(v) => Ok(v),
+                    _ => Err("a bound".into()),
+                }
+            };
+            let (start, end, step) = (bound(start)?, bound(end)?, bound(step)?);
+            let kept = keep.iter().map(|k| field(k)).collect::<Result<Vec<Value>, _>>()?;
+            Ok(sluice_runtime::stage::range_step(start, end, step)
+                .map(move |v: i64| {
+                    let mut values = Vec::with_capacity(1 + kept.len());
+                    values.push(Value::scalar(Data::I64(vec![v])));
+                    values.extend(kept.iter().cloned());
+                    Item::Row(Row { names: out.clone(), values })
+                })
+                .boxed())
+        }
+        InnerKind::Slices { fields, keep } => {
+            let sliced = fields.iter().map(|f| field(f)).collect::<Result<Vec<Value>, _>>()?;
+            let lengths: Vec<(&str, usize)> = fields
+                .iter()
+                .zip(&sliced)
+                .map(|(f, v)| (f.as_str(), v.shape.first().copied().unwrap_or(0)))
+                .collect();
+            let n = sluice_runtime::stage::slice_len(&lengths)?;
+            let kept = keep.iter().map(|k| field(k)).collect::<Result<Vec<Value>, _>>()?;
+            let mut rows = Vec::with_capacity(n);
+            for i in 0..n {
+                let mut values = Vec::with_capacity(sliced.len() + kept.len());
+                for v in &sliced {
+                    let shape = v.shape[1..].to_vec();
+                    let per: usize = shape.iter().product();
+                    let kind = if shape.is_empty() { Kind::Scalar } else { Kind::Tensor };
+                    values.push(Value { data: v.data.slice(i * per, per), shape, kind });
+                }
+                values.extend(kept.iter().cloned());
+                rows.push(Item::Row(Row { names: out.clone(), values }));
+            }
+            Ok(sluice_runtime::stage::from_vec(rows).boxed())
+        }
     }
 }
 

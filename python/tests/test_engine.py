@@ -104,12 +104,9 @@ def test_auto_runs_the_engine_unless_a_library_is_built(tmp_path, monkeypatch):
     # compiles it, and says what is missing when it cannot (here: no cargo).
     refused = tmp_path / "refused.pipe"
     candidates = [
-        "pipeline a() {\n    range(3);\n}\npipeline b() {\n    range(3);\n    map { w = value * 2; }\n    select(w);\n}\n"
-        "pipeline refused() {\n    zip(a, b);\n}\n",
-        "pipeline refused() {\n    range(10);\n    shuffle(4, seed: 1);\n    repeat(2);\n}\n",
-        'pipeline refused(files: glob = "x") {\n    schema { b: bytes }\n    tfrecords(files);\n'
-        "    map { parse_example(); v = decode_raw(b, u8); }\n}\n",
-        "pipeline refused() {\n    range(10);\n    window(3, shift: 1);\n}\n",
+        'pipeline refused(c: path = "elements.cache") {\n    range(10);\n    cache(c);\n}\n',
+        'pipeline refused(files: glob = "x/*") {\n    schema { b: bytes }\n    files(files);\n    take(2);\n'
+        "    interleave(cycle: 2) { tfrecord(); }\n    map { parse_example(); }\n}\n",
     ]
     for text in candidates:
         refused.write_text(text)

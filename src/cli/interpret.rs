@@ -37,7 +37,7 @@ pub(super) fn refusal(
     let source = super::check::read_source(file)?;
     let compilation = sluice_compiler::compile(&source);
     let p = &compilation.pipelines[resolve(file, &compilation, pipeline)?];
-    Ok(sluice_engine::check(p).err())
+    Ok(sluice_engine::check_in(&compilation.pipelines, p).err())
 }
 
 /// The index of `pipeline` in `compilation` (the only one when `None`), or the usage
@@ -84,7 +84,8 @@ pub(super) fn run(file: &Path, pipeline: Option<&str>, argv: Vec<OsString>) -> R
     let index = resolve(file, &compilation, pipeline)?;
     let names: Vec<&str> = compilation.pipelines.iter().map(|p| p.name()).collect();
     let p = &compilation.pipelines[index];
-    sluice_engine::check(p).map_err(|e| Failure::Data(anyhow::anyhow!("{}: {e}", file.display())))?;
+    sluice_engine::check_in(&compilation.pipelines, p)
+        .map_err(|e| Failure::Data(anyhow::anyhow!("{}: {e}", file.display())))?;
     let mut full: Vec<OsString> = vec![names[index].into()];
     full.extend(argv);
     let Some((_, args)) = sluice::__private::runner::parse_args(full, &names).map_err(Failure::Usage)? else {
@@ -99,7 +100,7 @@ pub(super) fn run(file: &Path, pipeline: Option<&str>, argv: Vec<OsString>) -> R
     Ok(sluice::__private::runner::run(
         &args,
         p.name(),
-        |set| sluice_engine::params(p, set),
-        |params| sluice_engine::dataset(p, params),
+        |set| sluice_engine::params_in(&compilation.pipelines, p, set),
+        |params| sluice_engine::dataset_in(&compilation.pipelines, p, params),
     ))
 }

@@ -56,6 +56,14 @@ enum Data {
     Indexed,
     /// None made: the pipeline's defaults name files of the repository (run in its root).
     Root,
+    /// Lists for `flat_map`'s `slices` ([`lists`]): `data/lists-0.tfrecord` (`tokens`,
+    /// `labels` of the same length but in record 3, `id`) and `data/grid-0.tfrecord`
+    /// (`grid: f32[4, 3]`, `labels: i64[4]`) in the case's own directory; this glob of
+    /// them as `--set files=…`.
+    Lists(&'static str),
+    /// `sluice gen tabular` as `data/clean-*.tfrecord` and `data/noisy-*.tfrecord` in the
+    /// case's own directory (`mixture.pipe`'s defaults).
+    Mixture,
     /// Data this test does not make yet (why): the pipeline is listed, not compared (the
     /// last resort; no case needs it now).
     #[allow(dead_code)]
@@ -72,18 +80,25 @@ struct Case {
     /// Compare the batches' rows (sorted): which rows share a batch is left to timing too
     /// (reader threads that fill their own batches).
     rows: bool,
+    /// Compare each field's values (sorted) apart: which values share an element is left
+    /// to an unseeded shuffle of one input of a `zip`.
+    fields: bool,
 }
 
 const fn case(file: &'static str, pipeline: &'static str, data: Data) -> Case {
-    Case { file, pipeline, data, sorted: false, rows: false }
+    Case { file, pipeline, data, sorted: false, rows: false, fields: false }
 }
 
 const fn unordered(file: &'static str, pipeline: &'static str, data: Data) -> Case {
-    Case { file, pipeline, data, sorted: true, rows: false }
+    Case { file, pipeline, data, sorted: true, rows: false, fields: false }
 }
 
 const fn unordered_rows(file: &'static str, pipeline: &'static str, data: Data) -> Case {
-    Case { file, pipeline, data, sorted: true, rows: true }
+    Case { file, pipeline, data, sorted: true, rows: true, fields: false }
+}
+
+const fn unordered_fields(file: &'static str, pipeline: &'static str, data: Data) -> Case {
+    Case { file, pipeline, data, sorted: true, rows: false, fields: true }
 }
 
 const CASES: &[Case] = &[
@@ -181,6 +196,20 @@ const CASES: &[Case] = &[
     case("tests/pipes/read_file.pipe", "raw", Data::Written(RAW_FILES)),
     case("examples/text/text.pipe", "text", Data::Root),
     case("examples/text/bench.pipe", "tokens", Data::Root),
+    case("tests/pipes/combine.pipe", "zipped", Data::None),
+    case("tests/pipes/combine.pipe", "zipped_batches", Data::None),
+    case("tests/pipes/combine.pipe", "joined", Data::None),
+    case("tests/pipes/combine.pipe", "joined_three", Data::None),
+    case("tests/pipes/combine.pipe", "zipped_while", Data::None),
+    unordered_fields("tests/pipes/combine.pipe", "zipped_unseeded", Data::None),
+    case("tests/pipes/parity.pipe", "zipped_token_batches", Data::Tokens),
+    case("tests/pipes/mixture.pipe", "train", Data::Mixture),
+    case("tests/pipes/flat_map.pipe", "ranges", Data::None),
+    case("tests/pipes/flat_map.pipe", "per_element", Data::None),
+    case("tests/pipes/flat_map.pipe", "ranges_plus", Data::None),
+    case("tests/pipes/flat_map.pipe", "tokens", Data::Lists("data/lists-*.tfrecord")),
+    case("tests/pipes/flat_map.pipe", "labelled", Data::Lists("data/lists-*.tfrecord")),
+    case("tests/pipes/flat_map.pipe", "rows", Data::Lists("data/grid-*.tfrecord")),
 ];
 
 /// `{x: f32[2], label: i64}`, 20 records.
@@ -328,9 +357,10 @@ fn coverage() -> (Vec<String>, Vec<(String, String)>) {
     let (mut runs, mut refused) = (Vec::new(), Vec::new());
     for file in corpus() {
         let source = std::fs::read_to_string(root().join(&file)).unwrap();
-        for p in sluice_compiler::compile(&source).pipelines {
+        let c = sluice_compiler::compile(&source);
+        for p in &c.pipelines {
             let key = format!("{file}:{}", p.name());
-            match sluice_engine::check(&p) {
+            match sluice_engine::check_in(&c.pipelines, p) {
                 Ok(()) => runs.push(key),
                 Err(e) => refused.push((key, e.to_string())),
             }
@@ -489,6 +519,46 @@ fn tokens(cwd: &Path) {
     write("grid-0.tfrecord", grids);
 }
 
+/// Writes `data/lists-0.tfrecord` (`tokens` and `labels`, of the same length but in
+/// record 3, and `id`) and `data/grid-0.tfrecord` (`grid`, 12 floats, and `labels`, 4)
+/// in `cwd` (a new directory).
+fn lists(cwd: &Path) {
+    use sluice::__private::abi::export;
+    let data = cwd.join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let write = |name: &str, records: Vec<export::Features>| {
+        let mut w = sluice::tfrecord::create(data.join(name), sluice::tfrecord::Compression::None).unwrap();
+        for f in records {
+            let mut out = Vec::new();
+            export::finish(f, &mut out);
+            w.write_record(&out).unwrap();
+        }
+        w.finish().unwrap();
+    };
+    let records = (0..6i64)
+        .map(|i| {
+            let tokens: Vec<i64> = (0..i % 4).map(|t| 100 * i + t).collect();
+            let n = if i == 3 { tokens.len() + 1 } else { tokens.len() };
+            let labels: Vec<i64> = (0..n as i64).map(|t| t % 2).collect();
+            let mut f = export::Features::new();
+            export::list(&mut f, "tokens", &tokens);
+            export::list(&mut f, "labels", &labels);
+            export::scalar(&mut f, "id", &i);
+            f
+        })
+        .collect();
+    write("lists-0.tfrecord", records);
+    let grids = (0..3i64)
+        .map(|i| {
+            let mut f = export::Features::new();
+            export::list(&mut f, "grid", &(0..12).map(|k| i as f32 * 10.0 + k as f32).collect::<Vec<_>>());
+            export::list(&mut f, "labels", &[i, i + 1, i + 2, i + 3]);
+            f
+        })
+        .collect();
+    write("grid-0.tfrecord", grids);
+}
+
 /// Writes `data/lines.txt` (`LINES`, then a line of 40 words, longer than a row of
 /// `pack.pipe`'s `packed_pairs`, and a short one) and `data/tokenizer.json` (the one of
 /// `examples/text`) in `cwd` (a new directory).
@@ -537,6 +607,16 @@ fn lines(o: &Output, c: &Case) -> Vec<String> {
     let mut l: Vec<String> = stdout(o).lines().map(str::to_string).collect();
     if c.rows {
         l = l.iter().flat_map(|line| rows(line)).collect();
+    }
+    if c.fields {
+        l = l
+            .iter()
+            .flat_map(|line| {
+                let v: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
+                let fields = v.as_object().expect("an element with fields").clone();
+                fields.into_iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>()
+            })
+            .collect();
     }
     if c.sorted {
         l.sort();
@@ -669,6 +749,29 @@ fn the_engine_shows_what_the_compiled_runner_shows() {
             }
             Data::Root => {
                 cwd = root().to_path_buf();
+                None
+            }
+            Data::Lists(glob) => {
+                cwd = dir.path().join(format!("lists-{compared}"));
+                lists(&cwd);
+                Some(glob.to_string())
+            }
+            Data::Mixture => {
+                cwd = dir.path().join(format!("mixture-{compared}"));
+                for (kind, records) in [("clean", "300"), ("noisy", "120")] {
+                    let out = cwd.join(kind);
+                    let o = sluice_command(dir.path())
+                        .args(["gen", "tabular", "--records", records, "--shards", "2", "--out"])
+                        .arg(&out)
+                        .output()
+                        .unwrap();
+                    assert!(o.status.success(), "{}", stderr(&o));
+                    std::fs::create_dir_all(cwd.join("data")).unwrap();
+                    for (i, e) in std::fs::read_dir(&out).unwrap().enumerate() {
+                        let to = cwd.join("data").join(format!("{kind}-{i}.tfrecord"));
+                        std::fs::rename(e.unwrap().path(), to).unwrap();
+                    }
+                }
                 None
             }
             Data::Missing(why) => {

@@ -239,7 +239,7 @@ fn random_pipelines_check_compile_and_run() {
         }
         let o = sluice_in(dir.path(), &args);
         let planned = compilation.pipelines.iter().find(|c| c.name() == p.name).expect("checked");
-        match sluice_engine::check(planned) {
+        match sluice_engine::check_in(&compilation.pipelines, planned) {
             Ok(()) => {
                 args.extend(["--engine", "interpreted"]);
                 let e = sluice_in(dir.path(), &args);

@@ -83,7 +83,8 @@ pub fn compile(path: &str) -> (Value, Option<Program>) {
         .map(|p| {
             let params: Vec<&str> = p.decls.params.iter().map(|d| d.name.as_str()).collect();
             let cuda = p.decls.device == sluice_compiler::ir::decls::Device::Cuda;
-            let refusal = sluice_engine::check(p).err().map(|e| format!("{path}: {e}"));
+            let refusal =
+                sluice_engine::check_in(&compilation.pipelines, p).err().map(|e| format!("{path}: {e}"));
             (p.name().to_string(), json!({"params": params, "cuda": cuda, "refusal": refusal}))
         })
         .collect();
@@ -102,7 +103,7 @@ impl Program {
             let message = format!("no pipeline `{name}` (the file has {})", names.join(", "));
             return Err(Failure { kind: 2, message });
         };
-        if let Err(e) = sluice_engine::check(&pipelines[index]) {
+        if let Err(e) = sluice_engine::check_in(pipelines, &pipelines[index]) {
             return Err(Failure { kind: 3, message: format!("{}: {e}", self.file) });
         }
         sluice::python::open(Engine { pipelines: self.pipelines.clone(), index }, request)
@@ -139,7 +140,7 @@ impl Plan for Engine {
     }
 
     fn dataset(&self, params: &Self::Params) -> sluice_runtime::Result<Self::Data> {
-        sluice_engine::dataset(self.pipeline(), params)
+        sluice_engine::dataset_in(&self.pipelines.0, self.pipeline(), params)
     }
 
     fn state(

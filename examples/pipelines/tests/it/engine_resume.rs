@@ -73,7 +73,7 @@ fn a_state_saved_by_one_backend_resumes_in_the_other() {
     let (_dir, glob) = data();
     let all: Vec<Pipeline> = sluice_compiler::compile(SOURCE).pipelines;
     let p = all.iter().find(|p| p.name() == "resume_tabular").unwrap();
-    sluice_engine::check(p).unwrap();
+    sluice_engine::check_in(&all, p).unwrap();
     let set = [("files".to_string(), glob.clone())];
     let eparams = sluice_engine::params_in(&all, p, &set).unwrap();
     let cparams = resume_tabular::Params::from_args(&set).unwrap();
@@ -83,7 +83,7 @@ fn a_state_saved_by_one_backend_resumes_in_the_other() {
         "the same plan, parameters and files"
     );
     let cds = resume_tabular::dataset(&cparams).unwrap();
-    let eds = sluice_engine::dataset(p, &eparams).unwrap();
+    let eds = sluice_engine::dataset_in(&all, p, &eparams).unwrap();
     let cstate = |e, pos| resume_tabular::state(&cparams, e, pos);
     let estate = |e, pos| sluice_engine::resume::state(p, &all, &eparams, e, pos);
     let (full, _) = run(&cds, None, None, &cstate);

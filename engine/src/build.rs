@@ -155,9 +155,13 @@ pub(crate) fn names_of(fields: &[FieldType]) -> Names {
 
 /// What the chain holds between nodes: files (before the reader), or elements.
 enum Chain {
-    Paths(sluice_runtime::stage::Files),
+    Paths(Paths),
     Items(Ds),
 }
+
+/// The file paths between `files()` and the reader (a file-level `shard`, `take`, … over
+/// them, as the generated code runs them).
+pub(crate) type Paths = Boxed<std::path::PathBuf>;
 
 /// Builds the stages of `stages` with `params`; the nodes are known to run
 /// ([`refusal`]). `all`: the file's pipelines (what `zip`, `concatenate` and
@@ -270,6 +274,34 @@ fn flat_map(ds: Ds, inner: &[physical::ExecNode], p: &Arc<Params>, schema: &Arc<
     Ok(sluice_runtime::stage::flat_map(ds, f).boxed())
 }
 
+/// Stage `e` over the file paths `paths` (not a reader): a file-level `shard`, `take`,
+/// `skip`, `repeat`, `shuffle` or `prefetch` gives paths.
+fn paths_stage(e: &Exec, paths: Paths, p: &Arc<Params>) -> R<Chain> {
+    let paths = match e {
+        Exec::Take(n) => paths.take(p.u64(n).map_err(invalid)?).boxed(),
+        Exec::Skip(n) => paths.skip(p.u64(n).map_err(invalid)?).boxed(),
+        Exec::Repeat(count) => {
+            paths.repeat(count.as_ref().map(|c| p.u64(c)).transpose().map_err(invalid)?).boxed()
+        }
+        Exec::Shuffle { buffer, seed: s, reshuffle_each_epoch } => paths
+            .shuffle(usize_arg(p, buffer)?, seed(p, s)?)
+            .reshuffle_each_epoch(*reshuffle_each_epoch)
+            .boxed(),
+        Exec::Shard { num_shards, index, remainder } => {
+            let (n, i) = (p.u64(num_shards).map_err(invalid)?, p.u64(index).map_err(invalid)?);
+            match remainder {
+                Remainder::Keep => paths.shard(n, i)?.boxed(),
+                Remainder::Drop => paths.shard_with(n, i, sluice_runtime::stage::Remainder::Drop)?.boxed(),
+                Remainder::Pad => paths.shard_with(n, i, sluice_runtime::stage::Remainder::Pad)?.boxed(),
+            }
+        }
+        Exec::Prefetch(None) => paths.prefetch(Buffer::Auto).boxed(),
+        Exec::Prefetch(Some(n)) => paths.prefetch(usize_arg(p, n)?).boxed(),
+        other => return Err(invalid(format!("`{}` of file paths", other.name()))),
+    };
+    Ok(Chain::Paths(paths))
+}
+
 /// The declarations a map's parser reads.
 pub(crate) type Schema = Vec<FieldDecl>;
 
@@ -281,6 +313,17 @@ fn items(ds: Option<Chain>) -> R<Ds> {
 }
 
 fn stage(e: &Exec, ds: Option<Chain>, p: &Arc<Params>, schema: &Arc<Schema>, all: &[Pipeline]) -> R<Chain> {
+    let reads = matches!(
+        e,
+        Exec::Interleave { .. }
+            | Exec::ReadBatches { .. }
+            | Exec::ReadFile { .. }
+            | Exec::GlobalShuffle { .. }
+    );
+    let ds = match ds {
+        Some(Chain::Paths(paths)) if !reads => return paths_stage(e, paths, p),
+        ds => ds,
+    };
     Ok(Chain::Items(match e {
         Exec::Zip(z) => {
             let batched = matches!(z.output, Element::Batch(_));
@@ -320,7 +363,7 @@ fn stage(e: &Exec, ds: Option<Chain>, p: &Arc<Params>, schema: &Arc<Schema>, all
             if let Some(s) = shuffle_seed {
                 f = f.shuffled(p.u64(s).map_err(invalid)?);
             }
-            return Ok(Chain::Paths(f));
+            return Ok(Chain::Paths(f.boxed()));
         }
         Exec::Range(r) => {
             let (start, end, step) = (

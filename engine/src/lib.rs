@@ -100,8 +100,8 @@ fn check_node(pipeline: &Pipeline) -> Result<(), EngineError> {
     if let Some(f) = pipeline.decls.externs.first() {
         return Err(EngineError::Extern { pipeline: name, function: f.path.clone() });
     }
-    // Between `files` and the reader the elements are paths: the engine runs no stage
-    // there yet (a file-level `shard` or `take`).
+    // Between `files` and the reader the elements are paths: a file-level `shard`,
+    // `take`, `skip`, `repeat`, `shuffle` or `prefetch` (`build::paths_stage`).
     let mut paths = false;
     for node in &pipeline.physical.stages {
         use sluice_compiler::physical::Exec;
@@ -111,6 +111,12 @@ fn check_node(pipeline: &Pipeline) -> Result<(), EngineError> {
             | Exec::ReadBatches { .. }
             | Exec::ReadFile { .. }
             | Exec::GlobalShuffle { .. } => paths = false,
+            Exec::Take(_)
+            | Exec::Skip(_)
+            | Exec::Repeat(_)
+            | Exec::Shuffle { .. }
+            | Exec::Shard { .. }
+            | Exec::Prefetch(_) => {}
             e if paths => {
                 let what = format!("`{}` of file paths, before the reader", e.name());
                 return Err(EngineError::Unsupported { pipeline: name, node: e.name(), what });

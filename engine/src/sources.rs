@@ -18,14 +18,14 @@ use sluice_compiler::ir::types::{DType, Shape};
 use sluice_compiler::physical::{self, Exec};
 use sluice_runtime::abi;
 use sluice_runtime::stage::{
-    Dataset, FileContents, Files, InterleaveFn, OpenTfRecord, Parallelism, ReadFileOptions, Record,
-    global_shuffle, read_files,
+    Dataset, FileContents, InterleaveFn, OpenTfRecord, Parallelism, ReadFileOptions, Record, global_shuffle,
+    read_files,
 };
 use sluice_runtime::text::{CsvOptions, OpenCsv, OpenLines, TextOptions};
 use sluice_runtime::tfrecord::{Compression, CorruptPolicy, ReaderOptions};
 use sluice_runtime::{BoxError, Error};
 
-use crate::build::Ds;
+use crate::build::{Ds, Paths};
 use crate::eval::Eval;
 use crate::num::Num;
 use crate::params::Params;
@@ -59,7 +59,7 @@ fn compression(c: physical::Compression) -> Compression {
 /// `ds.interleave(open_fn, cycle, block)` reads them.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn interleave(
-    paths: Files,
+    paths: Paths,
     format: &RecordFormat,
     r: &physical::ReaderOptions,
     cycle: usize,
@@ -67,7 +67,7 @@ pub(crate) fn interleave(
     par: Parallelism,
     det: bool,
 ) -> Ds {
-    fn run<F>(paths: Files, open: F, cycle: usize, block: usize, par: Parallelism, det: bool) -> Ds
+    fn run<F>(paths: Paths, open: F, cycle: usize, block: usize, par: Parallelism, det: bool) -> Ds
     where
         F: InterleaveFn<PathBuf> + Send + Sync + 'static,
         F::Output: Dataset<Item = Record>,
@@ -102,7 +102,7 @@ pub(crate) fn interleave(
 
 /// `read_file`: each path's whole file, `{contents: bytes, path: str}` and, with labels,
 /// `label: i64` (the generated record of `ReadFile::element`).
-pub(crate) fn read_file(paths: Files, labels: bool, on_error: physical::CorruptPolicy) -> Ds {
+pub(crate) fn read_file(paths: Paths, labels: bool, on_error: physical::CorruptPolicy) -> Ds {
     let mut names = vec!["contents".to_string(), "path".to_string()];
     if labels {
         names.push("label".into());
@@ -124,7 +124,7 @@ pub(crate) fn read_file(paths: Files, labels: bool, on_error: physical::CorruptP
 /// `shuffle(global)`: the records of the indexed files `paths` (the list taken once, now,
 /// as the generated code takes it), in a permutation per epoch, with the fused shard.
 pub(crate) fn global(
-    paths: Files,
+    paths: Paths,
     r: &physical::ReaderOptions,
     seed: u64,
     reshuffle_each_epoch: bool,

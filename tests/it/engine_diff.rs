@@ -121,6 +121,7 @@ const CASES: &[Case] = &[
     case("tests/pipes/auto_cycle.pipe", "auto_tfrecords", Data::Tabular),
     case("tests/pipes/auto_cycle.pipe", "auto_interleave", Data::Tabular),
     case("tests/pipes/auto_cycle.pipe", "fixed_cycle", Data::Tabular),
+    case("tests/pipes/auto_cycle.pipe", "file_shards", Data::Tabular),
     case("tests/pipes/mixture.pipe", "clean", Data::Tabular),
     case("tests/pipes/mixture.pipe", "noisy", Data::Tabular),
     case("tests/pipes/resume.pipe", "resume_tabular", Data::Tabular),

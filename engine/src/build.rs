@@ -54,6 +54,7 @@ pub fn refusal(e: &Exec, schema: &[FieldDecl]) -> Option<String> {
         Exec::Files { .. } | Exec::Range(_) | Exec::Repeat(_) | Exec::Take(_) | Exec::Skip(_) => None,
         Exec::Shuffle { .. } | Exec::Prefetch(_) | Exec::Enumerate { .. } | Exec::Shard { .. } => None,
         Exec::Cache { file: None, .. } => None,
+        Exec::Cache { input: Element::Fields(_) | Element::Record, file: Some(_) } => None,
         Exec::Select { .. } => None,
         Exec::Filter { conditions, .. } => conditions.iter().find_map(|c| eval::check(c).err()),
         Exec::Map { f, filter, .. } => {
@@ -592,6 +593,9 @@ fn stage(e: &Exec, ds: Option<Chain>, p: &Arc<Params>, schema: &Arc<Schema>, all
             }
         }
         Exec::Cache { file: None, .. } => items(ds)?.cache().boxed(),
+        Exec::Cache { input, file: Some(path) } => {
+            crate::cache::cache_file(items(ds)?, input, &p.text(path).map_err(invalid)?).map_err(invalid)?
+        }
         Exec::Prefetch(None) => items(ds)?.prefetch(Buffer::Auto).boxed(),
         Exec::Prefetch(Some(n)) => items(ds)?.prefetch(usize_arg(p, n)?).boxed(),
         Exec::Enumerate { to, start, .. } => {

@@ -19,6 +19,7 @@ use std::sync::Arc;
 use sluice_compiler::Pipeline;
 
 mod build;
+mod cache;
 mod eval;
 mod map;
 mod num;
@@ -145,6 +146,14 @@ pub fn dataset(pipeline: &Pipeline, params: &Params) -> sluice_runtime::Result<D
 /// [`dataset`] of a pipeline of a file whose pipelines are `all` (those it takes);
 /// `params` from [`params_in`].
 pub fn dataset_in(all: &[Pipeline], pipeline: &Pipeline, params: &Params) -> sluice_runtime::Result<Ds> {
+    // `cache(file)` stamps its file with the pipeline's fingerprint.
+    let caches = pipeline
+        .physical
+        .stages
+        .iter()
+        .any(|n| matches!(n.exec, sluice_compiler::physical::Exec::Cache { file: Some(_), .. }));
+    let fingerprint = if caches { Some(resume::fingerprint(pipeline, all, params)?) } else { None };
+    let _fingerprint = cache::Fingerprint::set(fingerprint);
     let params = Arc::new(params.clone());
     let schema = Arc::new(pipeline.decls.schema.clone());
     match &pipeline.physical.tail {

@@ -220,3 +220,69 @@ fn both_backends_export_the_same_files() {
     }
     assert!(exported[0] == exported[1], "the engine's export differs from the compiled runner's");
 }
+
+/// `cache(file)` of rows (scalars and a tensor) and of serialized records.
+const CACHED: &str = r#"
+pipeline rows(c: path = "elements.cache") {
+    range(7);
+    map { h = one_hot(value % 3, 3); w = cast(value, f32) * 0.5; b = value > 2; }
+    cache(c);
+    batch(3);
+}
+pipeline records(files: glob, c: path = "records.cache") {
+    schema { x: f32[16], label: i64 }
+    tfrecords(files);
+    cache(c);
+    map { parse_example(); }
+}
+"#;
+
+/// Each backend writes the cache file the other would, byte for byte, and replays the
+/// other's (the file is kept, not rebuilt) with the same elements.
+#[test]
+fn a_cache_file_is_the_same_from_either_backend() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("cached.pipe");
+    std::fs::write(&file, CACHED).unwrap();
+    let data = dir.path().join("data");
+    let o = sluice(
+        dir.path(),
+        &["gen", "tabular", "--records", "20", "--shards", "2", "--out", data.to_str().unwrap()],
+        &[],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let files = format!("files={}/data/*.tfrecord", dir.path().display());
+    for (pipeline, cache) in [("rows", "elements.cache"), ("records", "records.cache")] {
+        let show = |cwd: &Path, engine: &str| {
+            let mut c = sluice_command(dir.path());
+            c.env_remove("SLUICE_ENGINE").current_dir(cwd);
+            c.args(["show", file.to_str().unwrap(), pipeline, "-n", "all", "--engine", engine]);
+            if pipeline == "records" {
+                c.args(["--set", &files]);
+            }
+            let o = c.output().expect("sluice runs");
+            assert!(o.status.success(), "{pipeline} ({engine}): {}", stderr(&o));
+            stdout(&o)
+        };
+        let (a, b) =
+            (dir.path().join(format!("{pipeline}-compiled")), dir.path().join(format!("{pipeline}-engine")));
+        std::fs::create_dir_all(&a).unwrap();
+        std::fs::create_dir_all(&b).unwrap();
+        let compiled = show(&a, "compiled");
+        let interpreted = show(&b, "interpreted");
+        assert_eq!(compiled, interpreted, "{pipeline}: the first pass");
+        let (ca, cb) = (std::fs::read(a.join(cache)).unwrap(), std::fs::read(b.join(cache)).unwrap());
+        assert!(ca.len() > 20, "{pipeline}: a cache of the elements");
+        assert_eq!(ca, cb, "{pipeline}: the cache files");
+        // Each replays the other's file (its inode kept: not rebuilt), with the same elements.
+        use std::os::unix::fs::MetadataExt;
+        for (from, to, engine) in [(&a, &b, "interpreted"), (&b, &a, "compiled")] {
+            let (src, dst) = (from.join(cache), to.join(cache));
+            std::fs::remove_file(&dst).unwrap();
+            std::fs::copy(&src, &dst).unwrap();
+            let ino = std::fs::metadata(&dst).unwrap().ino();
+            assert_eq!(show(to, engine), compiled, "{pipeline}: {engine} replaying");
+            assert_eq!(std::fs::metadata(&dst).unwrap().ino(), ino, "{pipeline}: {engine} replayed the file");
+        }
+    }
+}

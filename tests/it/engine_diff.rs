@@ -61,6 +61,9 @@ enum Data {
     /// (`grid: f32[4, 3]`, `labels: i64[4]`) in the case's own directory; this glob of
     /// them as `--set files=…`.
     Lists(&'static str),
+    /// `all_ops.pipe`'s records ([`all_ops`]): `data/ops-0.tfrecord.gz` in the case's own
+    /// directory, run with the pipeline's defaults.
+    AllOps,
     /// `sluice gen tabular` as `data/clean-*.tfrecord` and `data/noisy-*.tfrecord` in the
     /// case's own directory (`mixture.pipe`'s defaults).
     Mixture,
@@ -211,6 +214,7 @@ const CASES: &[Case] = &[
     case("tests/pipes/flat_map.pipe", "tokens", Data::Lists("data/lists-*.tfrecord")),
     case("tests/pipes/flat_map.pipe", "labelled", Data::Lists("data/lists-*.tfrecord")),
     case("tests/pipes/flat_map.pipe", "rows", Data::Lists("data/grid-*.tfrecord")),
+    unordered("tests/pipes/all_ops.pipe", "all_ops", Data::AllOps),
 ];
 
 /// `{x: f32[2], label: i64}`, 20 records.
@@ -520,6 +524,38 @@ fn tokens(cwd: &Path) {
     write("grid-0.tfrecord", grids);
 }
 
+/// Writes `data/ops-0.tfrecord.gz` in `cwd` (a new directory): 60 records of
+/// `all_ops.pipe`'s schema (`raw` f32 bytes, `png` one of the two PNG fixtures, `mask` and
+/// `score` left out of some records for their defaults, `id`).
+fn all_ops(cwd: &Path) {
+    use sluice::__private::abi::export;
+    let data = cwd.join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let pngs: [&[u8]; 2] = [
+        include_bytes!("../fixtures/image/gray_9x13.png"),
+        include_bytes!("../fixtures/image/rgba_20x24.png"),
+    ];
+    let mut w = sluice::tfrecord::create(data.join("ops-0.tfrecord.gz"), sluice::tfrecord::Compression::Auto)
+        .unwrap();
+    for i in 0..60i64 {
+        let mut f = export::Features::new();
+        let raw: Vec<u8> = (0..i % 5).flat_map(|k| (k as f32 * 0.25 + i as f32).to_le_bytes()).collect();
+        export::bytes(&mut f, "raw", &raw);
+        export::bytes(&mut f, "png", pngs[(i % 2) as usize]);
+        if i % 3 != 0 {
+            export::list(&mut f, "mask", &(0..64).map(|k| (k + i) % 7).collect::<Vec<_>>());
+        }
+        if i % 4 != 0 {
+            export::scalar(&mut f, "score", &((i % 9) as f32 - 2.0));
+        }
+        export::scalar(&mut f, "id", &i);
+        let mut out = Vec::new();
+        export::finish(f, &mut out);
+        w.write_record(&out).unwrap();
+    }
+    w.finish().unwrap();
+}
+
 /// Writes `data/lists-0.tfrecord` (`tokens` and `labels`, of the same length but in
 /// record 3, and `id`) and `data/grid-0.tfrecord` (`grid`, 12 floats, and `labels`, 4)
 /// in `cwd` (a new directory).
@@ -756,6 +792,11 @@ fn the_engine_shows_what_the_compiled_runner_shows() {
                 cwd = dir.path().join(format!("lists-{compared}"));
                 lists(&cwd);
                 Some(glob.to_string())
+            }
+            Data::AllOps => {
+                cwd = dir.path().join(format!("all-ops-{compared}"));
+                all_ops(&cwd);
+                None
             }
             Data::Mixture => {
                 cwd = dir.path().join(format!("mixture-{compared}"));

@@ -14,7 +14,7 @@ use sluice_runtime::BoxError;
 use sluice_runtime::stage::{CacheCodec, Dataset, Element, Record};
 
 use crate::build::Ds;
-use crate::value::{Data, Item, Kind, Names, Row, Value};
+use crate::value::{Data, Item, Kind, Names, Row, Value, numeric};
 
 /// One element as the generated record's `CacheCodec` encodes it.
 #[derive(Debug, Clone)]
@@ -110,22 +110,6 @@ fn encode(x: &Item, out: &mut Vec<u8>) -> Result<(), String> {
         _ => return Err("`cache(file)` of batches".into()),
     }
     Ok(())
-}
-
-macro_rules! numeric {
-    ($data:expr, $v:ident => $body:expr, $other:pat => $else:expr) => {
-        match $data {
-            Data::Bool($v) => $body,
-            Data::U8($v) => $body,
-            Data::I32($v) => $body,
-            Data::U32($v) => $body,
-            Data::I64($v) => $body,
-            Data::U64($v) => $body,
-            Data::F32($v) => $body,
-            Data::F64($v) => $body,
-            $other => $else,
-        }
-    };
 }
 
 fn encode_value(v: &Value, out: &mut Vec<u8>) {

@@ -57,6 +57,7 @@ macro_rules! numeric {
         }
     };
 }
+pub(crate) use numeric;
 
 impl Data {
     /// How many values.

@@ -289,26 +289,9 @@ fn of_value(ty: ParamType, v: &Value) -> Result<Param, String> {
 }
 
 /// The pipelines `plan` takes (`sample_from`, `zip`, `concatenate`), each once, in the
-/// order the generated `Params` holds them.
+/// order the generated `Params` holds them (the compiler's one rule).
 pub fn takes(plan: &sluice_compiler::ir::plan::Plan) -> Vec<String> {
-    use sluice_compiler::ir::plan::Plan;
-    let mut out: Vec<String> = Vec::new();
-    let mut node = Some(plan);
-    while let Some(n) = node {
-        let inputs = match n {
-            Plan::SampleFrom(s) => &s.inputs[..],
-            Plan::Zip(z) => &z.inputs[..],
-            Plan::Concatenate(c) => &c.inputs[..],
-            _ => &[],
-        };
-        for i in inputs {
-            if !out.contains(i) {
-                out.push(i.clone());
-            }
-        }
-        node = n.input();
-    }
-    out
+    sluice_compiler::ir::combine::taken(plan)
 }
 
 /// A number as its Rust type's `Debug` prints it (the generated struct's field).

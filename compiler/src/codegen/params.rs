@@ -7,7 +7,7 @@ use quote::quote;
 use super::context::{Gen, R};
 use super::types::field_ident;
 use crate::ir::decls::Declarations;
-use crate::ir::plan::{ArgValue, Plan};
+use crate::ir::plan::ArgValue;
 use crate::ir::types::{ParamType, Value};
 use crate::physical::{Expr, ParamRule};
 
@@ -152,25 +152,10 @@ impl Gen<'_> {
 
     /// The pipelines this one takes (`sample_from`, `zip`, `concatenate`), each once.
     pub(super) fn sample_inputs(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        if let Some(plan) = self.all.iter().find(|c| c.decls.name == self.decls.name).map(|c| c.plan) {
-            let mut node = Some(plan);
-            while let Some(n) = node {
-                let inputs = match n {
-                    Plan::SampleFrom(s) => &s.inputs[..],
-                    Plan::Zip(z) => &z.inputs[..],
-                    Plan::Concatenate(c) => &c.inputs[..],
-                    _ => &[],
-                };
-                for i in inputs {
-                    if !out.contains(i) {
-                        out.push(i.clone());
-                    }
-                }
-                node = n.input();
-            }
-        }
-        out
+        self.all
+            .iter()
+            .find(|c| c.decls.name == self.decls.name)
+            .map_or_else(Vec::new, |c| crate::ir::combine::taken(c.plan))
     }
 }
 

@@ -84,3 +84,26 @@ pub(super) fn explain(plan: &Plan) -> (&'static str, Vec<(&'static str, String)>
         other => unreachable!("not a combining node: {other:?}"),
     }
 }
+
+/// The pipelines `plan` takes (`sample_from`, `zip`, `concatenate`), each once, in the
+/// order met from the plan's root: the order the generated `Params` holds their
+/// parameters in, and the engine's (`--set INPUT.NAME=VALUE`).
+pub fn taken(plan: &Plan) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut node = Some(plan);
+    while let Some(n) = node {
+        let inputs = match n {
+            Plan::SampleFrom(s) => &s.inputs[..],
+            Plan::Zip(z) => &z.inputs[..],
+            Plan::Concatenate(c) => &c.inputs[..],
+            _ => &[],
+        };
+        for i in inputs {
+            if !out.contains(i) {
+                out.push(i.clone());
+            }
+        }
+        node = n.input();
+    }
+    out
+}

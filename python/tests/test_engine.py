@@ -104,9 +104,8 @@ def test_auto_runs_the_engine_unless_a_library_is_built(tmp_path, monkeypatch):
     # compiles it, and says what is missing when it cannot (here: no cargo).
     refused = tmp_path / "refused.pipe"
     candidates = [
-        'pipeline refused(c: path = "elements.cache") {\n    range(10);\n    cache(c);\n}\n',
-        'pipeline refused(files: glob = "x/*") {\n    schema { b: bytes }\n    files(files);\n    take(2);\n'
-        "    interleave(cycle: 2) { tfrecord(); }\n    map { parse_example(); }\n}\n",
+        "pipeline refused() {\n    range(8);\n    map { img = reshape(cast(one_hot(value % 4, 12), u8), [2, 2, 3]); }\n"
+        "    map { img = random_flip(img, seed: 1); }\n    batch(4);\n}\n",
     ]
     for text in candidates:
         refused.write_text(text)

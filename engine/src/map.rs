@@ -229,6 +229,9 @@ impl MapRows {
                 }
                 Ok(Item::Batch(Columns::from_rows(self.names.clone(), rows)?))
             }
+            // A batch of batches: each inner batch mapped (codegen's `map_each_fn`), its
+            // random operations drawing as element `(index << 20) | i`.
+            Item::Items(v) => crate::shapes::each_of_batch_at(v, |i, x| self.apply_at(x, epoch, at(i))),
             x => self.row_at(x, epoch, index).map(Item::Row),
         }
     }

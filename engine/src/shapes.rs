@@ -536,10 +536,18 @@ pub(crate) fn each_of_batch(
     rows: Vec<Item>,
     f: impl Fn(Item) -> Result<Item, BoxError>,
 ) -> Result<Item, BoxError> {
+    each_of_batch_at(rows, |_, x| f(x))
+}
+
+/// [`each_of_batch`] with each element's position in the batch.
+pub(crate) fn each_of_batch_at(
+    rows: Vec<Item>,
+    f: impl Fn(usize, Item) -> Result<Item, BoxError>,
+) -> Result<Item, BoxError> {
     let out = rows
         .into_iter()
         .enumerate()
-        .map(|(i, x)| f(x).map_err(|e| BoxError::from(format!("element {i} of the batch: {e}"))))
+        .map(|(i, x)| f(i, x).map_err(|e| BoxError::from(format!("element {i} of the batch: {e}"))))
         .collect::<Result<Vec<_>, _>>()?;
     Ok(Item::Items(out))
 }

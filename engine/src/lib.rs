@@ -253,6 +253,18 @@ mod tests {
     }
 
     #[test]
+    fn a_map_over_a_batch_of_batches_maps_each_inner_batch() {
+        let source = "pipeline nested() { range(6); batch(2); batch(2); map { value = value * 2; } }";
+        assert_eq!(
+            shown(&pipeline(source, "nested"), &[]),
+            [
+                r#"[{"value":{"dtype":"i64","shape":[2],"values":[0,2]}},{"value":{"dtype":"i64","shape":[2],"values":[4,6]}}]"#,
+                r#"[{"value":{"dtype":"i64","shape":[2],"values":[8,10]}}]"#,
+            ]
+        );
+    }
+
+    #[test]
     fn bad_parameters_and_data_errors_are_errors() {
         let p = pipeline(RANGES, "evens");
         assert_eq!(

@@ -20,19 +20,8 @@ pub fn blocker(pipeline: &Pipeline, all: &[Pipeline]) -> Option<String> {
     if let Some(why) = sluice_compiler::ir::plan::resume_blocker(plan) {
         return Some(why);
     }
-    let mut inputs = Vec::new();
-    let mut node = Some(plan);
-    while let Some(n) = node {
-        match n {
-            Plan::Zip(z) => inputs.extend(z.inputs.iter()),
-            Plan::Concatenate(c) => inputs.extend(c.inputs.iter()),
-            _ => {}
-        }
-        node = n.input();
-    }
-    inputs
-        .iter()
-        .find_map(|name| all.iter().find(|p| p.name() == name.as_str()).and_then(|p| blocker(p, all)))
+    let inputs = sluice_compiler::ir::combine::passes_beneath(plan);
+    inputs.iter().find_map(|name| all.iter().find(|p| p.name() == *name).and_then(|p| blocker(p, all)))
 }
 
 /// The fingerprint of `pipeline` with `params`: the generated `fingerprint(params)`.

@@ -220,16 +220,7 @@ pub(super) fn resume_items(plan: &Plan) -> R<TokenStream> {
 /// The `RESUME_BLOCKER` of a plan with no blocker of its own: the first of the pipelines
 /// it zips or concatenates, whose passes run beneath it (`None` when none has one).
 fn combined_blockers(plan: &Plan) -> TokenStream {
-    let mut inputs = Vec::new();
-    let mut node = Some(plan);
-    while let Some(n) = node {
-        match n {
-            Plan::Zip(z) => inputs.extend(z.inputs.iter()),
-            Plan::Concatenate(c) => inputs.extend(c.inputs.iter()),
-            _ => {}
-        }
-        node = n.input();
-    }
+    let inputs = crate::ir::combine::passes_beneath(plan);
     inputs.iter().rev().fold(quote!(::std::option::Option::None), |rest, name| {
         let id = field_ident(name);
         quote!(match super::#id::RESUME_BLOCKER {

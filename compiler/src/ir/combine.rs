@@ -107,3 +107,21 @@ pub fn taken(plan: &Plan) -> Vec<String> {
     }
     out
 }
+
+/// The pipelines `plan` zips or concatenates, in the order met from its root (a name as
+/// often as it is taken): those whose passes run beneath it, so whose resume blockers are
+/// its own (the generated `RESUME_BLOCKER`, the engine's `resume::blocker`); not
+/// `sample_from`'s.
+pub fn passes_beneath(plan: &Plan) -> Vec<&str> {
+    let mut inputs = Vec::new();
+    let mut node = Some(plan);
+    while let Some(n) = node {
+        match n {
+            Plan::Zip(z) => inputs.extend(z.inputs.iter().map(String::as_str)),
+            Plan::Concatenate(c) => inputs.extend(c.inputs.iter().map(String::as_str)),
+            _ => {}
+        }
+        node = n.input();
+    }
+    inputs
+}

@@ -285,21 +285,23 @@ impl Eval<'_> {
         }
     }
 
-    fn normalize(&self, x: &Expr, mean: &Expr, std: &Expr, kind: Kind) -> R<Value> {
-        let floats = |e: &Expr| -> R<Vec<f32>> {
-            let items = match &e.kind {
-                ExprKind::List(items) => items.iter().collect(),
-                _ => vec![e],
-            };
-            items
-                .into_iter()
-                .map(|i| match self.scalar(i, 0, DType::F32)? {
-                    Num::F32(v) => Ok(v),
-                    _ => Err("a float".into()),
-                })
-                .collect()
+    /// A list of floats (`normalize`'s `mean`, `std`), or one, as `f32`s.
+    pub(crate) fn floats(&self, e: &Expr) -> R<Vec<f32>> {
+        let items = match &e.kind {
+            ExprKind::List(items) => items.iter().collect(),
+            _ => vec![e],
         };
-        let (mean, std) = (floats(mean)?, floats(std)?);
+        items
+            .into_iter()
+            .map(|i| match self.scalar(i, 0, DType::F32)? {
+                Num::F32(v) => Ok(v),
+                _ => Err("a float".into()),
+            })
+            .collect()
+    }
+
+    fn normalize(&self, x: &Expr, mean: &Expr, std: &Expr, kind: Kind) -> R<Value> {
+        let (mean, std) = (self.floats(mean)?, self.floats(std)?);
         let from = dtype_of(x).ok_or("`normalize` of a value without a dtype")?;
         let shape = self.shape(x)?;
         let n: usize = shape.iter().product();

@@ -28,7 +28,6 @@ use sluice_runtime::stage::Origin;
 
 use crate::build::{invalid, names_of, select};
 use crate::eval::Eval;
-use crate::num::Num;
 use crate::params::Params;
 use crate::parse::ExampleParser;
 use crate::value::{Columns, Data, Item, Kind, Names, Row, Value};
@@ -437,25 +436,8 @@ fn steps(ops: &[MapOp], columns: &[Column]) -> Vec<Step> {
 /// The fused JPEG run: its pixels appended to `into`'s column (marked written), or a new
 /// `f32[h, w, 3]` value.
 fn jpeg(ev: &Eval<'_>, run: &JpegRun<'_>, into: Option<(&mut Data, &mut bool)>) -> Result<Value, BoxError> {
-    let floats = |e: &sluice_compiler::ir::expr::Expr| -> Result<Vec<f32>, BoxError> {
-        let items = match &e.kind {
-            sluice_compiler::ir::expr::ExprKind::List(items) => items.iter().collect(),
-            _ => vec![e],
-        };
-        items
-            .into_iter()
-            .map(|i| match ev.scalar(i, 0, DType::F32)? {
-                Num::F32(v) => Ok(v),
-                _ => Err("a float".into()),
-            })
-            .collect()
-    };
-    let count = |e| match ev.scalar(e, 0, DType::U64)? {
-        Num::U64(n) => Ok::<usize, BoxError>(n as usize),
-        _ => Err("a count".into()),
-    };
-    let (h, w) = (count(run.h)?, count(run.w)?);
-    let (mean, std) = (floats(run.mean)?, floats(run.std)?);
+    let (h, w) = (ev.count(run.h)?, ev.count(run.w)?);
+    let (mean, std) = (ev.floats(run.mean)?, ev.floats(run.std)?);
     let limit = run.max_pixels.map(|n| n as usize);
     ev.with_bytes(run.bytes, |bytes| match into {
         Some((Data::F32(column), wrote)) => {

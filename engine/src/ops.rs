@@ -187,7 +187,7 @@ impl Eval<'_> {
     }
 
     /// A count argument (`(v as u64) as usize`).
-    fn count(&self, e: &Expr) -> R<usize> {
+    pub(crate) fn count(&self, e: &Expr) -> R<usize> {
         match self.scalar(e, 0, DType::U64)? {
             Num::U64(n) => Ok(n as usize),
             _ => Err("a count".into()),

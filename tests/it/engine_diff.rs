@@ -490,15 +490,7 @@ fn tokens(cwd: &Path) {
     use sluice::__private::abi::export;
     let data = cwd.join("data");
     std::fs::create_dir_all(&data).unwrap();
-    let write = |name: &str, records: Vec<export::Features>| {
-        let mut w = sluice::tfrecord::create(data.join(name), sluice::tfrecord::Compression::None).unwrap();
-        for f in records {
-            let mut out = Vec::new();
-            export::finish(f, &mut out);
-            w.write_record(&out).unwrap();
-        }
-        w.finish().unwrap();
-    };
+    let write = |name: &str, records: Vec<export::Features>| write_examples(&data.join(name), records);
     let records = (0..30i64)
         .map(|i| {
             let n = (i * 7) % 37;
@@ -535,9 +527,7 @@ fn all_ops(cwd: &Path) {
         include_bytes!("../fixtures/image/gray_9x13.png"),
         include_bytes!("../fixtures/image/rgba_20x24.png"),
     ];
-    let mut w = sluice::tfrecord::create(data.join("ops-0.tfrecord.gz"), sluice::tfrecord::Compression::Auto)
-        .unwrap();
-    for i in 0..60i64 {
+    let records = (0..60i64).map(|i| {
         let mut f = export::Features::new();
         let raw: Vec<u8> = (0..i % 5).flat_map(|k| (k as f32 * 0.25 + i as f32).to_le_bytes()).collect();
         export::bytes(&mut f, "raw", &raw);
@@ -549,8 +539,18 @@ fn all_ops(cwd: &Path) {
             export::scalar(&mut f, "score", &((i % 9) as f32 - 2.0));
         }
         export::scalar(&mut f, "id", &i);
+        f
+    });
+    write_examples(&data.join("ops-0.tfrecord.gz"), records);
+}
+
+/// Writes `records` as serialized `tf.train.Example`s to the TFRecord file `path`
+/// (gzipped when its name ends in `.gz`).
+fn write_examples(path: &Path, records: impl IntoIterator<Item = sluice::__private::abi::export::Features>) {
+    let mut w = sluice::tfrecord::create(path, sluice::tfrecord::Compression::Auto).unwrap();
+    for f in records {
         let mut out = Vec::new();
-        export::finish(f, &mut out);
+        sluice::__private::abi::export::finish(f, &mut out);
         w.write_record(&out).unwrap();
     }
     w.finish().unwrap();
@@ -563,15 +563,7 @@ fn lists(cwd: &Path) {
     use sluice::__private::abi::export;
     let data = cwd.join("data");
     std::fs::create_dir_all(&data).unwrap();
-    let write = |name: &str, records: Vec<export::Features>| {
-        let mut w = sluice::tfrecord::create(data.join(name), sluice::tfrecord::Compression::None).unwrap();
-        for f in records {
-            let mut out = Vec::new();
-            export::finish(f, &mut out);
-            w.write_record(&out).unwrap();
-        }
-        w.finish().unwrap();
-    };
+    let write = |name: &str, records: Vec<export::Features>| write_examples(&data.join(name), records);
     let records = (0..6i64)
         .map(|i| {
             let tokens: Vec<i64> = (0..i % 4).map(|t| 100 * i + t).collect();

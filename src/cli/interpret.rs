@@ -97,10 +97,24 @@ pub(super) fn run(file: &Path, pipeline: Option<&str>, argv: Vec<OsString>) -> R
         // What a compiled runner of a `device cuda` pipeline says first.
         sluice::__private::runner::note_cpu_twin(p.name());
     }
+    let name = p.name().to_string();
+    drop(names);
+    // The compilation lives until the dataset is built (which keeps what it needs of it),
+    // not through the run.
+    let compilation = std::rc::Rc::new(compilation);
+    let for_params = std::rc::Rc::clone(&compilation);
     Ok(sluice::__private::runner::run(
         &args,
-        p.name(),
-        |set| sluice_engine::params_in(&compilation.pipelines, p, set),
-        |params| sluice_engine::dataset_in(&compilation.pipelines, p, params),
+        &name,
+        move |set| sluice_engine::params_in(&for_params.pipelines, &for_params.pipelines[index], set),
+        move |params| {
+            let built =
+                sluice_engine::dataset_in(&compilation.pipelines, &compilation.pipelines[index], params);
+            drop(compilation);
+            // The compiler is done with: its memory and code pages need not stay resident
+            // through the run.
+            super::pages::let_go();
+            built
+        },
     ))
 }

@@ -45,6 +45,7 @@ mod files;
 mod generate;
 mod index;
 mod interpret;
+mod pages;
 mod pipelines;
 mod python_lib;
 mod run;

@@ -61,9 +61,6 @@ pub fn refusal(e: &Exec, schema: &[FieldDecl]) -> Option<String> {
             map_fn(f).or_else(|| filter.iter().flatten().find_map(|c| eval::check(c).err()))
         }
         Exec::ChunkedMap { f, .. } => map_fn(f).or_else(|| fields_batchable(f.output.fields())),
-        Exec::MapBatch { f, batched: false, .. } if f.input != Element::Record && crate::ops::random(f) => {
-            Some("a random operation in a map + batch of elements".into())
-        }
         Exec::MapBatch { f, batched: false, .. } => map_fn(f).or_else(|| match f.input {
             Element::Record => fields_batchable(f.output.fields()),
             _ => crate::shapes::refusal(f.output.fields()),
@@ -531,10 +528,38 @@ fn stage(e: &Exec, ds: Option<Chain>, p: &Arc<Params>, schema: &Arc<Schema>, all
                     .deterministic(det)
                     .named("map_batch")
                     .boxed()
+            } else if !matches!(f.output, Element::Fields(_)) && m.random {
+                // A map over batches before a second `batch`: each batch mapped, element `i`
+                // of the gathered batch `index` drawing as element `(index << 20) | i`.
+                chunks
+                    .enumerate()
+                    .try_map(move |x: Indexed<Vec<Item>>| {
+                        let at = |i: usize| (x.index << 20) | i as u64;
+                        crate::shapes::each_of_batch_at(x.value, |i, b| m.apply_at(b, x.epoch, at(i)))
+                    })
+                    .num_parallel(par)
+                    .deterministic(det)
+                    .named("map_batch")
+                    .boxed()
             } else if !matches!(f.output, Element::Fields(_)) {
-                // A map over batches before a second `batch`: each batch mapped.
                 chunks
                     .try_map(move |rows: Vec<Item>| crate::shapes::each_of_batch(rows, |x| m.apply(x)))
+                    .num_parallel(par)
+                    .deterministic(det)
+                    .named("map_batch")
+                    .boxed()
+            } else if m.random {
+                // Elements mapped as the batch gathers them: row `i` of batch `index` draws as
+                // element `(index << 20) | i`, as the generated `map_batch` numbers them.
+                chunks
+                    .enumerate()
+                    .try_map(move |x: Indexed<Vec<Item>>| {
+                        let next = std::cell::Cell::new(0u64);
+                        crate::shapes::rows_batch(x.value, |row| {
+                            let i = next.replace(next.get() + 1);
+                            m.row_at(row, x.epoch, (x.index << 20) | i)
+                        })
+                    })
                     .num_parallel(par)
                     .deterministic(det)
                     .named("map_batch")

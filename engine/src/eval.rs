@@ -52,6 +52,14 @@ pub struct Eval<'a> {
 
 type R<T> = Result<T, BoxError>;
 
+/// Whether an operation inside an expression is computed first as a whole value of its
+/// own ([`Eval::hoist`]): the structural ones, and those whose value the elementwise
+/// evaluation does not make (`one_hot`, `normalize`, `check_finite`), as in
+/// `reshape(cast(one_hot(label, 12), u8), [2, 2, 3])`.
+fn hoisted(op: &Op) -> bool {
+    is_structural(op) || matches!(op, Op::OneHot { .. } | Op::Normalize { .. } | Op::CheckFinite { .. })
+}
+
 impl Eval<'_> {
     /// The value of `e` for the statement `target = e` of type `ty`.
     pub fn value(&self, e: &Expr, ty: &TensorType) -> R<Value> {
@@ -65,11 +73,11 @@ impl Eval<'_> {
         {
             return self.structural(op, e);
         }
-        if e.nodes().iter().skip(1).any(|n| n.op().is_some_and(is_structural)) {
+        if e.nodes().iter().skip(1).any(|n| n.op().is_some_and(hoisted)) {
             // Operations that make whole values inside an expression: each computed once,
             // in the order the generated code computes them, as a field of their own.
             let (mut row, mut e) = (self.row.clone(), e.clone());
-            self.hoist(&mut e, &mut row)?;
+            self.hoist_within(&mut e, &mut row)?;
             return Eval { row: &row, params: self.params }.value(&e, ty);
         }
         if let ExprKind::Op(op) = &e.kind {
@@ -251,9 +259,12 @@ impl Eval<'_> {
     /// Replaces each operation of `e` that makes a whole value by a field of `row` that
     /// holds its value, outermost first, left to right (the generated code's order).
     fn hoist(&self, e: &mut Expr, row: &mut Row) -> R<()> {
-        if e.op().is_some_and(is_structural) {
+        if e.op().is_some_and(hoisted) {
             let ExprKind::Op(op) = &e.kind else { unreachable!("an operation") };
-            let v = self.structural(op, e)?;
+            let v = match e.ty.tensor() {
+                Some(ty) if !is_structural(op) => self.value(e, ty)?,
+                _ => self.structural(op, e)?,
+            };
             let name = format!("\u{0}{}", row.values.len());
             let mut names = row.names.to_vec();
             names.push(name.clone());
@@ -262,6 +273,12 @@ impl Eval<'_> {
             e.kind = ExprKind::Field(name);
             return Ok(());
         }
+        self.hoist_within(e, row)
+    }
+
+    /// [`hoist`](Self::hoist) of the operands of `e`, never `e` itself (the expression
+    /// being evaluated).
+    fn hoist_within(&self, e: &mut Expr, row: &mut Row) -> R<()> {
         match &mut e.kind {
             ExprKind::Op(op) => match &mut **op {
                 Op::Cast { x, .. } | Op::CheckFinite { x } => self.hoist(x, row),

@@ -106,6 +106,8 @@ def test_auto_runs_the_engine_unless_a_library_is_built(tmp_path, monkeypatch):
     candidates = [
         "pipeline refused() {\n    range(8);\n    map { img = reshape(cast(one_hot(value % 4, 12), u8), [2, 2, 3]); }\n"
         "    map { img = random_flip(img, seed: 1); }\n    batch(4);\n}\n",
+        'pipeline refused(files: glob = "x") {\n    schema { b: f16[2] }\n    tfrecords(files);\n'
+        "    map { parse_example(); }\n}\n",
     ]
     for text in candidates:
         refused.write_text(text)

@@ -286,3 +286,83 @@ fn a_cache_file_is_the_same_from_either_backend() {
         }
     }
 }
+
+/// Records globally shuffled (ranged reads of each object through its index) and mapped.
+const OBJECTS: &str = r#"
+pipeline objects(files: glob, seed: u64 = 5) {
+    schema { x: f32[16], label: i64, id: i64 }
+    tfrecords(files);
+    shuffle(global, seed: seed);
+    map { parse_example(); x = x * 2.0; }
+}
+"#;
+
+/// The files of `dir`, sorted by name: (name, bytes).
+fn files_of(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut v: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_file())
+        .map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), std::fs::read(&p).unwrap()))
+        .collect();
+    v.sort();
+    v
+}
+
+/// The engine reads `s3://` objects and writes `--output s3://…` as it does local files
+/// (against s3s-fs, as `cli_s3` tests the compiled runner): a global shuffle of indexed
+/// objects shows the elements it shows for their local copies, and the export uploads the
+/// very files it writes locally. Skips without s3s-fs unless `SLUICE_REQUIRE_S3=1`.
+#[test]
+fn the_engine_reads_and_writes_a_bucket_as_local_files() {
+    let Some(server) = crate::s3::S3Server::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let env: Vec<(&str, String)> = server.env();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let local = dir.path().join("gen");
+    let o = sluice(
+        dir.path(),
+        &["gen", "tabular", "--records", "700", "--shards", "3", "--out", local.to_str().unwrap()],
+        &env,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    server.bucket("data");
+    server.put_dir("data", "gen", &local);
+    let targets = [format!("{}/*.tfrecord", local.display()), "s3://data/gen/*.tfrecord".to_string()];
+    for target in &targets {
+        let o = sluice(dir.path(), &["index", target], &env);
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    let file = dir.path().join("objects.pipe");
+    std::fs::write(&file, OBJECTS).unwrap();
+    let file = file.to_str().unwrap();
+    let shown: Vec<String> = targets
+        .iter()
+        .map(|t| {
+            let set = format!("files={t}");
+            let o = sluice(
+                dir.path(),
+                &["show", file, "-n", "all", "--set", &set, "--engine", "interpreted"],
+                &env,
+            );
+            assert!(o.status.success(), "{t}: {}", stderr(&o));
+            stdout(&o)
+        })
+        .collect();
+    assert_eq!(shown[0].lines().count(), 700, "{}", shown[0]);
+    assert!(shown[0] == shown[1], "the engine shows other elements from s3:// than from the local files");
+
+    let local_out = dir.path().join("export");
+    for (t, out) in targets.iter().zip([local_out.to_str().unwrap(), "s3://data/export"]) {
+        let set = format!("files={t}");
+        let args = ["run", file, "--set", &set, "--output", out, "--shards", "2", "--json", "--no-progress"];
+        let o = sluice(dir.path(), &[&args[..], &["--engine", "interpreted"]].concat(), &env);
+        assert_eq!(engine_of(&o), "interpreted");
+    }
+    let want = files_of(&local_out);
+    assert!(want.len() >= 2, "{:?}", want.iter().map(|f| &f.0).collect::<Vec<_>>());
+    assert!(
+        files_of(&server.root.path().join("data/export")) == want,
+        "the upload differs from the local export"
+    );
+}

@@ -215,6 +215,8 @@ const CASES: &[Case] = &[
     case("tests/pipes/flat_map.pipe", "labelled", Data::Lists("data/lists-*.tfrecord")),
     case("tests/pipes/flat_map.pipe", "rows", Data::Lists("data/grid-*.tfrecord")),
     unordered("tests/pipes/all_ops.pipe", "all_ops", Data::AllOps),
+    case("tests/pipes/random_batches.pipe", "flipped_rows", Data::None),
+    case("tests/pipes/random_batches.pipe", "flipped_batches", Data::None),
 ];
 
 /// `{x: f32[2], label: i64}`, 20 records.

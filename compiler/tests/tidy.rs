@@ -206,3 +206,24 @@ fn the_modules_depend_on_each_other_without_a_circle() {
     }
     assert!(graph["driver"].contains("codegen") && !graph["codegen"].contains("driver"), "{graph:?}");
 }
+
+/// The runtime's top-level modules, and the stages' modules within `stage/`, depend on
+/// each other in one direction: the columns know no stage (`Element`, what both name,
+/// is the columns'), and the `prefetch` stage uses AUTOTUNE's buffer policy, not the
+/// other way round (`Buffer`, what both name, is `autotune`'s).
+#[test]
+fn the_runtime_s_modules_depend_on_each_other_without_a_circle() {
+    let top = module_graph("runtime", "");
+    if let Some(circle) = circle(&top) {
+        panic!("a circle among the runtime's modules: {}", circle.join(" → "));
+    }
+    assert!(top["stage"].contains("column") && !top["column"].contains("stage"), "{top:?}");
+    let stages = module_graph("runtime", "stage");
+    if let Some(circle) = circle(&stages) {
+        panic!("a circle among the runtime's stage modules: {}", circle.join(" → "));
+    }
+    assert!(
+        stages["prefetch"].contains("autotune") && !stages["autotune"].contains("prefetch"),
+        "{stages:?}"
+    );
+}

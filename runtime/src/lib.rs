@@ -18,7 +18,8 @@
 //!   order);
 //! - [`stage`]: the streaming stages (sources, map, filter, shuffle, batch, …), their
 //!   threads, bounded queues and statistics, and the fused reader of record batches;
-//! - [`column`](mod@column): the columnar batches (`Dense`, `Ragged`, `Tensor`, `Batchable`);
+//! - [`column`](mod@column): the columnar batches (`Dense`, `Ragged`, `Tensor`, `Batchable`)
+//!   and `Element`, what flows through a pipeline (beneath `stage`, which re-exports it);
 //! - [`abi`]: what generated code calls besides the stages (the specialised
 //!   `tf.train.Example` parser's helpers, the per-field operations, parameters).
 //! - [`dist`]: the collective operations between the processes of a multi-process job

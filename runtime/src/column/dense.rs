@@ -5,9 +5,8 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::mem::size_of;
 
-use super::{Batchable, ColumnBuilder, ColumnError, Columns, DType, Scalar, checked_product};
+use super::{Batchable, ColumnBuilder, ColumnError, Columns, DType, Element, Scalar, checked_product};
 use crate::error::{Error, Result};
-use crate::stage::Element;
 
 /// A dense column: `n` rows of one shape in one contiguous row-major buffer of shape
 /// `[n, ...row_shape]`. `R` is the type of one row (`T` for scalars, `[T; N]`,

@@ -29,9 +29,8 @@
 
 use std::fmt;
 
-use crate::stage::Element;
-
 mod dense;
+mod element;
 mod named;
 mod pool;
 mod ragged;
@@ -41,6 +40,7 @@ mod text;
 mod tuple;
 
 pub use dense::{Dense, DenseBuilder, DenseRow};
+pub use element::Element;
 pub use named::{AnyColumn, Buffer, IntoAnyColumn, IntoBuffer, NamedColumns};
 pub use pool::{BufferPool, PooledVec};
 pub use ragged::{PaddedVecBuilder, Ragged, RaggedBuilder};

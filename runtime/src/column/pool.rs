@@ -8,7 +8,7 @@ use std::fmt;
 use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use crate::stage::Element;
+use super::Element;
 
 /// A pool of `Vec<T>` buffers, shared by the workers of a pipeline (clones share it).
 pub struct BufferPool<T> {

@@ -4,9 +4,10 @@
 use std::fmt;
 use std::mem::size_of;
 
-use super::{Batchable, ColumnBuilder, ColumnError, ColumnErrorKind, Columns, DType, Dense, PadLen, Scalar};
+use super::{
+    Batchable, ColumnBuilder, ColumnError, ColumnErrorKind, Columns, DType, Dense, Element, PadLen, Scalar,
+};
 use crate::error::{Error, Result};
-use crate::stage::Element;
 
 /// The most values a padded builder reserves up front (it grows past this as needed).
 const MAX_RESERVE: usize = 1 << 24;

@@ -4,11 +4,10 @@
 use std::mem::size_of;
 
 use super::{
-    Batchable, ColumnBuilder, ColumnError, ColumnErrorKind, Dense, DenseRow, PadShape, Scalar,
+    Batchable, ColumnBuilder, ColumnError, ColumnErrorKind, Dense, DenseRow, Element, PadShape, Scalar,
     checked_product,
 };
 use crate::error::{Error, Result};
-use crate::stage::Element;
 
 /// A dense, row-major array whose shape is known at run time.
 #[derive(Debug, Clone, PartialEq)]

@@ -6,9 +6,8 @@
 
 use std::mem::size_of;
 
-use super::{Batchable, ColumnBuilder, ColumnError, Columns, Ragged, RaggedBuilder};
+use super::{Batchable, ColumnBuilder, ColumnError, Columns, Element, Ragged, RaggedBuilder};
 use crate::error::{Error, Result};
-use crate::stage::Element;
 
 /// A column of `n` strings: their UTF-8 bytes end to end, and `n + 1` offsets into them
 /// (row `i` is `values[offsets[i]..offsets[i + 1]]`), a [`Ragged<u8>`] whose every row

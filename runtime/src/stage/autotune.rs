@@ -42,7 +42,6 @@
 //!   pass ends (the tuner is dropped).
 
 use super::{Ctx, Parallelism};
-use crate::stage::prefetch::Buffer;
 
 /// Window waits (without starvation in between) after which `Auto` map lowers its limit.
 pub(crate) const LOWER_AFTER: u32 = 32;
@@ -175,6 +174,22 @@ impl Drop for WorkerTuner {
         if let Some(ctx) = &self.ctx {
             ctx.budget().release(self.reserved.iter().sum());
         }
+    }
+}
+
+/// The depth of a `prefetch` queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Buffer {
+    /// A fixed number of elements (0 counts as 1).
+    Fixed(usize),
+    /// Chosen at run time (AUTOTUNE), within the pipeline's memory budget.
+    #[default]
+    Auto,
+}
+
+impl From<usize> for Buffer {
+    fn from(n: usize) -> Self {
+        Buffer::Fixed(n)
     }
 }
 

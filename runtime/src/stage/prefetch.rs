@@ -17,25 +17,9 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-use super::autotune::BufferTuner;
+use super::autotune::{Buffer, BufferTuner};
 use super::{Ctx, DataIter, Dataset, Element, StageStats};
 use crate::error::{Error, Result};
-
-/// The depth of a `prefetch` queue.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Buffer {
-    /// A fixed number of elements (0 counts as 1).
-    Fixed(usize),
-    /// Chosen at run time (AUTOTUNE), within the pipeline's memory budget.
-    #[default]
-    Auto,
-}
-
-impl From<usize> for Buffer {
-    fn from(n: usize) -> Self {
-        Buffer::Fixed(n)
-    }
-}
 
 /// The `prefetch` stage.
 #[must_use = "datasets are lazy: iterate them"]

@@ -1,5 +1,6 @@
 //! [`Element`]: what can flow through a pipeline, and its approximate size in memory
-//! (for statistics and for the memory budget that AUTOTUNE respects).
+//! (for statistics and for the memory budget that AUTOTUNE respects). It lives with the
+//! columns, which hold elements, beneath the stages, which name it as `stage::Element`.
 
 use std::mem::size_of;
 use std::path::PathBuf;

@@ -1,5 +1,6 @@
-//! Tidy checks on the source tree: every Rust file starts with a `//!` line, and the
-//! crates depend on each other only in the direction ARCHITECTURE.md allows.
+//! Tidy checks on the source tree: every Rust file starts with a `//!` line, the crates
+//! depend on each other only in the direction ARCHITECTURE.md allows, and ARCHITECTURE.md
+//! says what is, with no roadmap marker (`[4/7]`).
 
 use std::path::{Path, PathBuf};
 
@@ -112,4 +113,29 @@ fn what_the_readme_s_commands_write_is_ignored() {
     let missing: Vec<_> =
         outputs.iter().filter(|o| !patterns.iter().any(|p| p.trim_matches('/') == o.as_str())).collect();
     assert!(missing.is_empty(), "README commands write {missing:?}, which .gitignore does not list");
+}
+
+/// Whether `line` holds a roadmap marker: `[N/M]`, the place of an issue in its series.
+fn has_roadmap_marker(line: &str) -> bool {
+    line.match_indices('[').any(|(i, _)| {
+        let rest = &line[i + 1..];
+        let Some((n, rest)) = rest.split_once('/') else { return false };
+        let Some((m, _)) = rest.split_once(']') else { return false };
+        [n, m].iter().all(|s| !s.is_empty() && s.chars().all(|c| c.is_ascii_digit()))
+    })
+}
+
+/// ARCHITECTURE.md says what is, not the order it was built in: it names no issue of a
+/// series (`[4/7]`).
+#[test]
+fn the_architecture_holds_no_roadmap_marker() {
+    assert!(has_roadmap_marker("the engine ([2/7]) runs") && !has_roadmap_marker("x[i] / y[j]"));
+    let text = std::fs::read_to_string(root().join("ARCHITECTURE.md")).unwrap();
+    let marked: Vec<_> = text
+        .lines()
+        .enumerate()
+        .filter(|(_, line)| has_roadmap_marker(line))
+        .map(|(i, line)| format!("ARCHITECTURE.md:{}: {line}", i + 1))
+        .collect();
+    assert!(marked.is_empty(), "roadmap markers:\n{}", marked.join("\n"));
 }

@@ -9,6 +9,8 @@
 //! credentials from the process environment once, so every test goes through the proxy,
 //! which faults only the `faulty-*` buckets.
 
+#[path = "support/objects.rs"]
+mod objects;
 #[path = "support/s3.rs"]
 mod s3;
 
@@ -17,9 +19,10 @@ use std::sync::OnceLock;
 use std::sync::atomic::Ordering::SeqCst;
 use std::time::Duration;
 
+use objects::{drain, records, urls, write_shards};
 use s3::{FaultProxy, S3Server};
 use sluice_runtime::storage;
-use sluice_runtime::tfrecord::{self, Compression, ReaderOptions};
+use sluice_runtime::tfrecord::{self, ReaderOptions};
 
 struct Fixture {
     server: S3Server,
@@ -58,35 +61,6 @@ fn fixture() -> Option<&'static Fixture> {
         Some(Fixture { server, proxy, local })
     })
     .as_ref()
-}
-
-/// Three shards of records of varied sizes (one GZIP), spanning many 64 KiB chunks.
-fn write_shards(dir: &Path) {
-    for k in 0..3u32 {
-        let compression = if k == 2 { Compression::Gzip } else { Compression::None };
-        let name = format!("part-{k}.tfrecord{}", compression.extension());
-        let mut w = tfrecord::create(dir.join(name), compression).unwrap();
-        for i in 0..600u32 {
-            let len = (i as usize * 7919 + k as usize * 131) % 3000;
-            let data: Vec<u8> = (0..len).map(|j| (j as u32 ^ i ^ k) as u8).collect();
-            w.write_record(&data).unwrap();
-        }
-        w.finish().unwrap();
-    }
-    std::fs::write(dir.join("notes.txt"), "alpha\nbeta\ngamma\n").unwrap();
-}
-
-fn records(path: &Path) -> Vec<Vec<u8>> {
-    let mut r = tfrecord::open(path, &ReaderOptions::default()).unwrap();
-    let mut out = Vec::new();
-    while let Some(rec) = r.next_owned().unwrap() {
-        out.push(rec);
-    }
-    out
-}
-
-fn urls(pattern: &str) -> Vec<PathBuf> {
-    sluice_runtime::stage::files(pattern).unwrap().paths().to_vec()
 }
 
 #[test]
@@ -244,20 +218,6 @@ fn a_global_shuffle_over_objects_is_the_one_over_their_local_copies() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("s3://data/train/part-2.tfrecord.gz.idx") && err.contains("sluice index"), "{err}");
-}
-
-/// Every element of one pass of `ds`, as bytes.
-fn drain<D>(ds: &D) -> Vec<Vec<u8>>
-where
-    D: sluice_runtime::stage::Dataset<Item = sluice_runtime::stage::Record>,
-{
-    use sluice_runtime::stage::{Ctx, DataIter, RuntimeOptions};
-    let mut it = ds.iter(&Ctx::new(&RuntimeOptions::default())).unwrap();
-    let mut out = Vec::new();
-    while let Some(r) = it.next().unwrap() {
-        out.push(r.as_bytes().to_vec());
-    }
-    out
 }
 
 #[test]

@@ -21,6 +21,10 @@
 //! `AWS_REGION`, `AWS_ENDPOINT_URL` (an S3-compatible store), `AWS_ALLOW_HTTP=true` (a
 //! plain-http endpoint); `GOOGLE_SERVICE_ACCOUNT` / `GOOGLE_APPLICATION_CREDENTIALS`;
 //! `AZURE_STORAGE_ACCOUNT_NAME`, `AZURE_STORAGE_ACCOUNT_KEY`, `AZURE_STORAGE_SAS_KEY`…
+//! Emulators need no code here either: `GOOGLE_BASE_URL`, `GOOGLE_SKIP_SIGNATURE=true` and
+//! `GOOGLE_ALLOW_HTTP=true` point `gs://` at a fake GCS server, and
+//! `AZURE_STORAGE_USE_EMULATOR=true` with `AZURITE_BLOB_STORAGE_URL` points `az://` at
+//! Azurite (what `tests/storage_gcs_az.rs` runs against).
 
 pub mod glob;
 pub mod reader;

@@ -20,4 +20,5 @@ mod cli_run;
 mod cli_s3;
 mod cli_show;
 mod engine_diff;
+mod engine_hostile;
 mod generative;

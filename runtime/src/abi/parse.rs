@@ -379,7 +379,7 @@ pub fn in_sequence_boxed(e: crate::BoxError) -> crate::BoxError {
 fn step_error(name: &str, step: usize, e: ParseError) -> ParseError {
     let problem = match e {
         ParseError::WrongKind { expected, actual, .. } => {
-            format!("expected a {} but found a {}", expected.list_name(), actual.list_name())
+            format!("expected {} but found {}", expected.a_list(), actual.a_list())
         }
         ParseError::WrongLength { expected, actual, .. } => {
             format!("expected {expected} values, found {actual}")
@@ -474,7 +474,10 @@ mod sequence_tests {
         assert_eq!(err.to_string(), "feature list `x`, step 2: expected 2 values, found 1");
         assert_eq!(out, [0], "nothing of the record is kept");
         let err = steps::<f32>("x", list(&bytes, "x"), 2, &mut Vec::new()).unwrap_err();
-        assert_eq!(err.to_string(), "feature list `x`, step 0: expected a float_list but found a int64_list");
+        assert_eq!(
+            err.to_string(),
+            "feature list `x`, step 0: expected a float_list but found an int64_list"
+        );
         let big = record(vec![("x", vec![Feature::int64s([1]), Feature::int64s([300])])]);
         let err = steps::<u8>("x", list(&big, "x"), 1, &mut Vec::new()).unwrap_err();
         assert_eq!(err.to_string(), "feature list `x`, step 1: value 300 does not fit u8");

@@ -45,6 +45,16 @@ impl DType {
             DType::Bytes => "bytes_list",
         }
     }
+
+    /// [`list_name`](Self::list_name) with its article, as an error message says it ("an
+    /// int64_list").
+    pub fn a_list(self) -> &'static str {
+        match self {
+            DType::F32 => "a float_list",
+            DType::I64 => "an int64_list",
+            DType::Bytes => "a bytes_list",
+        }
+    }
 }
 
 impl fmt::Display for DType {
@@ -253,7 +263,7 @@ pub enum ParseError {
         feature: String,
     },
     /// A feature holds a list of another type.
-    #[error("feature `{feature}`: expected a {} but found a {}", expected.list_name(), actual.list_name())]
+    #[error("feature `{feature}`: expected {} but found {}", expected.a_list(), actual.a_list())]
     WrongKind {
         /// The feature.
         feature: String,

@@ -691,7 +691,7 @@ fn errors_name_the_feature() {
         err,
         ParseError::WrongKind { feature: "label".into(), expected: DType::I64, actual: DType::F32 }
     );
-    assert_eq!(err.to_string(), "feature `label`: expected a int64_list but found a float_list");
+    assert_eq!(err.to_string(), "feature `label`: expected an int64_list but found a float_list");
     assert_eq!(cols, before);
 
     let missing = Example::from_features([("x".to_string(), Feature::floats(vec![0.0; 4]))]).encode_to_vec();

@@ -172,7 +172,7 @@ fn bad_records_fail_naming_the_record() {
     let files = write(dir.path(), "kind.tfrecord", [r]);
     let err = pass(&clips::dataset(&p(files)).unwrap(), 0).unwrap_err();
     assert!(
-        err.contains("feature list `tokens`, step 0: expected a int64_list but found a float_list"),
+        err.contains("feature list `tokens`, step 0: expected an int64_list but found a float_list"),
         "{err}"
     );
     let path = dir.path().join("junk.tfrecord");

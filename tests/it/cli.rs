@@ -11,23 +11,7 @@ use serde_json::Value;
 use sluice::runtime::stage::{Dataset, global_shuffle};
 use sluice::runtime::tfrecord::index_path;
 
-use crate::support::{stderr, stdout};
-
-fn sluice(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sluice")).args(args).output().expect("sluice runs")
-}
-
-fn generate(kind: &str, records: u64, shards: u32, dir: &Path, extra: &[&str]) -> Vec<PathBuf> {
-    let n = records.to_string();
-    let k = shards.to_string();
-    let mut args = vec!["gen", kind, "--records", &n, "--shards", &k, "--out", dir.to_str().unwrap()];
-    args.extend_from_slice(extra);
-    let o = sluice(&args);
-    assert!(o.status.success(), "gen failed: {}", stderr(&o));
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
-    files.sort();
-    files
-}
+use crate::support::{SLUICE, generate, sluice, sluice_command, stderr, stdout};
 
 fn cat(files: &[PathBuf], extra: &[&str]) -> Output {
     let mut args: Vec<&str> = vec!["cat"];
@@ -252,7 +236,7 @@ fn bad_invocations_exit_with_status_2() {
 fn a_closed_pipe_ends_cat_quietly() {
     let dir = tempfile::tempdir().unwrap();
     let files = generate("tabular", 50_000, 1, dir.path(), &[]);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+    let mut child = sluice_command(dir.path())
         .arg("cat")
         .arg(&files[0])
         .stdout(Stdio::piped())
@@ -571,7 +555,7 @@ fn an_index_that_is_a_fifo_is_an_error_not_a_hang() {
     let files = generate("tabular", 10, 1, dir.path(), &[]);
     let idx = index_path(&files[0]);
     assert!(Command::new("mkfifo").arg(&idx).status().expect("mkfifo").success());
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+    let mut child = sluice_command(dir.path())
         .args(["index", "--check", s(&files[0])])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -621,7 +605,7 @@ fn a_full_disk_is_a_failure_not_a_panic_or_a_success() {
     std::fs::write(&bad, "pipeline p(files: glob) {\n    tfrecords(files, cycle: 0);\n}\n").unwrap();
     let full = || Stdio::from(std::fs::OpenOptions::new().write(true).open("/dev/full").expect("/dev/full"));
     let run = |args: &[&str], stdout_full: bool| {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_sluice"));
+        let mut c = sluice_command(dir.path());
         c.args(args);
         if stdout_full {
             c.stdout(full()).stderr(Stdio::piped());
@@ -658,7 +642,7 @@ fn records_from_a_pipe_read_like_the_file() {
     let want = sluice(&["cat", s(&files[0])]);
     assert!(want.status.success(), "{}", stderr(&want));
     for extra in [&[][..], &["--on-corrupt", "skip"][..]] {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        let mut child = sluice_command(dir.path())
             .args(["cat", "/dev/stdin"])
             .args(extra)
             .stdin(Stdio::piped())
@@ -687,7 +671,7 @@ fn gen_cut_short_leaves_no_shard_that_looks_complete() {
     let out = dir.path().join("gen");
     let script = format!(
         "ulimit -f 256; exec '{}' gen tabular --records 200000 --shards 2 --out '{}'",
-        env!("CARGO_BIN_EXE_sluice"),
+        SLUICE,
         out.display()
     );
     let o = Command::new("sh").args(["-c", &script]).output().unwrap();

@@ -3,9 +3,9 @@
 //! literals are compile errors; and the CLI's own defects of item [1/7] 12 and 14 (one exit
 //! status and message for a `.pipe` that is not UTF-8; a full standard output said once).
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
-use crate::support::{pipes_and_tabular, sluice_in, stderr, text};
+use crate::support::{generate, pipes_and_tabular, sluice_command, sluice_in, stderr, text};
 
 const LIMITED: &str = r#"
 pipeline limited(files: glob, c: u32 = 2, buf: u64 = 100) {
@@ -85,17 +85,13 @@ fn a_pipe_file_that_is_not_utf8_is_exit_1_with_one_message_for_every_command() {
 fn a_full_standard_output_is_said_once() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    let o = sluice_in(
-        dir.path(),
-        &["gen", "tabular", "--records", "20", "--shards", "1", "--out", data.to_str().unwrap()],
-    );
-    assert!(o.status.success(), "{}", stderr(&o));
+    generate("tabular", 20, 1, &data, &[]);
     let d = data.to_str().unwrap();
     let o = sluice_in(dir.path(), &["index", d]);
     assert!(o.status.success(), "{}", stderr(&o));
     for args in [&["index", d][..], &["index", "--check", d], &["bench", "read", d]] {
         let full = std::fs::OpenOptions::new().write(true).open("/dev/full").expect("/dev/full");
-        let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        let o = sluice_command(dir.path())
             .args(args)
             .stdout(Stdio::from(full))
             .stderr(Stdio::piped())

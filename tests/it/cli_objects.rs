@@ -15,7 +15,7 @@ use std::process::Output;
 
 use crate::http::WebServer;
 use crate::s3::S3Server;
-use crate::support::{sluice_command, text};
+use crate::support::{generate, sluice_command, text};
 
 /// Runs `sluice args…` with `env` (runners cached in `cache`).
 fn sluice(cache: &Path, env: &[(&str, String)], args: &[&str]) -> Output {
@@ -27,11 +27,9 @@ fn sluice(cache: &Path, env: &[(&str, String)], args: &[&str]) -> Output {
 }
 
 /// `sluice gen KIND` into `dir/KIND`.
-fn generate(dir: &Path, kind: &str, records: &str, shards: &str) -> PathBuf {
+fn generate_in(dir: &Path, kind: &str, records: u64, shards: u32) -> PathBuf {
     let out = dir.join(kind);
-    let args = ["gen", kind, "--records", records, "--shards", shards, "--out", out.to_str().unwrap()];
-    let o = sluice(dir, &[], &args);
-    assert!(o.status.success(), "{}", text(&o.stderr));
+    generate(kind, records, shards, &out, &[]);
     out
 }
 
@@ -46,7 +44,7 @@ fn json(dir: &Path, env: &[(&str, String)], args: &[&str]) -> serde_json::Value 
 fn bench_reads_a_bucket_prefix_as_a_directory() {
     let Some(server) = S3Server::start() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let local = generate(dir.path(), "tabular", "3000", "3");
+    let local = generate_in(dir.path(), "tabular", 3000, 3);
     server.bucket("data");
     server.put_dir("data", "tabular", &local);
     let env = server.env();
@@ -94,7 +92,7 @@ pipeline global(files: glob, seed: u64 = 5) {
 fn index_check_of_objects_finds_stale_indexes_wherever_they_are() {
     let Some(server) = S3Server::start() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let local = generate(dir.path(), "tabular", "900", "3");
+    let local = generate_in(dir.path(), "tabular", 900, 3);
     server.bucket("data");
     server.put_dir("data", "tabular", &local);
     let env = server.env();
@@ -180,7 +178,7 @@ fn index_check_of_objects_finds_stale_indexes_wherever_they_are() {
 #[test]
 fn a_single_object_over_http_reads_as_the_local_file() {
     let dir = tempfile::tempdir().unwrap();
-    let local = generate(dir.path(), "tabular", "1000", "1");
+    let local = generate_in(dir.path(), "tabular", 1000, 1);
     let name = "tabular-00000-of-00001.tfrecord";
     let web = WebServer::start(&local);
     let want = sluice(dir.path(), &[], &["cat", local.join(name).to_str().unwrap()]);

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::support::{pipes_and_tabular, root, sluice_in, stderr, stdout};
+use crate::support::{SLUICE, generate, pipes_and_tabular, root, sluice_command, sluice_in, stderr, stdout};
 
 #[test]
 fn emit_and_run_render_the_diagnostics_of_a_bad_file() {
@@ -351,11 +351,7 @@ fn a_cache_file_of_other_data_is_rebuilt() {
     assert_eq!(records(&files), 30);
     assert_eq!(records(&files), 30, "replayed");
     let other = dir.path().join("other");
-    let o = sluice_in(
-        dir.path(),
-        &["gen", "tabular", "--records", "10", "--shards", "1", "--out", other.to_str().unwrap()],
-    );
-    assert!(o.status.success(), "{}", stderr(&o));
+    generate("tabular", 10, 1, &other, &[]);
     assert_eq!(records(&format!("files={}/*.tfrecord", other.display())), 10, "rebuilt from the new files");
 }
 
@@ -488,11 +484,7 @@ pipeline budgeted(files: glob) {
 fn the_declared_budget_bounds_the_run() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    let o = sluice_in(
-        dir.path(),
-        &["gen", "image", "--records", "24000", "--shards", "8", "--out", data.to_str().unwrap()],
-    );
-    assert!(o.status.success(), "{}", stderr(&o));
+    generate("image", 24_000, 8, &data, &[]);
     let file = dir.path().join("budgeted.pipe");
     std::fs::write(&file, BUDGETED).unwrap();
     let files = format!("files={}/*.tfrecord", data.display());
@@ -511,11 +503,7 @@ fn the_declared_budget_bounds_the_run() {
     // The budget bounds the buffers; the process itself (code, libraries, allocator)
     // comes on top: measured as the same runner's peak over 64 records.
     let tiny = dir.path().join("tiny");
-    let o = sluice_in(
-        dir.path(),
-        &["gen", "image", "--records", "64", "--shards", "1", "--out", tiny.to_str().unwrap()],
-    );
-    assert!(o.status.success(), "{}", stderr(&o));
+    generate("image", 64, 1, &tiny, &[]);
     let tiny_files = format!("files={}/*.tfrecord", tiny.display());
     let o = sluice_in(dir.path(), &["run", file.to_str().unwrap(), "--set", &tiny_files, "--json"]);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -553,7 +541,7 @@ fn emit_of_a_deep_pipeline_is_linear_and_bounded() {
         std::fs::write(&file, deep_pipeline(n)).unwrap();
         let script = "ulimit -v 262144 && exec \"$0\" emit \"$1\"";
         let o = Command::new("sh")
-            .args(["-c", script, env!("CARGO_BIN_EXE_sluice"), file.to_str().unwrap()])
+            .args(["-c", script, SLUICE, file.to_str().unwrap()])
             .output()
             .expect("sh runs");
         (o.status.code(), o.stdout.len(), stderr(&o))
@@ -686,13 +674,13 @@ fn the_text_example_runs_and_packs_every_token() {
     use sluice::runtime::text::tokenize::Tokenizer;
     let dir = tempfile::tempdir().unwrap();
     let run = |args: &[&str]| {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_sluice"));
-        c.args(args)
+        // The engine `auto` picks, not the compiled path the other tests name.
+        let o = sluice_command(dir.path())
+            .env_remove("SLUICE_ENGINE")
+            .args(args)
             .current_dir(root())
-            .env("SLUICE_CACHE_DIR", dir.path())
-            .env("SLUICE_TARGET_DIR", Path::new(env!("CARGO_TARGET_TMPDIR")).join("sluice-run-target"))
-            .env("SLUICE_RUN_PROFILE", "dev");
-        let o = c.output().expect("sluice runs");
+            .output()
+            .expect("sluice runs");
         assert!(o.status.success(), "{}", stderr(&o));
         stdout(&o)
     };

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use crate::s3::S3Server;
-use crate::support::{root, sluice_command, text};
+use crate::support::{SLUICE, generate, have_mpirun, root, runner_env, sluice_command, text};
 
 /// Runs `sluice args…` pointed at `server`, with `env` on top, runners cached in `cache`.
 fn sluice(server: &S3Server, cache: &Path, env: &[(&str, &str)], args: &[&str]) -> Output {
@@ -21,16 +21,10 @@ fn sluice(server: &S3Server, cache: &Path, env: &[(&str, &str)], args: &[&str]) 
         .expect("sluice runs")
 }
 
-/// `sluice gen KIND` into `dir/NAME`, then the same files under `s3://data/NAME/`.
-fn generate(server: &S3Server, dir: &Path, kind: &str, records: &str, shards: &str) -> PathBuf {
+/// `sluice gen KIND` into `dir/KIND`, then the same files under `s3://data/KIND/`.
+fn generate_in(server: &S3Server, dir: &Path, kind: &str, records: u64, shards: u32) -> PathBuf {
     let out = dir.join(kind);
-    let o = sluice(
-        server,
-        dir,
-        &[],
-        &["gen", kind, "--records", records, "--shards", shards, "--out", out.to_str().unwrap()],
-    );
-    assert!(o.status.success(), "{}", text(&o.stderr));
+    generate(kind, records, shards, &out, &[]);
     server.bucket("data");
     server.put_dir("data", kind, &out);
     out
@@ -40,7 +34,7 @@ fn generate(server: &S3Server, dir: &Path, kind: &str, records: &str, shards: &s
 fn cat_prints_objects_as_their_local_copies() {
     let Some(server) = S3Server::start() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let local = generate(&server, dir.path(), "tabular", "3000", "3");
+    let local = generate_in(&server, dir.path(), "tabular", 3000, 3);
     let mut files: Vec<PathBuf> = std::fs::read_dir(&local).unwrap().map(|e| e.unwrap().path()).collect();
     files.sort();
     let mut args = vec!["cat"];
@@ -80,7 +74,7 @@ fn the_bench_pipelines_run_from_a_bucket_as_from_disk() {
     let Some(server) = S3Server::start() else { return };
     let dir = tempfile::tempdir().unwrap();
     for (kind, pipe) in [("tabular", "parse_tabular.pipe"), ("image", "image_raw.pipe")] {
-        let local = generate(&server, dir.path(), kind, "3000", "4");
+        let local = generate_in(&server, dir.path(), kind, 3000, 4);
         let want = run_json(&server, dir.path(), &[], pipe, &format!("{}/*.tfrecord", local.display()));
         let got = run_json(&server, dir.path(), &[], pipe, &format!("s3://data/{kind}/*.tfrecord"));
         for key in ["records", "batches", "skipped"] {
@@ -100,7 +94,7 @@ fn the_bench_pipelines_run_from_a_bucket_as_from_disk() {
 fn streaming_from_a_bucket_keeps_memory_bounded() {
     let Some(server) = S3Server::start() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let local = generate(&server, dir.path(), "image", "9000", "4");
+    let local = generate_in(&server, dir.path(), "image", 9000, 4);
     let bytes: u64 = std::fs::read_dir(&local).unwrap().map(|e| e.unwrap().metadata().unwrap().len()).sum();
     let env = [("SLUICE_STORAGE_CHUNK", "262144"), ("SLUICE_STORAGE_IN_FLIGHT", "2")];
     let read_ahead = 4 * 3 * 262_144;
@@ -212,16 +206,11 @@ pipeline sharded(files: glob, workers: u32 = 1, worker: u32 = 0, seed: u64 = 5) 
 #[test]
 fn a_two_rank_mpirun_job_reads_its_shards_from_a_bucket() {
     let Some(server) = S3Server::start() else { return };
-    if !Command::new("mpirun").arg("--version").output().is_ok_and(|o| o.status.success()) {
-        assert!(
-            std::env::var("SLUICE_REQUIRE_MPI").as_deref() != Ok("1"),
-            "SLUICE_REQUIRE_MPI=1 but no mpirun"
-        );
-        eprintln!("skipped: no `mpirun` on PATH (scripts/setup-mpi installs Open MPI)");
+    if !have_mpirun() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let local = generate(&server, dir.path(), "tabular", "601", "3");
+    let local = generate_in(&server, dir.path(), "tabular", 601, 3);
     for target in [format!("{}/*.tfrecord", local.display()), "s3://data/tabular/*.tfrecord".to_string()] {
         let o = sluice(&server, dir.path(), &[], &["index", &target]);
         assert!(o.status.success(), "{}", text(&o.stderr));
@@ -252,7 +241,7 @@ fn a_two_rank_mpirun_job_reads_its_shards_from_a_bucket() {
     assert_ne!(want[0], want[1]);
     let script = format!(
         "exec {} show {} -n all --set files='s3://data/tabular/*.tfrecord' --set workers=2 --set worker=$OMPI_COMM_WORLD_RANK > {}/rank-$OMPI_COMM_WORLD_RANK.txt",
-        env!("CARGO_BIN_EXE_sluice"),
+        SLUICE,
         pipe.display(),
         dir.path().display()
     );
@@ -270,9 +259,7 @@ fn a_two_rank_mpirun_job_reads_its_shards_from_a_bucket() {
         ])
         .args(["sh", "-c", &script])
         .envs(server.env())
-        .env("SLUICE_CACHE_DIR", dir.path())
-        .env("SLUICE_TARGET_DIR", Path::new(env!("CARGO_TARGET_TMPDIR")).join("sluice-run-target"))
-        .env("SLUICE_RUN_PROFILE", "dev")
+        .envs(runner_env(dir.path()))
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         .output()

@@ -6,21 +6,14 @@
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::Value;
 use sluice::synth::{Kind, RecordMaker};
 
-use crate::support::{root, sluice_command, sluice_in, stderr, stdout};
-
-/// `sluice args…` with its runner cache in `cache`, not yet run.
-fn command(cache: &Path, args: &[&str]) -> Command {
-    let mut c = sluice_command(cache);
-    c.args(args);
-    c
-}
+use crate::support::{generate, root, sluice_command, sluice_in, stderr, stdout};
 
 /// The lines of a successful `sluice show`, parsed.
 fn lines(o: &Output) -> Vec<Value> {
@@ -73,13 +66,9 @@ fn setup(dir: &Path) -> (PathBuf, String, String) {
     let file = dir.join("show.pipe");
     std::fs::write(&file, PIPES).unwrap();
     let mut sets = Vec::new();
-    for (kind, records, shards) in [("tabular", "30", "2"), ("image", "3", "1")] {
+    for (kind, records, shards) in [("tabular", 30, 2), ("image", 3, 1)] {
         let data = dir.join(kind);
-        let o = sluice_in(
-            dir,
-            &["gen", kind, "--records", records, "--shards", shards, "--out", data.to_str().unwrap()],
-        );
-        assert!(o.status.success(), "{}", stderr(&o));
+        generate(kind, records, shards, &data, &[]);
         sets.push(format!("files={}/*.tfrecord", data.display()));
     }
     (file, sets.remove(0), sets.remove(0))
@@ -192,7 +181,8 @@ fn show_prints_the_first_elements_as_json_lines() {
     assert!(stderr(&o).contains("parameter `batch`"), "{}", stderr(&o));
 
     // A reader that stops after one line (`| head -1`) ends the command quietly.
-    let mut child = command(dir.path(), &["show", file, "rows", "--set", &tabular, "-n", "all"])
+    let mut child = sluice_command(dir.path())
+        .args(["show", file, "rows", "--set", &tabular, "-n", "all"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

@@ -28,7 +28,7 @@ use std::path::Path;
 use sluice_compiler::sema::ops::SIGNATURES;
 use sluice_compiler::sema::stages::STAGES;
 
-use crate::support::{sluice_in, stderr, stdout};
+use crate::support::{generate, sluice_in, stderr, stdout};
 
 /// How many pipelines the suite's run generates.
 const DEFAULT_COUNT: usize = 48;
@@ -408,11 +408,7 @@ struct Data {
 impl Data {
     fn make(dir: &Path) -> Data {
         let tab = dir.join("tabular");
-        let o = sluice_in(
-            dir,
-            &["gen", "tabular", "--records", "24", "--shards", "2", "--out", tab.to_str().unwrap()],
-        );
-        assert!(o.status.success(), "{}", stderr(&o));
+        generate("tabular", 24, 2, &tab, &[]);
         let text = dir.join("text");
         let csv = dir.join("csv");
         let caches = dir.join("caches");

@@ -1,22 +1,36 @@
 //! What the `sluice` tool's end-to-end tests share: the `sluice` command with its runner
 //! cache in a directory of the test's own, the runners built with the dev profile in one
-//! target directory under `target/tmp` (so the runtime compiles once for every test), and
-//! the output as text.
+//! target directory under `target/tmp` (so the runtime compiles once for every test), the
+//! output as text, the test data `sluice gen` writes, and the guard of the tests that
+//! need `mpirun`.
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+
+/// The `sluice` binary under test (for the scripts that run it under a shell's limits).
+pub const SLUICE: &str = env!("CARGO_BIN_EXE_sluice");
 
 /// The repository's root (the `sluice` package's directory).
 pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// Where `sluice` builds and keeps its runners: the cache in `cache`, the runners built
+/// with the dev profile in one target directory under `target/tmp` (for a command that
+/// starts `sluice` itself, as `mpirun` does).
+pub fn runner_env(cache: &Path) -> [(&'static str, OsString); 3] {
+    [
+        ("SLUICE_CACHE_DIR", cache.into()),
+        ("SLUICE_TARGET_DIR", Path::new(env!("CARGO_TARGET_TMPDIR")).join("sluice-run-target").into()),
+        ("SLUICE_RUN_PROFILE", "dev".into()),
+    ]
+}
+
 /// `sluice` with its runner cache in `cache`, not yet given arguments or run.
 pub fn sluice_command(cache: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_sluice"));
-    c.env("SLUICE_CACHE_DIR", cache)
-        .env("SLUICE_TARGET_DIR", Path::new(env!("CARGO_TARGET_TMPDIR")).join("sluice-run-target"))
-        .env("SLUICE_RUN_PROFILE", "dev")
+    let mut c = Command::new(SLUICE);
+    c.envs(runner_env(cache))
         // The tests of the compiled path say so; the engine's (`engine_diff`, `cli_engine`)
         // name their engine with `--engine`, which wins over this.
         .env("SLUICE_ENGINE", "compiled");
@@ -26,6 +40,37 @@ pub fn sluice_command(cache: &Path) -> Command {
 /// Runs `sluice args…` with its runner cache in `cache`.
 pub fn sluice_in(cache: &Path, args: &[&str]) -> Output {
     sluice_command(cache).args(args).output().expect("sluice runs")
+}
+
+/// Runs `sluice args…`, a command that builds no runner (`cat`, `gen`, `index`, `check`,
+/// `explain`…): its runner cache is a directory of its own, removed after.
+pub fn sluice(args: &[&str]) -> Output {
+    let cache = tempfile::tempdir().unwrap();
+    sluice_in(cache.path(), args)
+}
+
+/// `sluice gen KIND --records N --shards K --out OUT EXTRA…`, checked to succeed: the
+/// files in `out`, sorted.
+pub fn generate(kind: &str, records: u64, shards: u32, out: &Path, extra: &[&str]) -> Vec<PathBuf> {
+    let (n, k) = (records.to_string(), shards.to_string());
+    let mut args = vec!["gen", kind, "--records", &n, "--shards", &k, "--out", out.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let o = sluice(&args);
+    assert!(o.status.success(), "gen failed: {}", stderr(&o));
+    let mut files: Vec<PathBuf> = std::fs::read_dir(out).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    files
+}
+
+/// Whether `mpirun` runs here. Without it a test skips, saying so, unless
+/// `SLUICE_REQUIRE_MPI=1` makes that a failure (scripts/setup-mpi installs Open MPI).
+pub fn have_mpirun() -> bool {
+    if Command::new("mpirun").arg("--version").output().is_ok_and(|o| o.status.success()) {
+        return true;
+    }
+    assert!(std::env::var("SLUICE_REQUIRE_MPI").as_deref() != Ok("1"), "SLUICE_REQUIRE_MPI=1 but no mpirun");
+    eprintln!("skipped: no `mpirun` on PATH (scripts/setup-mpi installs Open MPI)");
+    false
 }
 
 /// Standard output, which must be UTF-8.
@@ -49,11 +94,6 @@ pub fn pipes_and_tabular(dir: &Path, source: &str, records: u32) -> (PathBuf, St
     let file = dir.join("pipes.pipe");
     std::fs::write(&file, source).unwrap();
     let data = dir.join("data");
-    let records = records.to_string();
-    let o = sluice_in(
-        dir,
-        &["gen", "tabular", "--records", &records, "--shards", "2", "--out", data.to_str().unwrap()],
-    );
-    assert!(o.status.success(), "{}", stderr(&o));
+    generate("tabular", records.into(), 2, &data, &[]);
     (file, format!("files={}/*.tfrecord", data.display()))
 }

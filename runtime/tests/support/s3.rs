@@ -11,7 +11,12 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
+
+// The server's process dies with the test process: the runtime's storage tests keep one
+// in a `static`, which is never dropped.
+#[path = "reaped.rs"]
+mod reaped;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -57,14 +62,13 @@ impl S3Server {
         let mut root = tempfile::tempdir().unwrap();
         for _ in 0..5 {
             let port = free_port();
-            let child = Command::new(&bin)
-                .args(["--host", "127.0.0.1", "--port", &port.to_string()])
-                .args(["--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY])
-                .arg(root.path())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap();
+            let mut args: Vec<String> = ["--host", "127.0.0.1", "--port", &port.to_string()]
+                .into_iter()
+                .chain(["--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY])
+                .map(String::from)
+                .collect();
+            args.push(root.path().to_string_lossy().into_owned());
+            let child = reaped::spawn(&bin, &args, &std::env::temp_dir());
             let mut server = S3Server { child, root, port };
             if server.wait_ready() {
                 return Some(server);
@@ -137,8 +141,7 @@ impl S3Server {
 
 impl Drop for S3Server {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        reaped::stop(&mut self.child);
     }
 }
 

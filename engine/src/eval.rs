@@ -20,6 +20,12 @@ use crate::value::{Data, Kind, Row, Value};
 
 /// Why an expression cannot run in the engine (the operation's name), or `Ok`.
 pub fn check(e: &Expr) -> Result<(), String> {
+    if let Some(t) = e.ty.tensor()
+        && matches!(t.dtype, DType::F16 | DType::Bf16)
+    {
+        // Neither backend computes in half floats yet (codegen: E0600).
+        return Err(format!("`{}` values", t.dtype.name()));
+    }
     match &e.kind {
         ExprKind::Field(_)
         | ExprKind::Param { .. }

@@ -84,8 +84,15 @@ pub(super) fn run(file: &Path, pipeline: Option<&str>, argv: Vec<OsString>) -> R
     let index = resolve(file, &compilation, pipeline)?;
     let names: Vec<&str> = compilation.pipelines.iter().map(|p| p.name()).collect();
     let p = &compilation.pipelines[index];
-    sluice_engine::check_in(&compilation.pipelines, p)
-        .map_err(|e| Failure::Data(anyhow::anyhow!("{}: {e}", file.display())))?;
+    if let Err(e) = sluice_engine::check_in(&compilation.pipelines, p) {
+        // What the code generator does not handle either (E0600) is said as it says it,
+        // not with the advice to run it compiled.
+        if !matches!(e, sluice_engine::EngineError::Extern { .. }) && compilation.generate().is_err() {
+            super::emit::generate(file, &source, &compilation)?;
+            return Ok(ExitCode::from(1));
+        }
+        return Err(Failure::Data(anyhow::anyhow!("{}: {e}", file.display())));
+    }
     let mut full: Vec<OsString> = vec![names[index].into()];
     full.extend(argv);
     let Some((_, args)) = sluice::__private::runner::parse_args(full, &names).map_err(Failure::Usage)? else {

@@ -54,6 +54,9 @@ pub struct RunArgs {
     pub progress: bool,
     /// RAM (bytes) that AUTOTUNE may spend on buffers; unlimited when `None`.
     pub memory_budget: Option<usize>,
+    /// The CPU budget: the most map workers the pipeline's stages keep busy at once
+    /// (`--threads N`; the cores available when `None`).
+    pub threads: Option<usize>,
     /// Print the first this many elements of one pass as JSON lines instead of running
     /// (`u64::MAX`: every one); `--show N|all`.
     pub show: Option<u64>,
@@ -69,6 +72,11 @@ pub struct RunArgs {
 }
 
 impl RunArgs {
+    /// The runtime options these arguments ask for (memory budget, CPU budget).
+    pub fn options(&self) -> RuntimeOptions {
+        RuntimeOptions { memory_budget: self.memory_budget, cores: self.threads }
+    }
+
     /// These arguments, with `budget` (the pipeline's declared one) when they set none
     /// (`--memory-budget-mb` overrides the declaration).
     pub fn or_budget(&self, budget: Option<usize>) -> RunArgs {
@@ -85,6 +93,7 @@ impl Default for RunArgs {
             json: false,
             progress: true,
             memory_budget: None,
+            threads: None,
             show: None,
             full: false,
             export: None,
@@ -216,6 +225,8 @@ struct Outcome {
     epoch_skipped: Vec<u64>,
     /// The memory budget AUTOTUNE ran within, in bytes (`None`: unlimited).
     budget: Option<usize>,
+    /// The CPU budget (threads) and the most map workers it had given out at once.
+    threads: (usize, usize),
     /// The backend that ran it (`RunArgs::engine`).
     engine: &'static str,
 }
@@ -259,7 +270,7 @@ where
     D: Dataset,
     D::Item: Rows,
 {
-    let ctx = Ctx::new(&RuntimeOptions { memory_budget: args.memory_budget, cores: None });
+    let ctx = Ctx::new(&args.options());
     let start = Instant::now();
     let (mut records, mut batches) = (0u64, 0u64);
     let mut current = u64::MAX;
@@ -291,6 +302,7 @@ where
         io,
         epoch_skipped: (0..args.epochs).map(|e| ctx.reader_stats_of(e).skipped_records).collect(),
         budget: args.memory_budget,
+        threads: (ctx.threads().limit(), ctx.threads().peak()),
         engine: args.engine,
     })
 }
@@ -366,12 +378,16 @@ impl Outcome {
             Some(b) => format!(" (AUTOTUNE budget {:.1} MB)", b as f64 / 1e6),
             None => String::new(),
         };
+        let threads = match self.threads {
+            (_, 0) => String::new(),
+            (limit, peak) => format!(", map workers at most {peak} of {limit} threads"),
+        };
         let each = match self.epoch_seconds.as_slice() {
             [] | [_] => String::new(),
             s => format!(" ({} s)", s.iter().map(|s| format!("{s:.2}")).collect::<Vec<_>>().join(" + ")),
         };
         let mut text = format!(
-            "{name}: {} records in {} batches{epochs}, {:.2} s{each}: {:.0} records/s, peak RSS {:.1} MB{budget}, engine {}\n{}\n",
+            "{name}: {} records in {} batches{epochs}, {:.2} s{each}: {:.0} records/s, peak RSS {:.1} MB{budget}{threads}, engine {}\n{}\n",
             self.records,
             self.batches,
             self.elapsed.as_secs_f64(),
@@ -397,6 +413,8 @@ impl Outcome {
             "records_per_sec": self.records_per_sec(),
             "peak_rss_bytes": peak_rss,
             "memory_budget_bytes": self.budget,
+            "threads": self.threads.0,
+            "peak_map_workers": self.threads.1,
             "stages": stages_json(&self.report),
             "bottleneck": self.report.bottleneck().map(|b| b.name.clone()),
             "skipped": skipped_json(&self.io, &self.epoch_skipped),
@@ -447,7 +465,7 @@ pub type Pipeline = fn(&RunArgs) -> ExitCode;
 
 /// The `main` of a generated runner binary over its file's pipelines (name and `run`):
 /// `[PIPELINE] [--set NAME=VALUE]... [--epochs N] [--overlap] [--json] [--no-progress]
-/// [--memory-budget-mb N] [--show N|all [--full]]`. PIPELINE may be left out when there is one.
+/// [--memory-budget-mb N] [--threads N] [--show N|all [--full]]`. PIPELINE may be left out when there is one.
 pub fn main(pipelines: &[(&str, Pipeline)]) -> ExitCode {
     let mut argv = std::env::args_os();
     let program = argv.next().map_or_else(|| "runner".into(), |p| p.to_string_lossy().into_owned());
@@ -539,6 +557,13 @@ fn parse(argv: impl IntoIterator<Item = OsString>, names: &[&str]) -> Result<Com
                     mb.checked_mul(1 << 20).ok_or_else(|| format!("`--memory-budget-mb {v}`: too large"))?;
                 args.memory_budget = Some(bytes);
             }
+            "--threads" => {
+                let v = value("a number")?;
+                args.threads = Some(match v.parse() {
+                    Ok(n) if n > 0 => n,
+                    _ => return Err(format!("`--threads {v}`: expected a positive integer")),
+                });
+            }
             "--show" => {
                 let v = value("a number or `all`")?;
                 args.show = Some(match v.parse() {
@@ -621,6 +646,8 @@ mod tests {
                 "--overlap",
                 "--memory-budget-mb",
                 "4",
+                "--threads",
+                "3",
                 "--show=all",
                 "--full",
             ],
@@ -633,6 +660,7 @@ mod tests {
             json: true,
             progress: false,
             memory_budget: Some(4 << 20),
+            threads: Some(3),
             show: Some(u64::MAX),
             full: true,
             export: None,
@@ -658,6 +686,7 @@ mod tests {
         assert_eq!(err(&["a", "b"]), "unexpected argument `b`");
         assert_eq!(err(&["a", "--json=yes"]), "`--json` takes no value");
         assert_eq!(err(&["a", "--show", "0"]), "`--show 0`: expected a positive integer or `all`");
+        assert_eq!(err(&["a", "--threads=0"]), "`--threads 0`: expected a positive integer");
         assert_eq!(err(&["a", "--show"]), "`--show` needs a number or `all`");
         assert_eq!(
             err(&["a", "--output", "d", "--shards", "0"]),

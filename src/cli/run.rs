@@ -63,6 +63,10 @@ pub struct RunArgs {
     /// RAM (MiB) that AUTOTUNE may spend on buffers.
     #[arg(long, value_name = "MIB")]
     memory_budget_mb: Option<usize>,
+    /// The CPU budget: the most map workers the pipeline's stages keep busy at once, fixed
+    /// ones and AUTOTUNE's together (default: the cores available).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    threads: Option<u64>,
     /// Write the pipeline's elements (records, not batches) as `tf.train.Example` TFRecord
     /// shards `DIR/PIPELINE-0000k-of-0000n.tfrecord` (with `.idx` sidecars) instead of
     /// running it: one feature per field, tensors flattened with `FIELD.shape`.
@@ -275,6 +279,9 @@ fn passthrough(args: &RunArgs) -> Vec<OsString> {
     }
     if let Some(mb) = args.memory_budget_mb {
         out.extend(["--memory-budget-mb".into(), mb.to_string().into()]);
+    }
+    if let Some(n) = args.threads {
+        out.extend(["--threads".into(), n.to_string().into()]);
     }
     if let Some(dir) = &args.output {
         out.extend(["--output".into(), dir.into()]);

@@ -22,7 +22,7 @@ use std::path::PathBuf;
 
 use serde_json::json;
 use sluice_runtime::abi::export::ToExample;
-use sluice_runtime::stage::{Ctx, Dataset, RuntimeOptions};
+use sluice_runtime::stage::{Ctx, Dataset};
 use sluice_runtime::tfrecord::{self, Compression, ShardWriter};
 
 use super::{FAILED, RunArgs, USAGE};
@@ -148,7 +148,7 @@ where
     let mut shards: Vec<ShardWriter> = (0..to.shards)
         .map(|k| tfrecord::create_shard(to.shard_path(name, k), to.compression))
         .collect::<sluice_runtime::Result<_>>()?;
-    let ctx = Ctx::new(&RuntimeOptions { memory_budget: args.memory_budget, cores: None });
+    let ctx = Ctx::new(&args.options());
     let mut record = Vec::new();
     for (i, item) in ds.stream_in(&ctx)?.enumerate() {
         record.clear();

@@ -15,7 +15,7 @@ use std::io::{ErrorKind, Write};
 
 use sluice_runtime::abi::Rows;
 use sluice_runtime::abi::show::{Json, Show};
-use sluice_runtime::stage::{Ctx, Dataset, RuntimeOptions};
+use sluice_runtime::stage::{Ctx, Dataset};
 
 use super::{FAILED, RunArgs};
 
@@ -34,7 +34,7 @@ where
     D: Dataset,
     D::Item: Rows + Show,
 {
-    let ctx = Ctx::new(&RuntimeOptions { memory_budget: args.memory_budget, cores: None });
+    let ctx = Ctx::new(&args.options());
     let shown = build(params).and_then(|ds| {
         let mut json = Json::new();
         for item in ds.stream_in(&ctx)?.take(usize::try_from(n).unwrap_or(usize::MAX)) {

@@ -10,11 +10,14 @@
 //! - `Fixed(n)`: `n` workers (at most [`THREADS_PER_CORE`](crate::defaults::THREADS_PER_CORE)
 //!   per core: [`most_threads`]), an in-flight window of twice that (at least 2); nothing
 //!   is tuned.
+//! - Every map's workers are taken from the pipeline's CPU budget
+//!   ([`ThreadBudget`](super::ThreadBudget), `ctx.cores()` threads): fixed workers and an
+//!   `Auto` map's first whatever is left, each `Auto` raise only when the budget has one.
 //! - `Auto`: up to `ctx.cores()` workers, started lazily. The active-worker limit starts
 //!   at 1 and the in-flight window is `active + 1` (at least 2): one element per worker
 //!   and one finished result of slack, so memory follows the limit and stays small when
 //!   elements are large (a batch-level map holds whole batches).
-//!   - **Raise** by one (up to the cores) when the consumer finds no ready result while
+//!   - **Raise** by one (up to the cores, within the CPU budget) when the consumer finds no ready result while
 //!     every active worker is busy (holds an element it is pulling or computing; a
 //!     worker queued behind another for the shared input does not count): more workers
 //!     would have had one ready. Workers starved by a slow input stop the growth.
@@ -64,8 +67,11 @@ pub(crate) struct WorkerTuner {
     max: usize,
     auto: bool,
     output_waits: u32,
-    /// The context whose budget `Auto` reserves from (with the bytes of each raise).
+    /// The context whose budgets `Auto` reserves from (with the bytes of each raise).
     ctx: Option<Ctx>,
+    /// The context whose [`ThreadBudget`](super::ThreadBudget) this stage's workers are
+    /// taken from, and how many it holds.
+    threads: (Ctx, usize),
     reserved: Vec<usize>,
     bytes_seen: u64,
     results_seen: u64,
@@ -83,12 +89,15 @@ impl WorkerTuner {
             }
             Parallelism::Auto => (1, ctx.cores().max(1), true),
         };
+        // Fixed workers, and an automatic stage's first, run whatever the budget has left.
+        ctx.threads().take(active);
         WorkerTuner {
             active,
             max,
             auto,
             output_waits: 0,
             ctx: auto.then(|| ctx.clone()),
+            threads: (ctx.clone(), active),
             reserved: Vec::new(),
             bytes_seen: 0,
             results_seen: 0,
@@ -144,11 +153,17 @@ impl WorkerTuner {
     /// when the limit was raised.
     pub(crate) fn starved(&mut self, busy: usize) -> bool {
         self.output_waits = 0;
-        if self.auto && busy >= self.active && self.active < self.max && self.reserve_raise() {
-            self.active += 1;
-            return true;
+        let wanted = self.auto && busy >= self.active && self.active < self.max;
+        if !wanted || !self.threads.0.threads().try_take() {
+            return false;
         }
-        false
+        if !self.reserve_raise() {
+            self.threads.0.threads().give_back(1);
+            return false;
+        }
+        self.active += 1;
+        self.threads.1 += 1;
+        true
     }
 
     /// A worker had to wait for window room. Returns true when the limit was lowered.
@@ -160,6 +175,8 @@ impl WorkerTuner {
         if self.output_waits >= LOWER_AFTER {
             self.output_waits = 0;
             self.active -= 1;
+            self.threads.1 -= 1;
+            self.threads.0.threads().give_back(1);
             if let (Some(ctx), Some(bytes)) = (&self.ctx, self.reserved.pop()) {
                 ctx.budget().release(bytes);
             }
@@ -171,6 +188,7 @@ impl WorkerTuner {
 
 impl Drop for WorkerTuner {
     fn drop(&mut self) {
+        self.threads.0.threads().give_back(self.threads.1);
         if let Some(ctx) = &self.ctx {
             ctx.budget().release(self.reserved.iter().sum());
         }
@@ -349,6 +367,71 @@ mod tests {
             assert!(t.starved(busy));
         }
         assert_eq!(t.active(), 16);
+    }
+
+    /// Three automatic maps share the CPU budget: each starts with its first worker, the
+    /// raises stop when the budget is spent whichever stage asks, a lower gives a thread
+    /// back for another stage to take, and the end of a pass gives back all of them.
+    #[test]
+    fn auto_workers_share_the_pipeline_s_cpu_budget() {
+        let ctx = cores(4, usize::MAX);
+        let mut stages: Vec<WorkerTuner> =
+            (0..3).map(|_| WorkerTuner::new(Parallelism::Auto, &ctx)).collect();
+        assert_eq!(ctx.threads().taken(), 3);
+        assert!(stages[0].starved(1), "the fourth thread");
+        assert!(!stages[1].starved(1) && !stages[2].starved(1) && !stages[0].starved(2), "no fifth");
+        assert_eq!((stages[0].active(), ctx.threads().taken()), (2, 4));
+        for _ in 0..LOWER_AFTER {
+            stages[0].output_blocked();
+        }
+        assert_eq!((stages[0].active(), ctx.threads().taken()), (1, 3));
+        assert!(stages[2].starved(1), "the thread stage 0 gave back");
+        assert_eq!(ctx.threads().peak(), 4);
+        // Fixed workers run whatever is left, and leave nothing for raises.
+        let fixed = WorkerTuner::new(Parallelism::Fixed(3), &ctx);
+        assert_eq!(ctx.threads().taken(), 7);
+        assert!(!stages[1].starved(1));
+        drop(fixed);
+        stages.clear();
+        assert_eq!(ctx.threads().taken(), 0);
+    }
+
+    /// A pipeline of three `parallel: auto` maps over CPU work, with a budget of 4
+    /// threads (each map alone would grow to 4): the workers computing at once, counted
+    /// by the work itself, never exceed the budget, and the raises used it.
+    #[test]
+    fn three_automatic_maps_never_keep_more_workers_busy_than_the_budget() {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+
+        use crate::stage::{Dataset, range_step};
+        let busy = Arc::new((AtomicUsize::new(0), AtomicUsize::new(0)));
+        let work = |busy: Arc<(AtomicUsize, AtomicUsize)>| {
+            move |x: i64| {
+                let now = busy.0.fetch_add(1, Ordering::SeqCst) + 1;
+                busy.1.fetch_max(now, Ordering::SeqCst);
+                let mut h = x as u64;
+                for _ in 0..20_000 {
+                    h = std::hint::black_box(h.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1));
+                }
+                busy.0.fetch_sub(1, Ordering::SeqCst);
+                x + i64::from(h == 0)
+            }
+        };
+        let ds = range_step(0, 800, 1)
+            .map(work(busy.clone()))
+            .num_parallel(Parallelism::Auto)
+            .map(work(busy.clone()))
+            .num_parallel(Parallelism::Auto)
+            .map(work(busy.clone()))
+            .num_parallel(Parallelism::Auto);
+        let ctx = cores(4, usize::MAX);
+        let values: Vec<i64> = ds.stream_in(&ctx).unwrap().map(|x| x.unwrap()).collect();
+        assert_eq!(values, (0..800).collect::<Vec<_>>());
+        let (peak, busiest) = (ctx.threads().peak(), busy.1.load(Ordering::SeqCst));
+        assert!(busiest <= 4, "{busiest} workers computed at once with a budget of 4");
+        assert!(peak == 4, "the budget's peak: {peak} threads (3 firsts, then raises up to 4)");
+        assert_eq!(ctx.threads().taken(), 0, "the pass gave every thread back");
     }
 
     #[test]

@@ -164,12 +164,102 @@ impl MemoryBudget {
     }
 }
 
+/// The worker threads one pipeline's parallel maps may keep working at once: its CPU
+/// budget ([`RuntimeOptions::cores`], default the cores available), shared by every
+/// stage as the [`MemoryBudget`] is. A map's fixed workers and each map's first worker
+/// are always granted (a stage must make progress); AUTOTUNE's raises are granted only
+/// within the budget, so that several `parallel: auto` stages together never keep more
+/// workers busy than it allows (when it allows at least one per stage).
+///
+/// Raises wait until the pass is built ([`open`](Self::open), at the consumer's first
+/// pull): a stage upstream of a `prefetch` starts working while the stages after it are
+/// still being built, and would otherwise spend the threads their first workers need.
+/// (A pass started ahead of its turn with `--overlap` takes its first workers while the
+/// running one holds its own.)
+#[derive(Debug)]
+pub struct ThreadBudget {
+    limit: usize,
+    taken: AtomicUsize,
+    peak: AtomicUsize,
+    open: std::sync::atomic::AtomicBool,
+}
+
+impl ThreadBudget {
+    /// A budget of `limit` threads (at least 1).
+    pub fn new(limit: usize) -> Self {
+        ThreadBudget {
+            limit: limit.max(1),
+            taken: AtomicUsize::new(0),
+            peak: AtomicUsize::new(0),
+            open: std::sync::atomic::AtomicBool::new(true),
+        }
+    }
+
+    /// A pass is being built: raises wait until [`open`](Self::open).
+    pub fn close(&self) {
+        self.open.store(false, Ordering::Release);
+    }
+
+    /// The pass is built (its consumer pulls): raises may take what is left.
+    #[inline]
+    pub fn open(&self) {
+        if !self.open.load(Ordering::Relaxed) {
+            self.open.store(true, Ordering::Release);
+        }
+    }
+
+    /// Takes one thread if the budget is open and has one left; false (nothing taken)
+    /// otherwise.
+    pub fn try_take(&self) -> bool {
+        if !self.open.load(Ordering::Acquire) {
+            return false;
+        }
+        let taken = self
+            .taken
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |t| (t < self.limit).then_some(t + 1));
+        match taken {
+            Ok(before) => {
+                self.peak.fetch_max(before + 1, Ordering::AcqRel);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Takes `n` threads whatever is left (a stage's fixed or first workers).
+    pub fn take(&self, n: usize) {
+        let before = self.taken.fetch_add(n, Ordering::AcqRel);
+        self.peak.fetch_max(before + n, Ordering::AcqRel);
+    }
+
+    /// Gives back `n` threads taken earlier.
+    pub fn give_back(&self, n: usize) {
+        self.taken.fetch_sub(n, Ordering::AcqRel);
+    }
+
+    /// The limit.
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// Threads taken now.
+    pub fn taken(&self) -> usize {
+        self.taken.load(Ordering::Acquire)
+    }
+
+    /// The most threads ever taken at once.
+    pub fn peak(&self) -> usize {
+        self.peak.load(Ordering::Acquire)
+    }
+}
+
 /// Options of a running pipeline.
 #[derive(Debug, Clone, Default)]
 pub struct RuntimeOptions {
     /// RAM that AUTOTUNE may spend on buffers (default: unlimited).
     pub memory_budget: Option<usize>,
-    /// Cores AUTOTUNE may use (default: all available).
+    /// Cores AUTOTUNE may use (default: all available): the pipeline's CPU budget, the
+    /// most map workers its stages keep busy at once ([`ThreadBudget`]).
     pub cores: Option<usize>,
 }
 
@@ -181,6 +271,7 @@ pub struct Runtime {
     stages: Mutex<Vec<Arc<StageStats>>>,
     budget: MemoryBudget,
     cores: usize,
+    threads: ThreadBudget,
     /// The readers' counts by epoch, in epoch order.
     io: Mutex<std::collections::BTreeMap<u64, ReaderStats>>,
     started: Instant,
@@ -214,6 +305,7 @@ impl Ctx {
                 stages: Mutex::new(Vec::new()),
                 budget: MemoryBudget::new(options.memory_budget.unwrap_or(usize::MAX)),
                 cores: cores.max(1),
+                threads: ThreadBudget::new(cores),
                 io: Mutex::new(std::collections::BTreeMap::new()),
                 started: Instant::now(),
                 consumer_wait_ns: std::sync::atomic::AtomicU64::new(0),
@@ -282,6 +374,11 @@ impl Ctx {
     /// Cores available to AUTOTUNE.
     pub fn cores(&self) -> usize {
         self.rt.cores
+    }
+
+    /// The CPU budget the parallel maps' workers share ([`ThreadBudget`]).
+    pub fn threads(&self) -> &ThreadBudget {
+        &self.rt.threads
     }
 
     /// Adds a finished TFRecord reader's counts (records, skipped corrupt records) to this
@@ -390,6 +487,7 @@ pub trait Dataset: Send + Sync + 'static {
         Self: Sized,
     {
         let ctx = Ctx::new(options);
+        ctx.threads().close();
         let iter = self.iter(&ctx)?;
         Ok(Stream { iter, ctx, done: false })
     }
@@ -400,6 +498,7 @@ pub trait Dataset: Send + Sync + 'static {
     where
         Self: Sized,
     {
+        ctx.threads().close();
         let iter = self.iter(ctx)?;
         Ok(Stream { iter, ctx: ctx.clone(), done: false })
     }
@@ -410,6 +509,7 @@ pub trait Dataset: Send + Sync + 'static {
     where
         Self: Sized,
     {
+        ctx.threads().close();
         let iter = self.iter_from(ctx, skip)?;
         Ok(Stream { iter, ctx: ctx.clone(), done: false })
     }
@@ -686,6 +786,7 @@ impl<I: DataIter> Iterator for Stream<I> {
         if self.done {
             return None;
         }
+        self.ctx.threads().open();
         let t = Instant::now();
         let r = self.iter.next();
         self.ctx.add_consumer_wait(t.elapsed());

@@ -28,6 +28,7 @@ mod autotune;
 mod batch;
 mod boxed;
 mod bucket;
+mod budget;
 mod cache;
 mod chunks;
 mod concatenate;
@@ -59,7 +60,7 @@ mod zip;
 
 use std::sync::Arc;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 pub use crate::column::Element;
@@ -67,6 +68,7 @@ pub use autotune::Buffer;
 pub use batch::{Batch, BatchIter, MakeBuilder, Padded, PaddedBatch, Plain, Unbatch, UnbatchIter};
 pub use boxed::{Boxed, DynDataset, Somes, SomesIter};
 pub use bucket::{BucketByLength, BucketIter, BucketOptions, bucket_by_length};
+pub use budget::{MemoryBudget, ThreadBudget};
 pub use cache::{CacheCodec, CacheFile, CacheMemory};
 pub use chunks::{Chunks, ChunksIter};
 pub use concatenate::{Concatenate, ConcatenateIter, concatenate};
@@ -124,133 +126,6 @@ impl From<usize> for Parallelism {
 /// `auto` cycle use unless `RuntimeOptions::cores` says otherwise.
 pub fn available_cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
-}
-
-/// A RAM budget shared by the buffers of one pipeline that AUTOTUNE may grow.
-#[derive(Debug)]
-pub struct MemoryBudget {
-    limit: usize,
-    used: AtomicUsize,
-}
-
-impl MemoryBudget {
-    /// A budget of `limit` bytes (`usize::MAX`: unlimited).
-    pub fn new(limit: usize) -> Self {
-        MemoryBudget { limit, used: AtomicUsize::new(0) }
-    }
-
-    /// Reserves `bytes` if they fit; false (and nothing reserved) otherwise.
-    pub fn try_reserve(&self, bytes: usize) -> bool {
-        self.used
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |u| {
-                u.checked_add(bytes).filter(|n| *n <= self.limit)
-            })
-            .is_ok()
-    }
-
-    /// Returns `bytes` reserved earlier.
-    pub fn release(&self, bytes: usize) {
-        self.used.fetch_sub(bytes, Ordering::AcqRel);
-    }
-
-    /// The limit in bytes.
-    pub fn limit(&self) -> usize {
-        self.limit
-    }
-
-    /// Bytes reserved now.
-    pub fn used(&self) -> usize {
-        self.used.load(Ordering::Acquire)
-    }
-}
-
-/// The worker threads one pipeline's parallel maps may keep working at once: its CPU
-/// budget ([`RuntimeOptions::cores`], default the cores available), shared by every
-/// stage as the [`MemoryBudget`] is. A map's fixed workers and each map's first worker
-/// are always granted (a stage must make progress); AUTOTUNE's raises are granted only
-/// within the budget, so that several `parallel: auto` stages together never keep more
-/// workers busy than it allows (when it allows at least one per stage).
-///
-/// Raises wait until the pass is built ([`open`](Self::open), at the consumer's first
-/// pull): a stage upstream of a `prefetch` starts working while the stages after it are
-/// still being built, and would otherwise spend the threads their first workers need.
-/// (A pass started ahead of its turn with `--overlap` takes its first workers while the
-/// running one holds its own.)
-#[derive(Debug)]
-pub struct ThreadBudget {
-    limit: usize,
-    taken: AtomicUsize,
-    peak: AtomicUsize,
-    open: std::sync::atomic::AtomicBool,
-}
-
-impl ThreadBudget {
-    /// A budget of `limit` threads (at least 1).
-    pub fn new(limit: usize) -> Self {
-        ThreadBudget {
-            limit: limit.max(1),
-            taken: AtomicUsize::new(0),
-            peak: AtomicUsize::new(0),
-            open: std::sync::atomic::AtomicBool::new(true),
-        }
-    }
-
-    /// A pass is being built: raises wait until [`open`](Self::open).
-    pub fn close(&self) {
-        self.open.store(false, Ordering::Release);
-    }
-
-    /// The pass is built (its consumer pulls): raises may take what is left.
-    #[inline]
-    pub fn open(&self) {
-        if !self.open.load(Ordering::Relaxed) {
-            self.open.store(true, Ordering::Release);
-        }
-    }
-
-    /// Takes one thread if the budget is open and has one left; false (nothing taken)
-    /// otherwise.
-    pub fn try_take(&self) -> bool {
-        if !self.open.load(Ordering::Acquire) {
-            return false;
-        }
-        let taken = self
-            .taken
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |t| (t < self.limit).then_some(t + 1));
-        match taken {
-            Ok(before) => {
-                self.peak.fetch_max(before + 1, Ordering::AcqRel);
-                true
-            }
-            Err(_) => false,
-        }
-    }
-
-    /// Takes `n` threads whatever is left (a stage's fixed or first workers).
-    pub fn take(&self, n: usize) {
-        let before = self.taken.fetch_add(n, Ordering::AcqRel);
-        self.peak.fetch_max(before + n, Ordering::AcqRel);
-    }
-
-    /// Gives back `n` threads taken earlier.
-    pub fn give_back(&self, n: usize) {
-        self.taken.fetch_sub(n, Ordering::AcqRel);
-    }
-
-    /// The limit.
-    pub fn limit(&self) -> usize {
-        self.limit
-    }
-
-    /// Threads taken now.
-    pub fn taken(&self) -> usize {
-        self.taken.load(Ordering::Acquire)
-    }
-
-    /// The most threads ever taken at once.
-    pub fn peak(&self) -> usize {
-        self.peak.load(Ordering::Acquire)
-    }
 }
 
 /// Options of a running pipeline.

@@ -26,23 +26,32 @@ use crate::ir::types::{DType, Shape};
 
 use super::decls::{Declarations, closest};
 use super::lower::Pipelines;
+use super::stages::StageKind;
 
 /// The sources a `flat_map` block may start with.
 const SOURCES: &[&str] = &["range", "slices"];
 
 /// The stages that may follow the source inside a `flat_map` block.
-const INSIDE: &[&str] = &[
-    "map",
-    "filter",
-    "select",
-    "take",
-    "skip",
-    "enumerate",
-    "take_while",
-    "batch",
-    "padded_batch",
-    "repeat",
+const INSIDE: &[StageKind] = &[
+    StageKind::Map,
+    StageKind::Filter,
+    StageKind::Select,
+    StageKind::Take,
+    StageKind::Skip,
+    StageKind::Enumerate,
+    StageKind::TakeWhile,
+    StageKind::Batch,
+    StageKind::PaddedBatch,
+    StageKind::Repeat,
 ];
+
+/// The names of [`INSIDE`], in its order (for messages).
+fn inside_names() -> Vec<&'static str> {
+    INSIDE
+        .iter()
+        .filter_map(|k| super::stages::STAGES.iter().find(|s| s.kind == *k).map(|s| s.name))
+        .collect()
+}
 
 /// A statement of the block as a stage (`name(args);` or `name(args) { ... }`).
 fn stage_of(st: &ast::Stmt) -> Option<ast::Stage> {
@@ -78,6 +87,7 @@ pub(super) fn check_block(b: &ast::Block, decls: &Declarations, diags: &mut Vec<
             continue;
         };
         let name = stage.name.name.as_str();
+        let kind = super::stages::stage(name).map(|sig| sig.kind);
         if i == 0 {
             if !SOURCES.contains(&name) {
                 diags.push(
@@ -100,8 +110,8 @@ pub(super) fn check_block(b: &ast::Block, decls: &Declarations, diags: &mut Vec<
             // The source's arguments are expressions of the element: typed when lowered.
             continue;
         }
-        if INSIDE.contains(&name) {
-            if name == "repeat" && stage.args.is_empty() {
+        if let Some(kind) = kind.filter(|k| INSIDE.contains(k)) {
+            if kind == StageKind::Repeat && stage.args.is_empty() {
                 diags.push(
                     Diagnostic::error(
                         "E0361",
@@ -116,25 +126,16 @@ pub(super) fn check_block(b: &ast::Block, decls: &Declarations, diags: &mut Vec<
             super::stages::check_stage(&stage, decls, diags);
             continue;
         }
-        if super::stages::stage(name).is_none() && !SOURCES.contains(&name) {
+        if kind.is_none() && !SOURCES.contains(&name) {
             // An unknown stage: E0200 with its suggestion.
             super::stages::check_stage(&stage, decls, diags);
             continue;
         }
         let source = SOURCES.contains(&name)
-            || matches!(
-                name,
-                "files"
-                    | "tfrecords"
-                    | "text_lines"
-                    | "csv"
-                    | "sample_from"
-                    | "zip"
-                    | "concatenate"
-                    | "tfrecord"
-                    | "interleave"
-                    | "read_file"
-            );
+            || kind.is_some_and(|k| {
+                k.is_source()
+                    || matches!(k, StageKind::Tfrecord | StageKind::Interleave | StageKind::ReadFile)
+            });
         diags.push(
             Diagnostic::error(
                 "E0361",
@@ -142,7 +143,7 @@ pub(super) fn check_block(b: &ast::Block, decls: &Declarations, diags: &mut Vec<
                 stage.name.span,
                 if source { "a second source" } else { "not a stage of each element's chain" },
             )
-            .with_note(format!("inside `flat_map`, after its source: {}", INSIDE.join(", ")))
+            .with_note(format!("inside `flat_map`, after its source: {}", inside_names().join(", ")))
             .with_help(if source {
                 "a `flat_map` block has one source, its first stage"
             } else {

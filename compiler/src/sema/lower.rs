@@ -34,7 +34,7 @@ use crate::ir::types::Value;
 
 use super::decls::Declarations;
 use super::sources::{csv_format, range};
-use super::stages::{StageSig, stage};
+use super::stages::{StageKind, StageSig, stage};
 
 /// The pipelines of the file a `sample_from` may mix: name → output element (`None` for
 /// a pipeline that had errors).
@@ -46,7 +46,7 @@ pub fn sample_inputs(p: &ast::Pipeline) -> Vec<String> {
     p.items
         .iter()
         .filter_map(|i| match i {
-            ast::Item::Stage(s) if matches!(s.name.name.as_str(), "sample_from" | "zip" | "concatenate") => {
+            ast::Item::Stage(s) if stage(&s.name.name).is_some_and(|sig| sig.kind.takes_pipelines()) => {
                 Some(s)
             }
             _ => None,
@@ -104,7 +104,7 @@ pub(super) fn chain(
         let sig = stage(&s.name.name)?;
         // A `map`'s Rust code is not one of its options (see `stages`).
         let options: Vec<ast::Arg>;
-        let stage_args = if sig.name == "map" {
+        let stage_args = if sig.kind == StageKind::Map {
             options = s.args.iter().filter(|a| !super::stages::is_rust(&a.value)).cloned().collect();
             &options
         } else {
@@ -118,10 +118,7 @@ pub(super) fn chain(
             Some(ArgValue::Const(Value::Bool(b))) => b,
             _ => default,
         };
-        let is_source = matches!(
-            sig.name,
-            "files" | "tfrecords" | "text_lines" | "csv" | "range" | "sample_from" | "zip" | "concatenate"
-        );
+        let is_source = sig.kind.is_source();
         let Some(input) = plan.take() else {
             if !is_source {
                 diags.push(
@@ -135,24 +132,25 @@ pub(super) fn chain(
                 );
                 return None;
             }
-            if sig.name == "sample_from" {
+            if sig.kind == StageKind::SampleFrom {
                 plan = Some(sample_from(s, p, decls, pipelines, diags)?);
                 continue;
             }
-            if sig.name == "zip" {
+            if sig.kind == StageKind::Zip {
                 plan = Some(super::combine::zip(s, p, pipelines, diags)?);
                 continue;
             }
-            if sig.name == "concatenate" {
+            if sig.kind == StageKind::Concatenate {
                 plan = Some(super::combine::concatenate(s, p, pipelines, diags)?);
                 continue;
             }
-            if sig.name == "range" {
+            if sig.kind == StageKind::Range {
                 plan = Some(range(s, a("start"), a("end"), a("step"), diags)?);
                 continue;
             }
             let files = Plan::Files(Files {
-                pattern: a(if sig.name == "files" { "pattern" } else { "files" }).unwrap_or(ArgValue::Auto),
+                pattern: a(if sig.kind == StageKind::Files { "pattern" } else { "files" })
+                    .unwrap_or(ArgValue::Auto),
                 shuffle_seed: if flag("shuffle", false) {
                     Some(a("seed").unwrap_or(ArgValue::Const(Value::Int(0))))
                 } else {
@@ -230,10 +228,10 @@ pub(super) fn chain(
             return None;
         }
         let input = Box::new(input);
-        let node = match sig.name {
-            "tfrecord" | "interleave" => {
+        let node = match sig.kind {
+            StageKind::Tfrecord | StageKind::Interleave => {
                 if input.output() != Element::Path {
-                    let (code, what) = if sig.name == "tfrecord" {
+                    let (code, what) = if sig.kind == StageKind::Tfrecord {
                         ("E0303", "files to read")
                     } else {
                         ("E0304", "file paths")
@@ -250,8 +248,11 @@ pub(super) fn chain(
                     return None;
                 }
                 // The reader: this `tfrecord`, or the one in the `interleave` block.
-                let reader =
-                    if sig.name == "tfrecord" { Some((sig, args.clone())) } else { reader_of(s, diags)? };
+                let reader = if sig.kind == StageKind::Tfrecord {
+                    Some((sig, args.clone()))
+                } else {
+                    reader_of(s, diags)?
+                };
                 let (rsig, rargs) = reader.expect("a reader");
                 let r = |name: &str| {
                     rsig.args
@@ -260,7 +261,7 @@ pub(super) fn chain(
                         .and_then(|i| rargs[i])
                         .map(|e| value(e, decls))
                 };
-                let interleave = sig.name == "interleave";
+                let interleave = sig.kind == StageKind::Interleave;
                 Plan::Interleave(Interleave {
                     input,
                     format: RecordFormat::TfRecord,
@@ -279,10 +280,10 @@ pub(super) fn chain(
                     },
                 })
             }
-            "map" | "filter" if s.args.iter().any(|a| super::stages::is_rust(&a.value)) => {
+            StageKind::Map | StageKind::Filter if s.args.iter().any(|a| super::stages::is_rust(&a.value)) => {
                 rust_stage(s, input, rust_code, diags)?
             }
-            "map" => {
+            StageKind::Map => {
                 let mut element = input.output();
                 let mut ops = Vec::new();
                 for st in s.body.iter().flat_map(|b| &b.stmts) {
@@ -299,7 +300,7 @@ pub(super) fn chain(
                     output: element,
                 })
             }
-            "filter" => {
+            StageKind::Filter => {
                 let pred = args[0]?;
                 let condition = super::ops::predicate("filter", s, pred, &input.output(), decls, diags)?;
                 Plan::Filter(Filter {
@@ -309,10 +310,10 @@ pub(super) fn chain(
                     conditions: vec![condition],
                 })
             }
-            "take_while" => super::combine::take_while(s, args[0]?, input, decls, diags)?,
-            "flat_map" => super::flat_map::lower(s, p, input, decls, pipelines, rust_code, diags)?,
-            "enumerate" => super::combine::enumerate(s, input, a("start"), diags)?,
-            "read_file" => {
+            StageKind::TakeWhile => super::combine::take_while(s, args[0]?, input, decls, diags)?,
+            StageKind::FlatMap => super::flat_map::lower(s, p, input, decls, pipelines, rust_code, diags)?,
+            StageKind::Enumerate => super::combine::enumerate(s, input, a("start"), diags)?,
+            StageKind::ReadFile => {
                 if input.output() != Element::Path {
                     diags.push(
                         Diagnostic::error(
@@ -331,11 +332,11 @@ pub(super) fn chain(
                     on_error: a("on_error").unwrap_or(ArgValue::Word("fail".into())),
                 })
             }
-            "pack" => {
+            StageKind::Pack => {
                 let arg = |name: &str| sig.args.iter().position(|x| x.name == name).and_then(|i| args[i]);
                 super::pack::lower(s, arg, input, diags)?
             }
-            "select" => {
+            StageKind::Select => {
                 let element = input.output();
                 let fields: Vec<String> = element.fields().iter().map(|x| x.name.clone()).collect();
                 let mut kept = Vec::new();
@@ -359,7 +360,7 @@ pub(super) fn chain(
                 }
                 Plan::Select(Select { input, fields: kept })
             }
-            "shuffle"
+            StageKind::Shuffle
                 if a("buffer") == Some(ArgValue::Word("global".into()))
                     && !matches!(&*input, Plan::Interleave(i) if matches!(*i.input, Plan::Files(_))) =>
             {
@@ -380,14 +381,14 @@ pub(super) fn chain(
                 );
                 return None;
             }
-            "shuffle" => Plan::Shuffle(Shuffle {
+            StageKind::Shuffle => Plan::Shuffle(Shuffle {
                 input,
                 buffer: a("buffer").unwrap_or(ArgValue::Const(Value::Int(1))),
                 seed: a("seed"),
                 reshuffle_each_epoch: flag("reshuffle_each_epoch", true),
             }),
-            "batch" if !batchable(&input.output(), "batch", s.name.span, diags) => return None,
-            "padded_batch"
+            StageKind::Batch if !batchable(&input.output(), "batch", s.name.span, diags) => return None,
+            StageKind::PaddedBatch
                 if !super::bucket::check_pad_to_multiple(
                     s,
                     |name: &str| sig.args.iter().position(|x| x.name == name).and_then(|i| args[i]),
@@ -397,7 +398,7 @@ pub(super) fn chain(
             {
                 return None;
             }
-            "batch" | "padded_batch" => Plan::Batch(Batch {
+            StageKind::Batch | StageKind::PaddedBatch => Plan::Batch(Batch {
                 padding_values: super::bucket::padding_values(
                     sig.args.iter().position(|x| x.name == "padding_values").and_then(|i| args[i]),
                     input.output().fields(),
@@ -406,39 +407,53 @@ pub(super) fn chain(
                 input,
                 size: a("size").unwrap_or(ArgValue::Const(Value::Int(1))),
                 drop_remainder: flag("drop_remainder", false),
-                padded: (sig.name == "padded_batch").then(|| a("pad_to")),
+                padded: (sig.kind == StageKind::PaddedBatch).then(|| a("pad_to")),
                 pad_to_multiple: a("pad_to_multiple"),
             }),
-            "bucket_by_length" => {
+            StageKind::BucketByLength => {
                 let arg = |name: &str| sig.args.iter().position(|x| x.name == name).and_then(|i| args[i]);
                 let flags = (flag("pad_to_bucket_boundary", false), flag("drop_remainder", false));
                 super::bucket::lower(s, arg, flags, input, diags)?
             }
-            "window" => super::window::lower(s, a, flag("drop_remainder", false), input, diags)?,
-            "unbatch" => super::unbatch::lower(s, input, diags)?,
-            name => {
+            StageKind::Window => super::window::lower(s, a, flag("drop_remainder", false), input, diags)?,
+            StageKind::Unbatch => super::unbatch::lower(s, input, diags)?,
+            kind @ (StageKind::Repeat
+            | StageKind::Take
+            | StageKind::Skip
+            | StageKind::Shard
+            | StageKind::Cache
+            | StageKind::Prefetch) => {
                 let mut args: Vec<(&'static str, ArgValue)> = sig
                     .args
                     .iter()
                     .zip(&args)
                     .filter_map(|(x, v)| v.map(|e| (x.name, value(e, decls))))
                     .collect();
-                if name == "repeat" && args.is_empty() {
+                if kind == StageKind::Repeat && args.is_empty() {
                     args.push(("count", ArgValue::Word("forever".into())));
                 }
-                if name == "shard" && !args.iter().any(|(k, _)| *k == "remainder") {
+                if kind == StageKind::Shard && !args.iter().any(|(k, _)| *k == "remainder") {
                     args.push(("remainder", ArgValue::Word("keep".into())));
                 }
                 let pass = Pass { input, args, span: s.span };
-                match name {
-                    "repeat" => Plan::Repeat(pass),
-                    "take" => Plan::Take(pass),
-                    "skip" => Plan::Skip(pass),
-                    "shard" => Plan::Shard(pass),
-                    "cache" => Plan::Cache(pass),
+                match kind {
+                    StageKind::Repeat => Plan::Repeat(pass),
+                    StageKind::Take => Plan::Take(pass),
+                    StageKind::Skip => Plan::Skip(pass),
+                    StageKind::Shard => Plan::Shard(pass),
+                    StageKind::Cache => Plan::Cache(pass),
                     _ => Plan::Prefetch(pass),
                 }
             }
+            // Sources were lowered (or refused, E0302) above.
+            StageKind::Files
+            | StageKind::Range
+            | StageKind::Tfrecords
+            | StageKind::TextLines
+            | StageKind::Csv
+            | StageKind::SampleFrom
+            | StageKind::Zip
+            | StageKind::Concatenate => return None,
         };
         plan = Some(node);
     }
@@ -470,7 +485,8 @@ fn rust_stage(
         );
         return None;
     }
-    let kind = if s.name.name == "map" { RustKind::Map } else { RustKind::Filter };
+    let map = stage(&s.name.name).is_some_and(|sig| sig.kind == StageKind::Map);
+    let kind = if map { RustKind::Map } else { RustKind::Filter };
     rust_code.push(code.tokens);
     Some(Plan::Rust(RustStage { input, kind, code: code.text, code_index: rust_code.len() - 1 }))
 }

@@ -18,6 +18,7 @@ pub mod lower;
 pub mod ops;
 mod pack;
 mod sources;
+pub mod stage_kind;
 pub mod stages;
 mod tokenize;
 mod unbatch;
@@ -133,12 +134,12 @@ pub fn check_file(file: &ast::File) -> (Vec<Checked>, Vec<Diagnostic>) {
 /// what it does with them.
 fn source_of_pipelines(p: &ast::Pipeline) -> (&'static str, &'static str) {
     let first = p.items.iter().find_map(|i| match i {
-        ast::Item::Stage(s) => Some(s.name.name.as_str()),
+        ast::Item::Stage(s) => stages::stage(&s.name.name).map(|sig| sig.kind),
         _ => None,
     });
     match first {
-        Some("zip") => ("zips", "zip"),
-        Some("concatenate") => ("concatenates", "concatenate"),
+        Some(stages::StageKind::Zip) => ("zips", "zip"),
+        Some(stages::StageKind::Concatenate) => ("concatenates", "concatenate"),
         _ => ("mixes", "sample_from"),
     }
 }

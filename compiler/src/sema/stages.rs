@@ -19,6 +19,7 @@ use crate::ir::types::{ParamType, Value};
 
 use super::args::{BindError, bind};
 use super::decls::{Declarations, closest};
+pub use super::stage_kind::StageKind;
 
 /// What an argument must be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,6 +121,8 @@ pub enum BlockKind {
 pub struct StageSig {
     /// Its name.
     pub name: &'static str,
+    /// Which stage it is.
+    pub kind: StageKind,
     /// Its parameters, positional order first.
     pub args: &'static [ArgSig],
     /// Its block.
@@ -140,22 +143,26 @@ use ArgKind::*;
 pub const STAGES: &[StageSig] = &[
     StageSig {
         name: "files",
+        kind: StageKind::Files,
         args: &[req("pattern", Glob), opt("shuffle", Bool), opt("seed", UInt)],
         block: BlockKind::None,
     },
     // `range(end)`, `range(start, end)`, `range(start, end, step)`: one argument is the end.
     StageSig {
         name: "range",
+        kind: StageKind::Range,
         args: &[opt("start", Int), opt("end", Int), opt("step", Int)],
         block: BlockKind::None,
     },
     StageSig {
         name: "tfrecord",
+        kind: StageKind::Tfrecord,
         args: &[opt("compression", Compression), opt("on_corrupt", CorruptPolicy), opt("verify_crc", Bool)],
         block: BlockKind::None,
     },
     StageSig {
         name: "tfrecords",
+        kind: StageKind::Tfrecords,
         args: &[
             req("files", Glob),
             opt("cycle", CountOrAuto),
@@ -171,6 +178,7 @@ pub const STAGES: &[StageSig] = &[
     // `tf.data.TextLineDataset`: one element `{line: str}` per line of each file.
     StageSig {
         name: "text_lines",
+        kind: StageKind::TextLines,
         args: &[
             req("files", Glob),
             opt("cycle", CountOrAuto),
@@ -185,6 +193,7 @@ pub const STAGES: &[StageSig] = &[
     // `tf.data.experimental.CsvDataset`: one element per row, the schema's columns.
     StageSig {
         name: "csv",
+        kind: StageKind::Csv,
         args: &[
             req("files", Glob),
             opt("header", Bool),
@@ -202,11 +211,13 @@ pub const STAGES: &[StageSig] = &[
     // `label: i64` with `labels: dir` (Keras' `image_dataset_from_directory`).
     StageSig {
         name: "read_file",
+        kind: StageKind::ReadFile,
         args: &[opt("labels", Labels), opt("on_error", CorruptPolicy)],
         block: BlockKind::None,
     },
     StageSig {
         name: "interleave",
+        kind: StageKind::Interleave,
         args: &[
             opt("cycle", CountOrAuto),
             opt("block", Count),
@@ -217,39 +228,59 @@ pub const STAGES: &[StageSig] = &[
     },
     StageSig {
         name: "map",
+        kind: StageKind::Map,
         // `on_error: skip`: tf.data's `ignore_errors` after the map.
         args: &[opt("parallel", CountOrAuto), opt("deterministic", Bool), opt("on_error", OnError)],
         block: BlockKind::Statements,
     },
-    StageSig { name: "filter", args: &[req("predicate", Expr)], block: BlockKind::None },
+    StageSig {
+        name: "filter",
+        kind: StageKind::Filter,
+        args: &[req("predicate", Expr)],
+        block: BlockKind::None,
+    },
     // Variadic: the fields to keep (checked against the element by the lowering).
-    StageSig { name: "select", args: &[], block: BlockKind::None },
+    StageSig { name: "select", kind: StageKind::Select, args: &[], block: BlockKind::None },
     // Variadic: the pipelines to mix (checked by the lowering), then named options.
     StageSig {
         name: "sample_from",
+        kind: StageKind::SampleFrom,
         args: &[req("weights", Expr), opt("seed", UInt), opt("stop_on_empty", Bool)],
         block: BlockKind::None,
     },
     // Variadic: the pipelines whose elements are merged field by field (`zip`) or
     // yielded one after another (`concatenate`), checked by the lowering.
-    StageSig { name: "zip", args: &[], block: BlockKind::None },
-    StageSig { name: "concatenate", args: &[], block: BlockKind::None },
+    StageSig { name: "zip", kind: StageKind::Zip, args: &[], block: BlockKind::None },
+    StageSig { name: "concatenate", kind: StageKind::Concatenate, args: &[], block: BlockKind::None },
     // `index: i64` from `start` (tf.data's `Dataset.enumerate`).
-    StageSig { name: "enumerate", args: &[opt("start", Int)], block: BlockKind::None },
-    StageSig { name: "take_while", args: &[req("predicate", Expr)], block: BlockKind::None },
-    StageSig { name: "flat_map", args: &[], block: BlockKind::Chain },
+    StageSig {
+        name: "enumerate",
+        kind: StageKind::Enumerate,
+        args: &[opt("start", Int)],
+        block: BlockKind::None,
+    },
+    StageSig {
+        name: "take_while",
+        kind: StageKind::TakeWhile,
+        args: &[req("predicate", Expr)],
+        block: BlockKind::None,
+    },
+    StageSig { name: "flat_map", kind: StageKind::FlatMap, args: &[], block: BlockKind::Chain },
     StageSig {
         name: "shuffle",
+        kind: StageKind::Shuffle,
         args: &[req("buffer", CountOrGlobal), opt("seed", UInt), opt("reshuffle_each_epoch", Bool)],
         block: BlockKind::None,
     },
     StageSig {
         name: "batch",
+        kind: StageKind::Batch,
         args: &[req("size", Count), opt("drop_remainder", Bool)],
         block: BlockKind::None,
     },
     StageSig {
         name: "padded_batch",
+        kind: StageKind::PaddedBatch,
         args: &[
             req("size", Count),
             opt("drop_remainder", Bool),
@@ -259,11 +290,12 @@ pub const STAGES: &[StageSig] = &[
         ],
         block: BlockKind::None,
     },
-    StageSig { name: "unbatch", args: &[], block: BlockKind::None },
+    StageSig { name: "unbatch", kind: StageKind::Unbatch, args: &[], block: BlockKind::None },
     // tf.data's `bucket_by_sequence_length`: padded batches of each length bucket
     // (`sema/bucket.rs`, `stage::bucket`).
     StageSig {
         name: "bucket_by_length",
+        kind: StageKind::BucketByLength,
         args: &[
             req("length", Expr),
             req("boundaries", Expr),
@@ -278,6 +310,7 @@ pub const STAGES: &[StageSig] = &[
     // fit over `window` open rows (T5's and Grain's packing; `sema/pack.rs`).
     StageSig {
         name: "pack",
+        kind: StageKind::Pack,
         args: &[req("length", Count), req("fields", Expr), opt("window", Count), opt("overflow", Expr)],
         block: BlockKind::None,
     },
@@ -285,12 +318,18 @@ pub const STAGES: &[StageSig] = &[
     // batch (`.flat_map(lambda w: w.batch(size))`; `sema/window.rs`).
     StageSig {
         name: "window",
+        kind: StageKind::Window,
         args: &[req("size", Count), opt("shift", Count), opt("stride", Count), opt("drop_remainder", Bool)],
         block: BlockKind::None,
     },
-    StageSig { name: "repeat", args: &[opt("count", Count)], block: BlockKind::None },
-    StageSig { name: "take", args: &[req("count", UInt)], block: BlockKind::None },
-    StageSig { name: "skip", args: &[req("count", UInt)], block: BlockKind::None },
+    StageSig {
+        name: "repeat",
+        kind: StageKind::Repeat,
+        args: &[opt("count", Count)],
+        block: BlockKind::None,
+    },
+    StageSig { name: "take", kind: StageKind::Take, args: &[req("count", UInt)], block: BlockKind::None },
+    StageSig { name: "skip", kind: StageKind::Skip, args: &[req("count", UInt)], block: BlockKind::None },
     // Worker `index` of `num_shards` gets positions `index`, `index + num_shards`, … of
     // each pass; the last, partial round of `N mod num_shards` elements is dealt out
     // (`keep`: each record once, counts differ by at most one), dropped (`drop`: every
@@ -300,11 +339,17 @@ pub const STAGES: &[StageSig] = &[
     // reads every file; a `keep` shard of files is file-level (W0210).
     StageSig {
         name: "shard",
+        kind: StageKind::Shard,
         args: &[req("num_shards", Count), req("index", UInt), opt("remainder", Remainder)],
         block: BlockKind::None,
     },
-    StageSig { name: "cache", args: &[opt("file", Path)], block: BlockKind::None },
-    StageSig { name: "prefetch", args: &[opt("buffer", CountOrAuto)], block: BlockKind::None },
+    StageSig { name: "cache", kind: StageKind::Cache, args: &[opt("file", Path)], block: BlockKind::None },
+    StageSig {
+        name: "prefetch",
+        kind: StageKind::Prefetch,
+        args: &[opt("buffer", CountOrAuto)],
+        block: BlockKind::None,
+    },
 ];
 
 /// The signature of the stage called `name`.
@@ -331,7 +376,7 @@ pub(super) fn check_stage(s: &ast::Stage, decls: &Declarations, diags: &mut Vec<
         });
         return;
     };
-    if sig.name == "select" {
+    if sig.kind == StageKind::Select {
         if s.args.is_empty() {
             diags.push(
                 Diagnostic::error("E0203", "`select` needs the fields to keep", s.name.span, "no fields")
@@ -362,10 +407,10 @@ pub(super) fn check_stage(s: &ast::Stage, decls: &Declarations, diags: &mut Vec<
     // `sample_from`: positional arguments name the pipelines mixed (resolved by the
     // lowering); its named options bind like any stage's.
     let options: Vec<ast::Arg>;
-    let args: &[ast::Arg] = if matches!(sig.name, "sample_from" | "zip" | "concatenate") {
-        let (verb, example) = match sig.name {
-            "zip" => ("zip", "zip(a, b);"),
-            "concatenate" => ("concatenate", "concatenate(a, b);"),
+    let args: &[ast::Arg] = if sig.kind.takes_pipelines() {
+        let (verb, example) = match sig.kind {
+            StageKind::Zip => ("zip", "zip(a, b);"),
+            StageKind::Concatenate => ("concatenate", "concatenate(a, b);"),
             _ => ("mix", "sample_from(a, b, weights: [0.5, 0.5]);"),
         };
         let names: Vec<&ast::Arg> = s.args.iter().filter(|a| a.name.is_none()).collect();
@@ -407,7 +452,7 @@ pub(super) fn check_stage(s: &ast::Stage, decls: &Declarations, diags: &mut Vec<
         }
         options = s.args.iter().filter(|a| a.name.is_some()).cloned().collect();
         &options
-    } else if sig.name == "map" {
+    } else if sig.kind == StageKind::Map {
         // Rust code (`pipeline!` only) is the map itself, not one of its options.
         let code: Vec<&ast::Arg> = s.args.iter().filter(|a| is_rust(&a.value)).collect();
         if let Some(b) = code.first().and(s.body.as_ref()) {

@@ -132,6 +132,7 @@ fn run_builds_once_then_reuses_the_runner() {
         "epoch_seconds",
         "epochs",
         "memory_budget_bytes",
+        "peak_map_workers",
         "peak_rss_bytes",
         "pipeline",
         "records",
@@ -139,6 +140,7 @@ fn run_builds_once_then_reuses_the_runner() {
         "seconds",
         "skipped",
         "stages",
+        "threads",
     ];
     assert_eq!(keys, expected);
     assert_eq!(

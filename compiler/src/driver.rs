@@ -273,9 +273,18 @@ mod tests {
             let physical = pipelines[0].physical.explain();
             physical.lines().find(|l| l.contains("ShardExec")).map(|l| l.trim().to_string())
         };
-        assert_eq!(holds("keep").as_deref(), Some("ShardExec: threads=1, holds=0, memory=0 B"));
-        assert_eq!(holds("drop").as_deref(), Some("ShardExec: threads=1, holds=1, memory=64.0 KiB"));
-        assert_eq!(holds("pad").as_deref(), Some("ShardExec: threads=1, holds=3, memory=192.0 KiB"));
+        assert_eq!(
+            holds("keep").as_deref(),
+            Some("ShardExec: threads=1, holds=0, memory=0 B, resume=replay")
+        );
+        assert_eq!(
+            holds("drop").as_deref(),
+            Some("ShardExec: threads=1, holds=1, memory=64.0 KiB, resume=replay")
+        );
+        assert_eq!(
+            holds("pad").as_deref(),
+            Some("ShardExec: threads=1, holds=3, memory=192.0 KiB, resume=replay")
+        );
     }
 
     #[test]

@@ -384,7 +384,7 @@ fn explain_prints_the_logical_plan() {
     let physical = out.find("== eval (physical) ==\nPrefetchExec:").expect("eval's physical plan");
     assert!(
         out[physical..].starts_with(
-            "== eval (physical) ==\nPrefetchExec: threads=1, holds=2, memory=72.0 KiB\n  MapBatchExec: "
+            "== eval (physical) ==\nPrefetchExec: threads=1, holds=2, memory=72.0 KiB, resume=fast-forward\n  MapBatchExec: "
         ),
         "{out}"
     );

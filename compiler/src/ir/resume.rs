@@ -7,45 +7,57 @@ use super::plan::{
 };
 use super::types::Value;
 
+/// Why an interleave that keeps no order blocks resumption.
+pub const UNORDERED_INTERLEAVE: &str =
+    "`interleave(deterministic: false)` delivers records in the order they are read";
+/// Why a map that keeps no order blocks resumption.
+pub const UNORDERED_MAP: &str = "`map(deterministic: false)` delivers results in the order they complete";
+/// Why a shuffle without a seed blocks resumption.
+pub const UNSEEDED_SHUFFLE: &str = "`shuffle` without a seed draws a new order on every run";
+/// Why a `sample_from` without a seed blocks resumption.
+pub const UNSEEDED_SAMPLE_FROM: &str = "`sample_from` without a seed draws anew on every run";
+
+/// Whether a `parallel` argument may run more than one worker.
+pub fn is_parallel(p: &ArgValue) -> bool {
+    !matches!(p, ArgValue::Const(Value::Int(1)))
+}
+
+/// Why a map's operations block resumption: the first random one without a seed.
+pub fn unseeded_ops(ops: &[MapOp]) -> Option<String> {
+    ops.iter().find_map(|op| match op {
+        MapOp::Assign { value, .. } => value.nodes().into_iter().find_map(|e| {
+            let op = e.op().filter(|op| op.is_random() && op.seed().is_none())?;
+            Some(format!("`{}` without a seed draws anew on every run", op.name()))
+        }),
+        MapOp::Parse { .. } => None,
+    })
+}
+
 /// Why the position of this plan's pass cannot be saved and restored exactly (a resumed
 /// pass yields what an uninterrupted one would), or `None` when it can: every stage must
 /// give the same elements in the same order on every run, so no order left to timing
 /// (`deterministic: false` with several workers) and no randomness without a seed.
 pub fn resume_blocker(plan: &Plan) -> Option<String> {
-    let parallel = |p: &ArgValue| !matches!(p, ArgValue::Const(Value::Int(1)));
-    let unseeded_ops = |ops: &[MapOp]| {
-        ops.iter().find_map(|op| match op {
-            MapOp::Assign { value, .. } => value.nodes().into_iter().find_map(|e| {
-                let op = e.op().filter(|op| op.is_random() && op.seed().is_none())?;
-                Some(format!("`{}` without a seed draws anew on every run", op.name()))
-            }),
-            MapOp::Parse { .. } => None,
-        })
-    };
     let mut node = Some(plan);
     while let Some(n) = node {
         let why = match n {
-            Plan::Interleave(i) if !i.deterministic && parallel(&i.parallel) => Some(
-                "`interleave(deterministic: false)` delivers records in the order they are read".to_string(),
-            ),
+            Plan::Interleave(i) if !i.deterministic && is_parallel(&i.parallel) => {
+                Some(UNORDERED_INTERLEAVE.to_string())
+            }
             Plan::Map(Map { deterministic: false, parallel: p, .. })
             | Plan::MapFilter(MapFilter { deterministic: false, parallel: p, .. })
             | Plan::MapBatch(MapBatch { deterministic: false, parallel: p, .. })
-                if parallel(p) =>
+                if is_parallel(p) =>
             {
-                Some("`map(deterministic: false)` delivers results in the order they complete".to_string())
+                Some(UNORDERED_MAP.to_string())
             }
             Plan::Map(Map { ops, .. })
             | Plan::MapFilter(MapFilter { ops, .. })
             | Plan::MapBatch(MapBatch { ops, .. })
             | Plan::DeviceTail(DeviceTail { ops, .. }) => unseeded_ops(ops),
             Plan::Shuffle(Shuffle { seed: None, .. })
-            | Plan::ShuffleRepeat(ShuffleRepeat { seed: None, .. }) => {
-                Some("`shuffle` without a seed draws a new order on every run".to_string())
-            }
-            Plan::SampleFrom(SampleFrom { seed: None, .. }) => {
-                Some("`sample_from` without a seed draws anew on every run".to_string())
-            }
+            | Plan::ShuffleRepeat(ShuffleRepeat { seed: None, .. }) => Some(UNSEEDED_SHUFFLE.to_string()),
+            Plan::SampleFrom(SampleFrom { seed: None, .. }) => Some(UNSEEDED_SAMPLE_FROM.to_string()),
             // Its inner chain runs again, per element, in a resumed pass.
             Plan::FlatMap(f) => resume_blocker(&f.inner),
             _ => None,

@@ -26,12 +26,14 @@ pub mod defaults;
 mod exec;
 mod lower;
 mod memory;
+mod resume;
 mod rules;
 
 pub use amount::{Amount, Expr};
 pub use exec::{
     Compression, CorruptPolicy, DeviceTailExec, Exec, MapFn, ReaderMap, ReaderOptions, Remainder,
 };
+pub use resume::{Elastic, Resume, Resumption, classify};
 pub use rules::ParamRule;
 
 /// Planning options.
@@ -198,7 +200,9 @@ impl PhysicalPlan {
         let mut out = String::new();
         let details =
             self.tail.iter().map(|_| String::new()).chain(self.stages.iter().rev().map(|s| s.exec.detail()));
-        for (depth, ((name, f), detail)) in self.nodes().zip(details).enumerate() {
+        let resumption = self.resumption();
+        let kinds = resumption.tail.iter().chain(resumption.stages.iter().rev());
+        for (depth, (((name, f), detail), kind)) in self.nodes().zip(details).zip(kinds).enumerate() {
             let _ = write!(
                 out,
                 "{}{}: threads={}, holds={}, memory={}",
@@ -211,7 +215,7 @@ impl PhysicalPlan {
             if !detail.is_empty() {
                 let _ = write!(out, ", {detail}");
             }
-            out.push('\n');
+            let _ = writeln!(out, ", resume={}", kind.word());
         }
         let device = match self.device {
             Device::Cpu => "cpu",
@@ -273,7 +277,14 @@ impl PhysicalPlan {
                 )
             };
         }
+        out.push_str(&resumption.explain());
         out
+    }
+
+    /// How the pipeline resumes from a saved position: each stage's kind, the cost at a
+    /// position, whether a sharded state could be redealt ([`classify`]).
+    pub fn resumption(&self) -> Resumption {
+        classify(self)
     }
 }
 

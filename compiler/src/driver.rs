@@ -107,6 +107,21 @@ impl Compilation {
     }
 }
 
+/// The resume blocker of the first pipeline `plan` zips or concatenates that has one (its
+/// own, else what it takes in turn), as the generated `RESUME_BLOCKER` finds it at run
+/// time (`codegen/module.rs`' `combined_blockers`).
+fn inherited_blocker(pipelines: &[Pipeline], plan: &crate::ir::plan::Plan, depth: usize) -> Option<String> {
+    // Sema refuses a pipeline that takes itself; the depth only guards against a loop.
+    if depth > pipelines.len() {
+        return None;
+    }
+    crate::ir::combine::passes_beneath(plan).into_iter().find_map(|name| {
+        let q = pipelines.iter().find(|q| q.name() == name)?;
+        crate::ir::resume::resume_blocker(&q.optimized.plan)
+            .or_else(|| inherited_blocker(pipelines, &q.optimized.plan, depth + 1))
+    })
+}
+
 /// Parses and compiles a `.pipe` file.
 pub fn compile(source: &str) -> Compilation {
     match crate::syntax::parse(source) {
@@ -140,6 +155,12 @@ pub fn compile_ast(file: &ast::File) -> Compilation {
             }),
             Err(d) => diagnostics.push(*d),
         }
+    }
+    // What a pipeline zips or concatenates blocks its resumption too (explain says so).
+    let inherited: Vec<Option<String>> =
+        pipelines.iter().map(|p| inherited_blocker(&pipelines, &p.optimized.plan, 0)).collect();
+    for (p, why) in pipelines.iter_mut().zip(inherited) {
+        p.physical.inherited_blocker = why;
     }
     // In reading order, whichever check found them.
     diagnostics.sort_by_key(|d| d.primary.span.start);

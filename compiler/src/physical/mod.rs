@@ -77,6 +77,10 @@ pub struct ExecNode {
 pub struct PhysicalPlan {
     /// The stages, source first (the order of the generated chain).
     pub stages: Vec<ExecNode>,
+    /// Why a pipeline this one zips or concatenates cannot resume exactly (their passes
+    /// run beneath it, so it cannot either): set by the driver once every pipeline of the
+    /// file is planned, as the generated `RESUME_BLOCKER` finds it at run time.
+    pub inherited_blocker: Option<String>,
     /// The device tail of a `device cuda` pipeline, after the stages.
     pub tail: Option<(DeviceTailExec, Figures)>,
     /// The static memory bound: the sum of the stages' bytes and the idle batch buffers
@@ -135,6 +139,7 @@ pub fn plan(
     cx.assumptions.dedup();
     let physical = PhysicalPlan {
         stages,
+        inherited_blocker: None,
         tail,
         memory_bound,
         bound: bound.expr().cloned(),
@@ -284,7 +289,17 @@ impl PhysicalPlan {
     /// How the pipeline resumes from a saved position: each stage's kind, the cost at a
     /// position, whether a sharded state could be redealt ([`classify`]).
     pub fn resumption(&self) -> Resumption {
-        classify(self)
+        let mut r = classify(self);
+        if let Some(why) = &self.inherited_blocker
+            && !matches!(r.pipeline, Resume::Blocked(_))
+        {
+            r.pipeline = Resume::Blocked(why.clone());
+            r.cost = String::new();
+            if matches!(r.elastic, Elastic::Yes(_)) {
+                r.elastic = Elastic::No("its position cannot be saved exactly (resume: blocked)".into());
+            }
+        }
+        r
     }
 }
 

@@ -15,11 +15,11 @@
 #[path = "reaped.rs"]
 mod reaped;
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::Child;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use reaped::free_port;
 
 /// The emulator's account: object URLs are `http://127.0.0.1:PORT/devstoreaccount1/…`.
 pub const ACCOUNT: &str = "devstoreaccount1";
@@ -93,17 +93,8 @@ impl Azurite {
 
     fn wait_ready(&mut self) -> bool {
         // Node starts in a second or two; more on a loaded machine.
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return false;
-            }
-            if TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
-                return true;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        false
+        let port = self.port;
+        reaped::wait_ready(&mut self.child, Duration::from_secs(60), || reaped::listens(port))
     }
 
     /// Makes `container` (one that exists already is no error).
@@ -161,12 +152,7 @@ impl Drop for Azurite {
     }
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-/// One HTTP/1.1 request to 127.0.0.1:`port` (the connection closed after it): the
-/// answer's status and whole response.
+/// [`reaped::request`] with the Blob service version Azurite's REST API wants.
 fn request(
     port: u16,
     method: &str,
@@ -174,21 +160,7 @@ fn request(
     headers: &[(&str, &str)],
     body: &[u8],
 ) -> std::io::Result<(u16, Vec<u8>)> {
-    let mut s = TcpStream::connect(("127.0.0.1", port))?;
-    s.set_read_timeout(Some(Duration::from_secs(30)))?;
-    let mut head = format!(
-        "{method} {target} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: {}\r\nConnection: close\r\n\
-         x-ms-version: 2021-08-06\r\n",
-        body.len()
-    );
-    for (k, v) in headers {
-        head.push_str(&format!("{k}: {v}\r\n"));
-    }
-    head.push_str("\r\n");
-    s.write_all(head.as_bytes())?;
-    s.write_all(body)?;
-    let mut answer = Vec::new();
-    s.read_to_end(&mut answer)?;
-    let status = answer.split(|&b| b == b' ').nth(1).and_then(|c| std::str::from_utf8(c).ok()?.parse().ok());
-    Ok((status.unwrap_or(0), answer))
+    let mut all = vec![("x-ms-version", "2021-08-06")];
+    all.extend_from_slice(headers);
+    reaped::request(port, method, target, &all, body)
 }

@@ -15,11 +15,11 @@
 #[path = "reaped.rs"]
 mod reaped;
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::Child;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use reaped::{free_port, request};
 
 /// The fake-gcs-server binary: `SLUICE_FAKE_GCS`, else
 /// `<repo>/.tools/fake-gcs-server/bin/fake-gcs-server`. `None` (after printing why the
@@ -75,17 +75,10 @@ impl GcsServer {
     }
 
     fn wait_ready(&mut self) -> bool {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return false;
-            }
-            if let Ok((200, _)) = request(self.port, "GET", "/_internal/healthcheck", &[], b"") {
-                return true;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        false
+        let port = self.port;
+        reaped::wait_ready(&mut self.child, Duration::from_secs(20), || {
+            matches!(request(port, "GET", "/_internal/healthcheck", &[], b""), Ok((200, _)))
+        })
     }
 
     /// Makes `bucket` (one that exists already is no error).
@@ -150,35 +143,4 @@ impl Drop for GcsServer {
     fn drop(&mut self) {
         reaped::stop(&mut self.child);
     }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-/// One HTTP/1.1 request to 127.0.0.1:`port` (the connection closed after it): the
-/// answer's status and whole response.
-fn request(
-    port: u16,
-    method: &str,
-    target: &str,
-    headers: &[(&str, &str)],
-    body: &[u8],
-) -> std::io::Result<(u16, Vec<u8>)> {
-    let mut s = TcpStream::connect(("127.0.0.1", port))?;
-    s.set_read_timeout(Some(Duration::from_secs(30)))?;
-    let mut head = format!(
-        "{method} {target} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: {}\r\nConnection: close\r\n",
-        body.len()
-    );
-    for (k, v) in headers {
-        head.push_str(&format!("{k}: {v}\r\n"));
-    }
-    head.push_str("\r\n");
-    s.write_all(head.as_bytes())?;
-    s.write_all(body)?;
-    let mut answer = Vec::new();
-    s.read_to_end(&mut answer)?;
-    let status = answer.split(|&b| b == b' ').nth(1).and_then(|c| std::str::from_utf8(c).ok()?.parse().ok());
-    Ok((status.unwrap_or(0), answer))
 }

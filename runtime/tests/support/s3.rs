@@ -17,9 +17,10 @@ use std::process::Child;
 // in a `static`, which is never dropped.
 #[path = "reaped.rs"]
 mod reaped;
+use reaped::free_port;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The test credentials and region.
 pub const ACCESS_KEY: &str = "sluice-test-key";
@@ -84,17 +85,8 @@ impl S3Server {
     }
 
     fn wait_ready(&mut self) -> bool {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return false;
-            }
-            if TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
-                return true;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        false
+        let port = self.port;
+        reaped::wait_ready(&mut self.child, Duration::from_secs(20), || reaped::listens(port))
     }
 
     /// Makes `bucket` (a directory of the served root).
@@ -143,10 +135,6 @@ impl Drop for S3Server {
     fn drop(&mut self) {
         reaped::stop(&mut self.child);
     }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 /// What the proxy does to a request it faults.

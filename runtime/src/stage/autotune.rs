@@ -67,11 +67,10 @@ pub(crate) struct WorkerTuner {
     max: usize,
     auto: bool,
     output_waits: u32,
-    /// The context whose budgets `Auto` reserves from (with the bytes of each raise).
-    ctx: Option<Ctx>,
-    /// The context whose [`ThreadBudget`](super::ThreadBudget) this stage's workers are
-    /// taken from, and how many it holds.
-    threads: (Ctx, usize),
+    /// The context whose budgets the workers come from: its
+    /// [`ThreadBudget`](super::ThreadBudget) holds `active` threads for this stage, and its
+    /// memory budget the bytes of each `Auto` raise (`reserved`).
+    ctx: Ctx,
     reserved: Vec<usize>,
     bytes_seen: u64,
     results_seen: u64,
@@ -96,8 +95,7 @@ impl WorkerTuner {
             max,
             auto,
             output_waits: 0,
-            ctx: auto.then(|| ctx.clone()),
-            threads: (ctx.clone(), active),
+            ctx: ctx.clone(),
             reserved: Vec::new(),
             bytes_seen: 0,
             results_seen: 0,
@@ -118,10 +116,9 @@ impl WorkerTuner {
 
     /// Reserves what one more worker holds from the budget: false when it does not fit.
     fn reserve_raise(&mut self) -> bool {
-        let Some(ctx) = &self.ctx else { return true };
         let mean = self.bytes_seen.div_ceil(self.results_seen.max(1)).max(1);
         let Ok(bytes) = usize::try_from(mean.saturating_mul(2 * self.micro as u64)) else { return false };
-        if !ctx.budget().try_reserve(bytes) {
+        if !self.ctx.budget().try_reserve(bytes) {
             return false;
         }
         self.reserved.push(bytes);
@@ -154,15 +151,14 @@ impl WorkerTuner {
     pub(crate) fn starved(&mut self, busy: usize) -> bool {
         self.output_waits = 0;
         let wanted = self.auto && busy >= self.active && self.active < self.max;
-        if !wanted || !self.threads.0.threads().try_take() {
+        if !wanted || !self.ctx.threads().try_take() {
             return false;
         }
         if !self.reserve_raise() {
-            self.threads.0.threads().give_back(1);
+            self.ctx.threads().give_back(1);
             return false;
         }
         self.active += 1;
-        self.threads.1 += 1;
         true
     }
 
@@ -175,10 +171,9 @@ impl WorkerTuner {
         if self.output_waits >= LOWER_AFTER {
             self.output_waits = 0;
             self.active -= 1;
-            self.threads.1 -= 1;
-            self.threads.0.threads().give_back(1);
-            if let (Some(ctx), Some(bytes)) = (&self.ctx, self.reserved.pop()) {
-                ctx.budget().release(bytes);
+            self.ctx.threads().give_back(1);
+            if let Some(bytes) = self.reserved.pop() {
+                self.ctx.budget().release(bytes);
             }
             return true;
         }
@@ -188,10 +183,8 @@ impl WorkerTuner {
 
 impl Drop for WorkerTuner {
     fn drop(&mut self) {
-        self.threads.0.threads().give_back(self.threads.1);
-        if let Some(ctx) = &self.ctx {
-            ctx.budget().release(self.reserved.iter().sum());
-        }
+        self.ctx.threads().give_back(self.active);
+        self.ctx.budget().release(self.reserved.iter().sum());
     }
 }
 

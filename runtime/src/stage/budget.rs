@@ -2,7 +2,7 @@
 //! spend on buffers) and [`ThreadBudget`] (its CPU budget: the map workers it may keep
 //! busy at once).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// A RAM budget shared by the buffers of one pipeline that AUTOTUNE may grow.
 #[derive(Debug)]
@@ -49,8 +49,8 @@ impl MemoryBudget {
 /// within the budget, so that several `parallel: auto` stages together never keep more
 /// workers busy than it allows (when it allows at least one per stage).
 ///
-/// Raises wait until the pass is built ([`open`](Self::open), at the consumer's first
-/// pull): a stage upstream of a `prefetch` starts working while the stages after it are
+/// Raises wait until the pass is built ([`while_building`](Self::while_building)): a stage
+/// upstream of a `prefetch` starts working while the stages after it are
 /// still being built, and would otherwise spend the threads their first workers need.
 /// (A pass started ahead of its turn with `--overlap` takes its first workers while the
 /// running one holds its own.)
@@ -59,7 +59,8 @@ pub struct ThreadBudget {
     limit: usize,
     taken: AtomicUsize,
     peak: AtomicUsize,
-    open: std::sync::atomic::AtomicBool,
+    /// False while a pass is being built ([`while_building`](Self::while_building)).
+    open: AtomicBool,
 }
 
 impl ThreadBudget {
@@ -69,21 +70,18 @@ impl ThreadBudget {
             limit: limit.max(1),
             taken: AtomicUsize::new(0),
             peak: AtomicUsize::new(0),
-            open: std::sync::atomic::AtomicBool::new(true),
+            open: AtomicBool::new(true),
         }
     }
 
-    /// A pass is being built: raises wait until [`open`](Self::open).
-    pub fn close(&self) {
+    /// Builds a pass with `build`, no raise granted meanwhile: every stage's first workers
+    /// are taken before any stage's extra ones. Raises may take what is left afterwards,
+    /// whether the build succeeded or not.
+    pub fn while_building<T>(&self, build: impl FnOnce() -> T) -> T {
         self.open.store(false, Ordering::Release);
-    }
-
-    /// The pass is built (its consumer pulls): raises may take what is left.
-    #[inline]
-    pub fn open(&self) {
-        if !self.open.load(Ordering::Relaxed) {
-            self.open.store(true, Ordering::Release);
-        }
+        let built = build();
+        self.open.store(true, Ordering::Release);
+        built
     }
 
     /// Takes one thread if the budget is open and has one left; false (nothing taken)

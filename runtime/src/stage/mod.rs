@@ -362,8 +362,7 @@ pub trait Dataset: Send + Sync + 'static {
         Self: Sized,
     {
         let ctx = Ctx::new(options);
-        ctx.threads().close();
-        let iter = self.iter(&ctx)?;
+        let iter = ctx.threads().while_building(|| self.iter(&ctx))?;
         Ok(Stream { iter, ctx, done: false })
     }
 
@@ -373,8 +372,7 @@ pub trait Dataset: Send + Sync + 'static {
     where
         Self: Sized,
     {
-        ctx.threads().close();
-        let iter = self.iter(ctx)?;
+        let iter = ctx.threads().while_building(|| self.iter(ctx))?;
         Ok(Stream { iter, ctx: ctx.clone(), done: false })
     }
 
@@ -384,8 +382,7 @@ pub trait Dataset: Send + Sync + 'static {
     where
         Self: Sized,
     {
-        ctx.threads().close();
-        let iter = self.iter_from(ctx, skip)?;
+        let iter = ctx.threads().while_building(|| self.iter_from(ctx, skip))?;
         Ok(Stream { iter, ctx: ctx.clone(), done: false })
     }
 
@@ -661,7 +658,6 @@ impl<I: DataIter> Iterator for Stream<I> {
         if self.done {
             return None;
         }
-        self.ctx.threads().open();
         let t = Instant::now();
         let r = self.iter.next();
         self.ctx.add_consumer_wait(t.elapsed());

@@ -45,6 +45,13 @@ pipeline images_skipping(files: glob) {
 }
 "#;
 
+/// `f` as a serialized `tf.train.Example`.
+fn serialized(f: export::Features) -> Vec<u8> {
+    let mut out = Vec::new();
+    export::finish(f, &mut out);
+    out
+}
+
 /// A tabular record: `x` (`n` floats), `label` unless `label` is false.
 fn tabular(i: i64, n: usize, label: bool) -> Vec<u8> {
     let mut f = export::Features::new();
@@ -52,9 +59,7 @@ fn tabular(i: i64, n: usize, label: bool) -> Vec<u8> {
     if label {
         export::scalar(&mut f, "label", &i);
     }
-    let mut out = Vec::new();
-    export::finish(f, &mut out);
-    out
+    serialized(f)
 }
 
 /// A record whose `x` is a list of integers.
@@ -62,9 +67,7 @@ fn ints_for_x(i: i64) -> Vec<u8> {
     let mut f = export::Features::new();
     export::list(&mut f, "x", &(0..16).map(|k| k + i).collect::<Vec<i64>>());
     export::scalar(&mut f, "label", &i);
-    let mut out = Vec::new();
-    export::finish(f, &mut out);
-    out
+    serialized(f)
 }
 
 /// A record with `image` bytes and `label`.
@@ -72,9 +75,7 @@ fn image(bytes: &[u8], label: i64) -> Vec<u8> {
     let mut f = export::Features::new();
     export::bytes(&mut f, "image", bytes);
     export::scalar(&mut f, "label", &label);
-    let mut out = Vec::new();
-    export::finish(f, &mut out);
-    out
+    serialized(f)
 }
 
 /// Writes `records` as the TFRecord file `path`; returns each record's byte offset.

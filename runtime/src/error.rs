@@ -58,6 +58,15 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
+    /// A table file (Parquet) cannot be read as the schema says: not a Parquet file, a
+    /// column missing or of another type, a damaged page (naming its row group).
+    #[error("{}: {message}", path.display())]
+    Table {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, and where in the file.
+        message: String,
+    },
     /// A user-supplied argument is invalid.
     #[error("{0}")]
     Invalid(String),

@@ -39,6 +39,8 @@ pub mod dist;
 pub mod error;
 pub mod example;
 pub mod image;
+#[cfg(feature = "parquet")]
+pub mod parquet;
 pub mod permutation;
 pub mod rng;
 pub mod stage;

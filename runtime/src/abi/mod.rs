@@ -89,6 +89,7 @@ pub mod ops;
 pub mod parse;
 pub mod py;
 pub mod show;
+pub mod table;
 mod tail;
 pub mod text;
 pub mod tokenize;

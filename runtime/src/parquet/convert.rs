@@ -1,0 +1,292 @@
+//! Arrow columns into row values of the schema's types: the check made when a file is
+//! opened ([`TableColumn::check`]) and the copy of one row's value ([`write`]).
+
+use std::ops::Range;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{
+    Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type, UInt8Type, UInt16Type, UInt32Type,
+    UInt64Type,
+};
+use arrow_array::{Array, ArrowPrimitiveType};
+use arrow_schema::DataType;
+
+use crate::abi::table::{RowValue, RowWriter};
+
+/// The value type of a schema field read from a table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ColumnType {
+    /// `bool`.
+    Bool,
+    /// `u8`.
+    U8,
+    /// `i32`.
+    I32,
+    /// `u32`.
+    U32,
+    /// `i64`.
+    I64,
+    /// `u64`.
+    U64,
+    /// `f32`.
+    F32,
+    /// `f64`.
+    F64,
+    /// `str`: UTF-8 text.
+    Str,
+    /// `bytes`.
+    Bytes,
+}
+
+/// How many values a field holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ColumnShape {
+    /// One.
+    Scalar,
+    /// Any number (`T[]`).
+    List,
+    /// Exactly this many (`T[a, b]`: `a × b`).
+    Fixed(usize),
+}
+
+/// A column the reader reads: the schema field's name, type and shape.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableColumn {
+    /// The field's (and column's) name.
+    pub name: String,
+    /// Its value type.
+    pub dtype: ColumnType,
+    /// Its shape.
+    pub shape: ColumnShape,
+}
+
+impl ColumnType {
+    fn name(self) -> &'static str {
+        match self {
+            ColumnType::Bool => "bool",
+            ColumnType::U8 => "u8",
+            ColumnType::I32 => "i32",
+            ColumnType::U32 => "u32",
+            ColumnType::I64 => "i64",
+            ColumnType::U64 => "u64",
+            ColumnType::F32 => "f32",
+            ColumnType::F64 => "f64",
+            ColumnType::Str => "str",
+            ColumnType::Bytes => "bytes",
+        }
+    }
+
+    /// Whether values of Arrow type `t` become this type without loss.
+    fn takes(self, t: &DataType) -> bool {
+        use ColumnType as C;
+        use DataType as D;
+        match t {
+            D::Dictionary(_, v) => matches!(self, C::Str | C::Bytes) && self.takes(v),
+            D::Boolean => self == C::Bool,
+            D::Int8 | D::Int16 | D::Int32 => matches!(self, C::I32 | C::I64),
+            D::UInt8 => matches!(self, C::U8 | C::I32 | C::U32 | C::I64 | C::U64),
+            D::UInt16 => matches!(self, C::I32 | C::U32 | C::I64 | C::U64),
+            D::UInt32 => matches!(self, C::U32 | C::I64 | C::U64),
+            D::Int64 => self == C::I64,
+            D::UInt64 => self == C::U64,
+            D::Float32 => matches!(self, C::F32 | C::F64),
+            D::Float64 => self == C::F64,
+            D::Utf8 | D::LargeUtf8 | D::Utf8View => matches!(self, C::Str | C::Bytes),
+            D::Binary | D::LargeBinary | D::BinaryView | D::FixedSizeBinary(_) => self == C::Bytes,
+            _ => false,
+        }
+    }
+}
+
+/// The type a schema field would need for Arrow type `t` (for the error's hint).
+fn suggested(t: &DataType) -> Option<&'static str> {
+    use DataType as D;
+    Some(match t {
+        D::Boolean => "bool",
+        D::Int8 | D::Int16 | D::Int32 => "i32",
+        D::UInt8 => "u8",
+        D::UInt16 | D::UInt32 => "u32",
+        D::Int64 => "i64",
+        D::UInt64 => "u64",
+        D::Float32 => "f32",
+        D::Float64 => "f64",
+        D::Utf8 | D::LargeUtf8 | D::Utf8View => "str",
+        D::Binary | D::LargeBinary | D::BinaryView | D::FixedSizeBinary(_) => "bytes",
+        D::Dictionary(_, v) => return suggested(v),
+        _ => return None,
+    })
+}
+
+impl TableColumn {
+    /// Whether a column of Arrow type `t` holds this field's values: `Err` says why not.
+    pub fn check(&self, t: &DataType) -> Result<(), String> {
+        let want = match self.shape {
+            ColumnShape::Scalar => self.dtype.name().to_string(),
+            ColumnShape::List => format!("{}[]", self.dtype.name()),
+            ColumnShape::Fixed(n) => format!("{}[{n}]", self.dtype.name()),
+        };
+        let mismatch = |why: &str| {
+            let hint = match (self.shape, suggested(t)) {
+                (ColumnShape::Scalar, Some(s)) => format!(" (declare it `{s}`)"),
+                _ => String::new(),
+            };
+            Err(format!("the file holds {t}, which is not {want}{why}{hint}"))
+        };
+        let item = match (t, self.shape) {
+            (_, ColumnShape::Scalar) => t,
+            (DataType::List(f) | DataType::LargeList(f), _) => f.data_type(),
+            (DataType::FixedSizeList(_, m), ColumnShape::Fixed(n)) if usize::try_from(*m).ok() != Some(n) => {
+                return mismatch(&format!(": its lists hold {m} values"));
+            }
+            (DataType::FixedSizeList(f, _), _) => f.data_type(),
+            _ => return mismatch(""),
+        };
+        if self.shape != ColumnShape::Scalar && matches!(self.dtype, ColumnType::Str | ColumnType::Bytes) {
+            return mismatch(": lists of strings are not read yet");
+        }
+        if !self.dtype.takes(item) {
+            return mismatch(if self.shape == ColumnShape::Scalar {
+                ""
+            } else {
+                " (its items do not convert)"
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Writes row `i` of `array` (a column that passed [`TableColumn::check`]) as the
+/// column's next value.
+pub(super) fn write(c: &TableColumn, array: &dyn Array, i: usize, w: &mut RowWriter) -> Result<(), String> {
+    if array.is_null(i) {
+        w.null();
+        return Ok(());
+    }
+    match c.shape {
+        ColumnShape::Scalar => match c.dtype {
+            ColumnType::Str | ColumnType::Bytes => w.bytes(bytes_at(array, i)?),
+            _ => numbers(c.dtype, array, i..i + 1, w),
+        },
+        ColumnShape::List | ColumnShape::Fixed(_) => {
+            let (items, range) = match array.data_type() {
+                DataType::List(_) => {
+                    let l = array.as_list::<i32>();
+                    let o = l.value_offsets();
+                    (l.values(), to_usize(o[i])..to_usize(o[i + 1]))
+                }
+                DataType::LargeList(_) => {
+                    let l = array.as_list::<i64>();
+                    let o = l.value_offsets();
+                    (l.values(), to_usize(o[i])..to_usize(o[i + 1]))
+                }
+                DataType::FixedSizeList(..) => {
+                    let l = array.as_fixed_size_list();
+                    let start = to_usize(l.value_offset_at(i));
+                    (l.values(), start..start + to_usize(l.value_length()))
+                }
+                t => return Err(format!("a list column read as {t}")),
+            };
+            if items.null_count() > 0 && range.clone().any(|k| items.is_null(k)) {
+                return Err("a null inside the list".into());
+            }
+            numbers(c.dtype, items.as_ref(), range, w)
+        }
+    }
+}
+
+fn to_usize<T: TryInto<usize>>(v: T) -> usize {
+    v.try_into().unwrap_or(usize::MAX)
+}
+
+/// The bytes of row `i` of a string or binary column.
+fn bytes_at(array: &dyn Array, i: usize) -> Result<&[u8], String> {
+    Ok(match array.data_type() {
+        DataType::Utf8 => array.as_string::<i32>().value(i).as_bytes(),
+        DataType::LargeUtf8 => array.as_string::<i64>().value(i).as_bytes(),
+        DataType::Utf8View => array.as_string_view().value(i).as_bytes(),
+        DataType::Binary => array.as_binary::<i32>().value(i),
+        DataType::LargeBinary => array.as_binary::<i64>().value(i),
+        DataType::BinaryView => array.as_binary_view().value(i),
+        DataType::FixedSizeBinary(_) => array.as_fixed_size_binary().value(i),
+        DataType::Dictionary(..) => {
+            let d = array.as_any_dictionary();
+            let keys = d.keys();
+            let key = match keys.data_type() {
+                DataType::Int8 => to_usize(keys.as_primitive::<Int8Type>().value(i)),
+                DataType::Int16 => to_usize(keys.as_primitive::<Int16Type>().value(i)),
+                DataType::Int32 => to_usize(keys.as_primitive::<Int32Type>().value(i)),
+                DataType::Int64 => to_usize(keys.as_primitive::<Int64Type>().value(i)),
+                DataType::UInt8 => to_usize(keys.as_primitive::<UInt8Type>().value(i)),
+                DataType::UInt16 => to_usize(keys.as_primitive::<UInt16Type>().value(i)),
+                DataType::UInt32 => to_usize(keys.as_primitive::<UInt32Type>().value(i)),
+                DataType::UInt64 => to_usize(keys.as_primitive::<UInt64Type>().value(i)),
+                t => return Err(format!("dictionary keys of {t}")),
+            };
+            let values = d.values();
+            if key >= values.len() {
+                return Err(format!("dictionary key {key} past its {} values", values.len()));
+            }
+            if values.is_null(key) {
+                return Err("a null dictionary value".into());
+            }
+            bytes_at(values.as_ref(), key)?
+        }
+        t => return Err(format!("a string column read as {t}")),
+    })
+}
+
+/// Writes the values `range` of the numeric (or boolean) `array` as `dtype`.
+#[allow(clippy::unnecessary_cast, clippy::cast_lossless)]
+fn numbers(
+    dtype: ColumnType,
+    array: &dyn Array,
+    range: Range<usize>,
+    w: &mut RowWriter,
+) -> Result<(), String> {
+    if range.end > array.len() || range.start > range.end {
+        return Err(format!("values {range:?} of an array of {}", array.len()));
+    }
+    if dtype == ColumnType::Bool {
+        let b =
+            array.as_boolean_opt().ok_or_else(|| format!("a bool column read as {}", array.data_type()))?;
+        return w.values(range.map(|k| b.value(k)));
+    }
+    macro_rules! into {
+        ($t:ty) => {
+            match array.data_type() {
+                DataType::Int8 => put::<Int8Type, $t>(array, range, w, |v| v as $t),
+                DataType::Int16 => put::<Int16Type, $t>(array, range, w, |v| v as $t),
+                DataType::Int32 => put::<Int32Type, $t>(array, range, w, |v| v as $t),
+                DataType::Int64 => put::<Int64Type, $t>(array, range, w, |v| v as $t),
+                DataType::UInt8 => put::<UInt8Type, $t>(array, range, w, |v| v as $t),
+                DataType::UInt16 => put::<UInt16Type, $t>(array, range, w, |v| v as $t),
+                DataType::UInt32 => put::<UInt32Type, $t>(array, range, w, |v| v as $t),
+                DataType::UInt64 => put::<UInt64Type, $t>(array, range, w, |v| v as $t),
+                DataType::Float32 => put::<Float32Type, $t>(array, range, w, |v| v as $t),
+                DataType::Float64 => put::<Float64Type, $t>(array, range, w, |v| v as $t),
+                t => Err(format!("a numeric column read as {t}")),
+            }
+        };
+    }
+    // The check at open allowed only lossless pairs, so each `as` keeps the value.
+    match dtype {
+        ColumnType::U8 => into!(u8),
+        ColumnType::I32 => into!(i32),
+        ColumnType::U32 => into!(u32),
+        ColumnType::I64 => into!(i64),
+        ColumnType::U64 => into!(u64),
+        ColumnType::F32 => into!(f32),
+        ColumnType::F64 => into!(f64),
+        ColumnType::Bool | ColumnType::Str | ColumnType::Bytes => Err(format!("numbers as {}", dtype.name())),
+    }
+}
+
+fn put<P: ArrowPrimitiveType, T: RowValue>(
+    array: &dyn Array,
+    range: Range<usize>,
+    w: &mut RowWriter,
+    conv: impl Fn(P::Native) -> T,
+) -> Result<(), String> {
+    let values = &array.as_primitive::<P>().values()[range];
+    w.values(values.iter().map(|&v| conv(v)))
+}

@@ -1,0 +1,514 @@
+//! Parquet files as rows: the `parquet(files)` source (feature `parquet`).
+//!
+//! Each file is read with the `parquet` crate's Arrow reader, one row group at a time
+//! (so the memory in flight is one row group's projected column chunks and one batch of
+//! rows), reading only the columns the pipeline uses ([`ParquetOptions::columns`], the
+//! projection). When a file is opened its Arrow schema is checked against the columns'
+//! types before any row is read: a column that is missing, or whose values do not convert
+//! to the field's type without loss, is an error naming the file and the column.
+//!
+//! Each row becomes one [`Record`] in the encoding of [`abi::table`](crate::abi::table),
+//! its values already of the fields' types; its [`Origin`] is the row's index in the file
+//! (`path: record N`), and the row group is in the record for errors.
+//!
+//! Conversions (value types; a list column's items convert the same way):
+//!
+//! | Arrow | schema |
+//! |---|---|
+//! | `bool` | `bool` |
+//! | `int8`, `int16`, `int32` | `i32`, `i64` |
+//! | `uint8` | `u8`, `i32`, `u32`, `i64`, `u64` |
+//! | `uint16` | `i32`, `u32`, `i64`, `u64` |
+//! | `uint32` | `u32`, `i64`, `u64` |
+//! | `int64` / `uint64` | `i64` / `u64` |
+//! | `float` | `f32`, `f64` |
+//! | `double` | `f64` |
+//! | `utf8`, `large_utf8`, `utf8_view`, dictionary of one of them | `str`, `bytes` |
+//! | `binary`, `large_binary`, `binary_view`, `fixed_size_binary` | `bytes` |
+//!
+//! Shapes: a scalar field reads a column of values; `T[]` a `list`, `large_list` or
+//! `fixed_size_list` column; `T[a, b]` a list column whose every row holds `a × b` values
+//! (checked per row) or a `fixed_size_list` of exactly `a × b`. A null value takes the
+//! schema default (else the parse fails, naming column, row group and row); a null
+//! inside a list is an error.
+
+mod chunks;
+mod convert;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use ::parquet::arrow::ProjectionMask;
+use ::parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder,
+    RowSelection, RowSelector,
+};
+use arrow_array::RecordBatch;
+
+use self::chunks::Chunks;
+pub use self::convert::{ColumnShape, ColumnType, TableColumn};
+use crate::abi::table::RowWriter;
+use crate::error::{Error, Result};
+use crate::stage::{Ctx, DataIter, Dataset, FileId, InterleaveFn, Origin, Record};
+use crate::tfrecord::ReaderStats;
+
+/// How to read Parquet files.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParquetOptions {
+    /// The columns read, in the order each row holds them: the projection.
+    pub columns: Arc<[TableColumn]>,
+    /// Rows decoded at a time (the Arrow batch size).
+    pub batch_rows: usize,
+}
+
+impl Default for ParquetOptions {
+    fn default() -> Self {
+        ParquetOptions { columns: Arc::from(Vec::new()), batch_rows: 1024 }
+    }
+}
+
+/// The rows of one Parquet file (see the [module](self)).
+pub fn parquet_file(path: impl AsRef<Path>, options: ParquetOptions) -> ParquetFile {
+    ParquetFile { path: path.as_ref().to_path_buf(), options: Arc::new(options) }
+}
+
+/// See [`parquet_file`].
+#[must_use = "datasets are lazy: iterate them"]
+#[derive(Debug, Clone)]
+pub struct ParquetFile {
+    path: PathBuf,
+    options: Arc<ParquetOptions>,
+}
+
+fn table_error(path: &Path, message: impl std::fmt::Display) -> Error {
+    Error::Table { path: path.to_path_buf(), message: message.to_string() }
+}
+
+impl ParquetFile {
+    /// Opens the file, reads its footer and checks the columns: the reader at row `skip`.
+    fn open(&self, ctx: &Ctx, skip: u64) -> Result<ParquetIter> {
+        let path = &self.path;
+        let input = Chunks::open(path)?;
+        let meta = ArrowReaderMetadata::load(&input, ArrowReaderOptions::new())
+            .map_err(|e| table_error(path, format!("not a readable Parquet file: {e}")))?;
+        let arrow = meta.schema().clone();
+        let mut roots = Vec::with_capacity(self.options.columns.len());
+        for c in self.options.columns.iter() {
+            let Some((i, field)) = arrow.fields().find(&c.name) else {
+                let names: Vec<&str> = arrow.fields().iter().map(|f| f.name().as_str()).collect();
+                return Err(table_error(
+                    path,
+                    format!("no column `{}` (the file has: {})", c.name, names.join(", ")),
+                ));
+            };
+            c.check(field.data_type()).map_err(|m| table_error(path, format!("column `{}`: {m}", c.name)))?;
+            roots.push(i);
+        }
+        let mask = ProjectionMask::roots(meta.parquet_schema(), roots);
+        let group_rows: Vec<u64> =
+            meta.metadata().row_groups().iter().map(|g| u64::try_from(g.num_rows()).unwrap_or(0)).collect();
+        // The row group holding row `skip`, and the rows of it to pass over.
+        let (mut group, mut within) = (0, skip);
+        while group < group_rows.len() && within >= group_rows[group] {
+            within -= group_rows[group];
+            group += 1;
+        }
+        let row = skip - within;
+        Ok(ParquetIter {
+            path: path.clone(),
+            file: FileId::of(path),
+            input,
+            meta,
+            mask,
+            group_rows,
+            group,
+            skip_in_group: within,
+            row,
+            reader: None,
+            batch: None,
+            next_in_batch: 0,
+            options: self.options.clone(),
+            stats: ReaderStats::default(),
+            ctx: ctx.clone(),
+            done: false,
+        })
+    }
+}
+
+impl Dataset for ParquetFile {
+    type Item = Record;
+    type Iter = ParquetIter;
+
+    fn iter(&self, ctx: &Ctx) -> Result<ParquetIter> {
+        self.open(ctx, 0)
+    }
+
+    /// Skips whole row groups by their row counts in the footer, then rows within one by
+    /// a row selection: no skipped row is decoded.
+    fn iter_from(&self, ctx: &Ctx, skip: u64) -> Result<ParquetIter> {
+        self.open(ctx, skip)
+    }
+}
+
+/// A pass over one Parquet file's rows.
+pub struct ParquetIter {
+    path: PathBuf,
+    file: FileId,
+    input: Chunks,
+    meta: ArrowReaderMetadata,
+    mask: ProjectionMask,
+    /// The rows of each row group.
+    group_rows: Vec<u64>,
+    /// The row group read next (or being read, with `reader`).
+    group: usize,
+    /// Rows of `group` to pass over before the first one read (a resumed pass).
+    skip_in_group: u64,
+    /// The index in the file of the next row.
+    row: u64,
+    reader: Option<ParquetRecordBatchReader>,
+    batch: Option<RecordBatch>,
+    next_in_batch: usize,
+    options: Arc<ParquetOptions>,
+    stats: ReaderStats,
+    ctx: Ctx,
+    done: bool,
+}
+
+impl std::fmt::Debug for ParquetIter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ParquetIter")
+            .field("path", &self.path)
+            .field("group", &self.group)
+            .field("row", &self.row)
+            .finish()
+    }
+}
+
+impl ParquetIter {
+    /// The reader of the row group `self.group`.
+    fn open_group(&mut self) -> Result<ParquetRecordBatchReader> {
+        let g = self.group;
+        let mut builder =
+            ParquetRecordBatchReaderBuilder::new_with_metadata(self.input.clone(), self.meta.clone())
+                .with_projection(self.mask.clone())
+                .with_batch_size(self.options.batch_rows.max(1))
+                .with_row_groups(vec![g]);
+        let skip = std::mem::take(&mut self.skip_in_group);
+        if skip > 0 {
+            let total = self.group_rows[g];
+            let (skip, rest) = (usize::try_from(skip).unwrap_or(usize::MAX), total - skip);
+            let rest = usize::try_from(rest).unwrap_or(usize::MAX);
+            builder = builder.with_row_selection(RowSelection::from(vec![
+                RowSelector::skip(skip),
+                RowSelector::select(rest),
+            ]));
+        }
+        builder.build().map_err(|e| table_error(&self.path, format!("row group {g}: {e}")))
+    }
+
+    /// The next batch of rows, or `None` at the end of the file.
+    fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+        loop {
+            if self.reader.is_none() {
+                if self.group >= self.group_rows.len() {
+                    return Ok(None);
+                }
+                self.reader = Some(self.open_group()?);
+            }
+            let g = self.group;
+            match self.reader.as_mut().and_then(Iterator::next) {
+                Some(Ok(b)) if b.num_rows() == 0 => continue,
+                Some(Ok(b)) => return Ok(Some(b)),
+                Some(Err(e)) => return Err(table_error(&self.path, format!("row group {g}: {e}"))),
+                None => {
+                    self.reader = None;
+                    self.group += 1;
+                }
+            }
+        }
+    }
+
+    fn finish(&mut self) {
+        if !self.done {
+            self.done = true;
+            self.reader = None;
+            self.batch = None;
+            self.ctx.add_reader_stats(&self.stats);
+        }
+    }
+
+    fn next_row(&mut self) -> Result<Option<Record>> {
+        if self.done {
+            return Ok(None);
+        }
+        loop {
+            if let Some(b) = &self.batch
+                && self.next_in_batch < b.num_rows()
+            {
+                break;
+            }
+            self.batch = None;
+            match self.next_batch()? {
+                Some(b) => {
+                    self.batch = Some(b);
+                    self.next_in_batch = 0;
+                }
+                None => return Ok(None),
+            }
+        }
+        let batch = self.batch.as_ref().expect("a batch with rows left");
+        let i = self.next_in_batch;
+        let group = u32::try_from(self.group).unwrap_or(u32::MAX);
+        let mut w = RowWriter::new(group, 16 * self.options.columns.len());
+        for c in self.options.columns.iter() {
+            let array = batch.column_by_name(&c.name).ok_or_else(|| {
+                table_error(&self.path, format!("row group {group}: the reader gave no column `{}`", c.name))
+            })?;
+            convert::write(c, array.as_ref(), i, &mut w).map_err(|m| {
+                table_error(
+                    &self.path,
+                    format!("row group {group}, row {}: column `{}`: {m}", self.row, c.name),
+                )
+            })?;
+        }
+        self.next_in_batch += 1;
+        let record = Record::new(w.finish(), Origin::new(self.file, self.row));
+        self.row += 1;
+        self.stats.records += 1;
+        self.stats.bytes += record.len() as u64;
+        Ok(Some(record))
+    }
+}
+
+impl DataIter for ParquetIter {
+    type Item = Record;
+
+    fn next(&mut self) -> Result<Option<Record>> {
+        match self.next_row() {
+            Ok(Some(r)) => Ok(Some(r)),
+            other => {
+                self.finish();
+                other
+            }
+        }
+    }
+}
+
+impl Drop for ParquetIter {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+/// Opens each path as a Parquet file with shared [`ParquetOptions`]: the interleave's
+/// function for `parquet` (`files.interleave(OpenParquet::new(o), c, b)`).
+#[derive(Debug, Clone)]
+pub struct OpenParquet {
+    options: Arc<ParquetOptions>,
+}
+
+impl OpenParquet {
+    /// Opens files with `options`.
+    pub fn new(options: ParquetOptions) -> Self {
+        OpenParquet { options: Arc::new(options) }
+    }
+}
+
+impl InterleaveFn<PathBuf> for OpenParquet {
+    type Output = ParquetFile;
+
+    fn open(&self, path: PathBuf) -> ParquetFile {
+        ParquetFile { path, options: self.options.clone() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use ::parquet::arrow::ArrowWriter;
+    use ::parquet::basic::Compression;
+    use ::parquet::file::properties::WriterProperties;
+    use arrow_array::builder::{ListBuilder, StringDictionaryBuilder};
+    use arrow_array::types::Int8Type;
+    use arrow_array::{ArrayRef, Float64Array, Int32Array, RecordBatch, StringArray};
+
+    use super::*;
+    use crate::abi::table::RowReader;
+    use crate::text::testing::read;
+
+    fn column(name: &str, dtype: ColumnType, shape: ColumnShape) -> TableColumn {
+        TableColumn { name: name.into(), dtype, shape }
+    }
+
+    /// A table of `rows` rows: `id: int32`, `x: double` (null every 5th), `v: list<int32>`
+    /// (`id % 3` values), `s: dictionary<int8, utf8>`; row groups of 7 rows.
+    fn table(dir: &Path, name: &str, rows: i32, compression: Compression) -> PathBuf {
+        let ids: Vec<i32> = (0..rows).collect();
+        let x: Float64Array = ids.iter().map(|&i| (i % 5 != 0).then(|| f64::from(i) * 0.1 + 1e-12)).collect();
+        let mut v = ListBuilder::new(arrow_array::builder::Int32Builder::new());
+        let mut s = StringDictionaryBuilder::<Int8Type>::new();
+        for &i in &ids {
+            for k in 0..i % 3 {
+                v.values().append_value(i * 10 + k);
+            }
+            v.append(true);
+            s.append_value(["a", "bé", "c"][(i % 3) as usize]);
+        }
+        let columns: Vec<(&str, ArrayRef)> = vec![
+            ("id", Arc::new(Int32Array::from(ids))),
+            ("x", Arc::new(x)),
+            ("v", Arc::new(v.finish())),
+            ("s", Arc::new(s.finish())),
+            ("unused", Arc::new(StringArray::from(vec!["z"; rows as usize]))),
+        ];
+        let batch = RecordBatch::try_from_iter(columns).unwrap();
+        let path = dir.join(name);
+        let props = WriterProperties::builder()
+            .set_compression(compression)
+            .set_max_row_group_row_count(Some(7))
+            .build();
+        let mut w =
+            ArrowWriter::try_new(std::fs::File::create(&path).unwrap(), batch.schema(), Some(props)).unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+        path
+    }
+
+    fn options() -> ParquetOptions {
+        ParquetOptions {
+            columns: Arc::from(vec![
+                column("s", ColumnType::Str, ColumnShape::Scalar),
+                column("id", ColumnType::I64, ColumnShape::Scalar),
+                column("x", ColumnType::F64, ColumnShape::Scalar),
+                column("v", ColumnType::I32, ColumnShape::List),
+            ]),
+            batch_rows: 4,
+        }
+    }
+
+    type Row = (String, i64, f64, Vec<i32>, u32);
+
+    fn rows(records: &[Record]) -> Vec<Row> {
+        records
+            .iter()
+            .map(|r| {
+                let mut row = RowReader::new(r).unwrap();
+                let s = row.text("s", None).unwrap();
+                let id = row.scalar::<i64>("id", None).unwrap();
+                let x = row.scalar::<f64>("x", Some(-1.0)).unwrap();
+                let v = row.list::<i32>("v", None).unwrap();
+                (s, id, x, v, row.row_group())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn rows_read_back_converted_with_nulls_lists_and_dictionaries_in_every_compression() {
+        let dir = tempfile::tempdir().unwrap();
+        for (k, c) in [
+            Compression::UNCOMPRESSED,
+            Compression::SNAPPY,
+            Compression::ZSTD(Default::default()),
+            Compression::GZIP(Default::default()),
+            Compression::LZ4_RAW,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let path = table(dir.path(), &format!("t{k}.parquet"), 20, c);
+            let records = read(&parquet_file(&path, options()), 0).unwrap();
+            let got = rows(&records);
+            assert_eq!(got.len(), 20, "{c:?}");
+            for (i, (s, id, x, v, g)) in got.iter().enumerate() {
+                let i32i = i as i32;
+                assert_eq!(*id, i as i64);
+                assert_eq!(s, ["a", "bé", "c"][i % 3]);
+                let want = if i % 5 == 0 { -1.0 } else { f64::from(i32i) * 0.1 + 1e-12 };
+                assert_eq!(x.to_bits(), want.to_bits(), "doubles are exact");
+                assert_eq!(*v, (0..i32i % 3).map(|k| i32i * 10 + k).collect::<Vec<_>>());
+                assert_eq!(*g as usize, i / 7, "row group");
+                assert_eq!(records[i].origin().index, i as u64);
+            }
+        }
+    }
+
+    #[test]
+    fn a_resumed_pass_starts_at_its_row_across_row_groups() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = table(dir.path(), "r.parquet", 20, Compression::SNAPPY);
+        let all = rows(&read(&parquet_file(&path, options()), 0).unwrap());
+        for skip in [0, 1, 6, 7, 8, 19, 20, 25] {
+            let got = rows(&read(&parquet_file(&path, options()), skip).unwrap());
+            assert_eq!(got, all[(skip as usize).min(20)..], "skip {skip}");
+        }
+    }
+
+    fn error(path: &Path, options: ParquetOptions) -> String {
+        read(&parquet_file(path, options), 0)
+            .unwrap_err()
+            .to_string()
+            .replace(&path.display().to_string(), "FILE")
+    }
+
+    #[test]
+    fn a_schema_the_file_does_not_match_is_an_error_naming_file_and_column() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = table(dir.path(), "m.parquet", 3, Compression::SNAPPY);
+        let with = |c: TableColumn| ParquetOptions { columns: Arc::from(vec![c]), batch_rows: 4 };
+        assert_eq!(
+            error(&path, with(column("y", ColumnType::F32, ColumnShape::Scalar))),
+            "FILE: no column `y` (the file has: id, x, v, s, unused)"
+        );
+        assert_eq!(
+            error(&path, with(column("x", ColumnType::F32, ColumnShape::Scalar))),
+            "FILE: column `x`: the file holds Float64, which is not f32 (declare it `f64`)"
+        );
+        assert!(
+            error(&path, with(column("v", ColumnType::I32, ColumnShape::Scalar)))
+                .starts_with("FILE: column `v`: the file holds List(")
+        );
+        assert!(
+            error(&path, with(column("v", ColumnType::U8, ColumnShape::List)))
+                .contains("its items do not convert")
+        );
+        assert!(error(&path, with(column("id", ColumnType::I32, ColumnShape::List))).contains("not i32[]"));
+    }
+
+    #[test]
+    fn damaged_files_are_errors_naming_the_file_never_panics() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = table(dir.path(), "d.parquet", 20, Compression::UNCOMPRESSED);
+        let good = std::fs::read(&path).unwrap();
+        // A cut footer, a file of garbage, an empty file.
+        for (name, bytes) in
+            [("cut", good[..good.len() - 3].to_vec()), ("junk", vec![7u8; 100]), ("empty", vec![])]
+        {
+            let p = dir.path().join(name);
+            std::fs::write(&p, bytes).unwrap();
+            let e = error(&p, options());
+            assert!(e.starts_with("FILE: not a readable Parquet file"), "{name}: {e}");
+        }
+        // Every byte of the data pages flipped in turn: an error or rows, never a panic.
+        let mut errors = 0;
+        for at in (4..good.len() / 2).step_by(7) {
+            let mut bad = good.clone();
+            bad[at] ^= 0x5a;
+            let p = dir.path().join("flip");
+            std::fs::write(&p, &bad).unwrap();
+            match read(&parquet_file(&p, options()), 0) {
+                Ok(records) => {
+                    for r in &records {
+                        let mut row = RowReader::new(r).unwrap();
+                        let _ = row.text("s", None);
+                    }
+                }
+                Err(e) => {
+                    errors += 1;
+                    assert!(e.to_string().starts_with(&p.display().to_string()), "{e}");
+                }
+            }
+        }
+        assert!(errors > 0);
+    }
+}

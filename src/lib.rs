@@ -68,6 +68,9 @@ pub mod __private {
     // `unbatch` of fields: each record split into its rows.
     pub use sluice_runtime::stage::{row_count, unbatch_fields};
     pub use sluice_runtime::text::{CsvOptions, OpenCsv, OpenLines, TextOptions, csv_file, lines_file};
+    // `parquet(files)`: in the runners of pipelines that read Parquet (feature `parquet`).
+    #[cfg(feature = "parquet")]
+    pub use sluice_runtime::parquet::{ColumnShape, ColumnType, OpenParquet, ParquetOptions, TableColumn};
     pub use sluice_runtime::tfrecord;
     pub use sluice_runtime::tfrecord::{Compression, CorruptPolicy, ReaderOptions};
     pub use sluice_runtime::{BoxError, Error, Result};

@@ -39,7 +39,8 @@ pub fn refusal(e: &Exec, schema: &[FieldDecl]) -> Option<String> {
             MapOp::Parse {
                 format:
                     sluice_compiler::ir::formats::ParseFormat::Line
-                    | sluice_compiler::ir::formats::ParseFormat::Csv,
+                    | sluice_compiler::ir::formats::ParseFormat::Csv
+                    | sluice_compiler::ir::formats::ParseFormat::Table,
                 ..
             } => crate::sources::TextParser::of(op, schema).err(),
             MapOp::Assign { value, .. } => eval::check(value).err(),

@@ -144,7 +144,8 @@ impl MapRows {
                 MapOp::Parse {
                     format:
                         sluice_compiler::ir::formats::ParseFormat::Line
-                        | sluice_compiler::ir::formats::ParseFormat::Csv,
+                        | sluice_compiler::ir::formats::ParseFormat::Csv
+                        | sluice_compiler::ir::formats::ParseFormat::Table,
                     ..
                 } => text = crate::sources::TextParser::of(op, schema).map_err(invalid)?,
                 MapOp::Parse { fields, .. } => {

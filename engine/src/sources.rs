@@ -14,13 +14,14 @@ use sluice_compiler::ir::expr::Expr;
 use sluice_compiler::ir::flat_map::{InnerKind, InnerSource};
 use sluice_compiler::ir::formats::{ParseFormat, RecordFormat};
 use sluice_compiler::ir::plan::{ArgValue, Element, FieldType, MapOp};
-use sluice_compiler::ir::types::{DType, Shape};
+use sluice_compiler::ir::types::{DType, Shape, TensorType};
 use sluice_compiler::physical::{self, Exec};
 use sluice_runtime::abi;
 use sluice_runtime::stage::{
     Dataset, FileContents, InterleaveFn, OpenTfRecord, Parallelism, ReadFileOptions, Record, global_shuffle,
     read_files,
 };
+use sluice_runtime::parquet::{ColumnShape, ColumnType, OpenParquet, ParquetOptions, TableColumn};
 use sluice_runtime::text::{CsvOptions, OpenCsv, OpenLines, TextOptions};
 use sluice_runtime::tfrecord::{Compression, CorruptPolicy, ReaderOptions};
 use sluice_runtime::{BoxError, Error};
@@ -97,7 +98,50 @@ pub(crate) fn interleave(
             };
             run(paths, OpenCsv::new(options), cycle, block, par, det)
         }
+        RecordFormat::Parquet(p) => {
+            let columns = p.columns.iter().map(table_column).collect::<Vec<_>>();
+            let options = ParquetOptions { columns: Arc::from(columns), ..Default::default() };
+            run(paths, OpenParquet::new(options), cycle, block, par, det)
+        }
     }
+}
+
+/// The sizes of a shape of fixed dimensions (`None` with a named or a variable size).
+fn fixed_dims(shape: &Shape) -> Option<Vec<usize>> {
+    match shape {
+        Shape::Var => None,
+        Shape::Dims(d) => d
+            .iter()
+            .map(|d| match d {
+                sluice_compiler::ir::types::Dim::Fixed(k) => usize::try_from(*k).ok(),
+                sluice_compiler::ir::types::Dim::Named(_) => None,
+            })
+            .collect(),
+    }
+}
+
+/// The runtime's description of a column a `parquet` reader reads (as the generated
+/// `TableColumn`).
+fn table_column(f: &FieldType) -> TableColumn {
+    let ty = f.ty.clone().unwrap_or_else(|| TensorType { dtype: DType::U8, shape: Shape::scalar() });
+    let dtype = match ty.dtype {
+        DType::Bool => ColumnType::Bool,
+        DType::U8 => ColumnType::U8,
+        DType::I32 => ColumnType::I32,
+        DType::U32 => ColumnType::U32,
+        DType::I64 => ColumnType::I64,
+        DType::U64 => ColumnType::U64,
+        DType::F32 | DType::F16 | DType::Bf16 => ColumnType::F32,
+        DType::F64 => ColumnType::F64,
+        DType::Str => ColumnType::Str,
+        DType::Bytes => ColumnType::Bytes,
+    };
+    let shape = match &ty.shape {
+        Shape::Var => ColumnShape::List,
+        Shape::Dims(d) if d.is_empty() => ColumnShape::Scalar,
+        Shape::Dims(_) => ColumnShape::Fixed(fixed_dims(&ty.shape).map_or(0, |d| d.iter().product())),
+    };
+    TableColumn { name: f.name.clone(), dtype, shape }
 }
 
 /// `read_file`: each path's whole file, `{contents: bytes, path: str}` and, with labels,
@@ -212,6 +256,17 @@ pub(crate) enum TextParser {
     Line(Names),
     /// The schema's columns of a CSV row.
     Csv(Names, Vec<CsvColumn>),
+    /// The columns of a table row (`parquet`), in the reader's order.
+    Table(Names, Vec<TableField>),
+}
+
+/// One column of a table row: the field's type and the schema default.
+#[derive(Debug)]
+pub(crate) struct TableField {
+    name: String,
+    ty: TensorType,
+    dims: Option<Vec<usize>>,
+    default: Option<Data>,
 }
 
 /// One schema column of a CSV row.
@@ -234,6 +289,10 @@ impl TextParser {
             ParseFormat::Csv => {
                 let columns = fields.iter().map(|f| column(f, schema)).collect::<Result<_, _>>()?;
                 Ok(Some(TextParser::Csv(names, columns)))
+            }
+            ParseFormat::Table => {
+                let fields = fields.iter().map(|f| table_field(f, schema)).collect::<Result<_, _>>()?;
+                Ok(Some(TextParser::Table(names, fields)))
             }
             _ => Ok(None),
         }
@@ -258,7 +317,81 @@ impl TextParser {
                     columns.iter().map(|c| c.value(x).map(Value::scalar)).collect::<Result<_, _>>()?;
                 Ok(Row { names: names.clone(), values })
             }
+            TextParser::Table(names, fields) => {
+                let mut r = abi::table::RowReader::new(x)?;
+                let values = fields.iter().map(|f| f.value(&mut r)).collect::<Result<_, _>>()?;
+                Ok(Row { names: names.clone(), values })
+            }
         }
+    }
+}
+
+/// The column of `f` in a table row: its type, fixed dimensions and schema default.
+fn table_field(f: &FieldType, schema: &[FieldDecl]) -> Result<TableField, String> {
+    let what = || format!("`parse_parquet` of `{}`", f.name);
+    let ty = f.ty.clone().ok_or_else(what)?;
+    let decl = schema.iter().find(|d| d.name == f.name).ok_or_else(what)?;
+    let default = match &decl.default {
+        Some(v) => Some(crate::parse::default_of(v, ty.dtype).map_err(|_| what())?),
+        None => None,
+    };
+    let dims = match &ty.shape {
+        Shape::Var => None,
+        Shape::Dims(d) if d.is_empty() => None,
+        Shape::Dims(_) => Some(fixed_dims(&ty.shape).ok_or_else(what)?),
+    };
+    Data::with_capacity(ty.dtype, 0).map_err(|_| what())?;
+    Ok(TableField { name: f.name.clone(), ty, dims, default })
+}
+
+impl TableField {
+    /// The next column of `r` as this field's value, as the generated `table_row` reads it.
+    fn value(&self, r: &mut abi::table::RowReader<'_>) -> Result<Value, String> {
+        let name = self.name.as_str();
+        macro_rules! typed {
+            ($t:ty, $variant:ident) => {{
+                let d: Option<&[$t]> = match &self.default {
+                    Some(Data::$variant(v)) => Some(v.as_slice()),
+                    _ => None,
+                };
+                match (&self.ty.shape, &self.dims) {
+                    (Shape::Var, _) => {
+                        let v = r.list::<$t>(name, d)?;
+                        Value { shape: vec![v.len()], data: Data::$variant(v), kind: Kind::List }
+                    }
+                    (_, Some(dims)) => {
+                        let t = r.tensor::<$t>(name, dims, d)?;
+                        Value { shape: dims.clone(), data: Data::$variant(t.into_parts().1), kind: Kind::Tensor }
+                    }
+                    (_, None) => Value::scalar(Data::$variant(vec![r.scalar::<$t>(name, d.and_then(|d| d.first().copied()))?])),
+                }
+            }};
+        }
+        Ok(match self.ty.dtype {
+            DType::Bool => typed!(bool, Bool),
+            DType::U8 => typed!(u8, U8),
+            DType::I32 => typed!(i32, I32),
+            DType::U32 => typed!(u32, U32),
+            DType::I64 => typed!(i64, I64),
+            DType::U64 => typed!(u64, U64),
+            DType::F32 => typed!(f32, F32),
+            DType::F64 => typed!(f64, F64),
+            DType::Bytes => {
+                let d = match &self.default {
+                    Some(Data::Bytes(b)) => b.first().map(Vec::as_slice),
+                    _ => None,
+                };
+                Value::scalar(Data::Bytes(vec![r.bytes(name, d)?]))
+            }
+            DType::Str => {
+                let d = match &self.default {
+                    Some(Data::Str(s)) => s.first().map(String::as_str),
+                    _ => None,
+                };
+                Value::scalar(Data::Str(vec![r.text(name, d)?]))
+            }
+            other => return Err(format!("a table column of {other}")),
+        })
     }
 }
 

@@ -156,6 +156,43 @@ impl Gen<'_> {
         Ok(out)
     }
 
+    /// The statements that read a table row `x` (the columns the `parquet` reader read,
+    /// in its order: `fields`) into the locals of `fields`, a null taking the schema
+    /// default. Errors name the column and row group; the stage adds the file and row.
+    fn table_row(&self, fields: &[FieldType]) -> R<TokenStream> {
+        let mut out = quote!(let mut __row = __sl::abi::table::RowReader::new(x)?;);
+        for f in fields {
+            let ty = f.ty.as_ref().ok_or("untyped")?;
+            let (l, name) = (local(&f.name), f.name.as_str());
+            let t = scalar(ty.dtype);
+            let value = match repr(ty)? {
+                Repr::Scalar => {
+                    let d = self.default_of(f, false)?;
+                    quote!(__row.scalar::<#t>(#name, #d)?)
+                }
+                Repr::List => {
+                    let d = self.default_of(f, true)?;
+                    quote!(__row.list::<#t>(#name, #d)?)
+                }
+                Repr::Tensor => {
+                    let d = self.default_of(f, true)?;
+                    let dims = fixed_dims(ty).ok_or_else(|| format!("column `{name}` has a shape with named sizes"))?;
+                    quote!(__row.tensor::<#t>(#name, &[#(#dims),*], #d)?)
+                }
+                Repr::Bytes => {
+                    let d = self.default_of(f, false)?;
+                    quote!(__row.bytes(#name, #d)?)
+                }
+                Repr::Str => {
+                    let d = self.default_of(f, false)?;
+                    quote!(__row.text(#name, #d)?)
+                }
+            };
+            out.extend(quote!(let #l = #value;));
+        }
+        Ok(out)
+    }
+
     /// The statements that turn input `x` into record `out_fields` (ending in `Ok(..)`).
     pub(super) fn row_body(
         &mut self,
@@ -214,6 +251,7 @@ impl Gen<'_> {
                     }
                 }
                 ParseFormat::Csv => body.extend(self.csv_row(parsed)?),
+                ParseFormat::Table => body.extend(self.table_row(parsed)?),
                 ParseFormat::SequenceExample => {
                     let parse = self.parse_sequence_fn(parsed)?;
                     body.extend(quote!(let (#(#locals,)*) = #parse(x)?;));

@@ -39,7 +39,47 @@ fn open_fn(format: &RecordFormat, r: &ReaderOptions) -> TokenStream {
                 columns: ::std::sync::Arc::from([#(::std::string::String::from(#columns)),*]),
             }))
         }
+        RecordFormat::Parquet(p) => {
+            let columns = p.columns.iter().map(table_column);
+            quote!(__sl::OpenParquet::new(__sl::ParquetOptions {
+                columns: ::std::sync::Arc::from([#(#columns),*]),
+                ..::core::default::Default::default()
+            }))
+        }
     }
+}
+
+/// The runtime's description of a column a `parquet` reader reads: the schema field's
+/// name, value type and shape (sema refused the fields no table column holds).
+fn table_column(f: &crate::ir::plan::FieldType) -> TokenStream {
+    use crate::ir::types::DType;
+    let name = f.name.as_str();
+    let Some(ty) = &f.ty else { return quote!(compile_error!("an untyped Parquet column")) };
+    let dtype = match ty.dtype {
+        DType::Bool => quote!(Bool),
+        DType::U8 => quote!(U8),
+        DType::I32 => quote!(I32),
+        DType::U32 => quote!(U32),
+        DType::I64 => quote!(I64),
+        DType::U64 => quote!(U64),
+        DType::F32 | DType::F16 | DType::Bf16 => quote!(F32),
+        DType::F64 => quote!(F64),
+        DType::Str => quote!(Str),
+        DType::Bytes => quote!(Bytes),
+    };
+    let shape = match super::types::repr(ty) {
+        Ok(super::types::Repr::List) => quote!(List),
+        Ok(super::types::Repr::Tensor) => {
+            let n: usize = super::types::fixed_dims(ty).unwrap_or_default().iter().product();
+            quote!(Fixed(#n))
+        }
+        _ => quote!(Scalar),
+    };
+    quote!(__sl::TableColumn {
+        name: ::std::string::String::from(#name),
+        dtype: __sl::ColumnType::#dtype,
+        shape: __sl::ColumnShape::#shape,
+    })
 }
 
 /// The reader options of a TFRecord reader.

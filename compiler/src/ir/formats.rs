@@ -12,6 +12,16 @@ pub enum RecordFormat {
     Lines,
     /// CSV (RFC 4180): each row one record, its schema columns picked out (`csv`).
     Csv(CsvFormat),
+    /// Parquet: each row one record holding the columns read (`parquet`).
+    Parquet(ParquetFormat),
+}
+
+/// The options of a `parquet` source.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParquetFormat {
+    /// The columns read (the projection), each a schema field: the schema's, less those
+    /// `prune_fields` found unused. The parse reads the same, in the same order.
+    pub columns: Vec<super::element::FieldType>,
 }
 
 /// The options of a `csv` source.
@@ -34,6 +44,10 @@ impl RecordFormat {
             RecordFormat::Csv(c) => {
                 format!("csv(header: {}, delimiter: {:?})", c.header, char::from(c.delimiter))
             }
+            RecordFormat::Parquet(p) => {
+                let names: Vec<&str> = p.columns.iter().map(|c| c.name.as_str()).collect();
+                format!("parquet(columns: [{}])", names.join(", "))
+            }
         }
     }
 }
@@ -47,6 +61,8 @@ pub enum ParseFormat {
     Line,
     /// A CSV row into the schema's columns (after `csv`).
     Csv,
+    /// A table row into the columns the reader read, in its order (after `parquet`).
+    Table,
     /// A serialized `tf.train.SequenceExample` (`parse_sequence_example`): the schema's
     /// context features and its `sequence` feature lists.
     SequenceExample,

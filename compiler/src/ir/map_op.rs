@@ -130,6 +130,7 @@ impl MapOp {
             MapOp::Parse { format: ParseFormat::Example, .. } => "parse_example",
             MapOp::Parse { format: ParseFormat::Line, .. } => "parse_line",
             MapOp::Parse { format: ParseFormat::Csv, .. } => "parse_csv",
+            MapOp::Parse { format: ParseFormat::Table, .. } => "parse_parquet",
             MapOp::Parse { format: ParseFormat::SequenceExample, .. } => "parse_sequence_example",
             MapOp::Assign { value, .. } => value.op().map_or("expr", Op::name),
         }

@@ -11,7 +11,7 @@ use std::fmt::{self, Write};
 pub use super::combine::{Concatenate, Enumerate, TakeWhile, Zip};
 pub use super::element::{Element, FieldType};
 use super::expr::Expr;
-pub use super::formats::{CsvFormat, Interleave, ParseFormat, RecordFormat};
+pub use super::formats::{CsvFormat, Interleave, ParquetFormat, ParseFormat, RecordFormat};
 use super::kernel::Kernel;
 use super::map_op::map_pairs;
 pub use super::map_op::{MapOp, apply_ops, select_fields};

@@ -13,7 +13,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::ir::plan::{Element, MapOp, Plan, apply_ops};
+use crate::ir::plan::{Element, MapOp, ParseFormat, Plan, RecordFormat, apply_ops};
 
 use super::{OptimizerRule, Transformed};
 
@@ -100,16 +100,33 @@ fn prune(node: &mut Plan, mut needed: BTreeSet<String>) -> bool {
     }
 }
 
-/// Recomputes the element types the maps store, from the source up.
+/// Recomputes the element types the maps store, from the source up; a `parquet` reader
+/// reads the columns its parse still reads (the projection).
 fn refresh(node: &mut Plan) {
     if let Some(input) = node.input_mut() {
         refresh(input);
     }
     match node {
-        Plan::Map(m) => m.output = apply_ops(&m.input.output(), &m.ops),
-        Plan::MapFilter(m) => m.output = apply_ops(&m.input.output(), &m.ops),
+        Plan::Map(m) => {
+            project(&mut m.input, &m.ops);
+            m.output = apply_ops(&m.input.output(), &m.ops)
+        }
+        Plan::MapFilter(m) => {
+            project(&mut m.input, &m.ops);
+            m.output = apply_ops(&m.input.output(), &m.ops)
+        }
         Plan::MapBatch(m) => m.map_output = apply_ops(&m.input.output(), &m.ops),
         _ => {}
+    }
+}
+
+/// A `parquet` reader below a map that starts with its parse reads only the columns the
+/// parse reads, in its order.
+fn project(input: &mut Plan, ops: &[MapOp]) {
+    if let (Plan::Interleave(i), Some(MapOp::Parse { format: ParseFormat::Table, fields })) = (input, ops.first())
+        && let RecordFormat::Parquet(p) = &mut i.format
+    {
+        p.columns = fields.clone();
     }
 }
 

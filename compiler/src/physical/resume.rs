@@ -292,7 +292,7 @@ fn walk(plan: &PhysicalPlan, stages: &[Resume], tail: Option<&Resume>) -> (Resum
                 let what = match format {
                     RecordFormat::TfRecord => "records",
                     RecordFormat::Lines => "lines",
-                    RecordFormat::Csv(_) => "rows",
+                    RecordFormat::Csv(_) | RecordFormat::Parquet(_) => "rows",
                 };
                 return (
                     Resume::FastForward,

@@ -33,7 +33,7 @@ use crate::ir::plan::*;
 use crate::ir::types::Value;
 
 use super::decls::Declarations;
-use super::sources::{csv_format, range};
+use super::sources::{csv_format, parquet_format, range};
 use super::stages::{StageKind, StageSig, stage};
 
 /// The pipelines of the file a `sample_from` may mix: name → output element (`None` for
@@ -157,12 +157,13 @@ pub(super) fn chain(
                     None
                 },
             });
-            let format = match sig.name {
-                "tfrecords" => RecordFormat::TfRecord,
-                "text_lines" => RecordFormat::Lines,
-                "csv" => {
+            let format = match sig.kind {
+                StageKind::Tfrecords => RecordFormat::TfRecord,
+                StageKind::TextLines => RecordFormat::Lines,
+                StageKind::Csv => {
                     RecordFormat::Csv(csv_format(s, a("delimiter"), flag("header", true), decls, diags)?)
                 }
+                StageKind::Parquet => RecordFormat::Parquet(parquet_format(s, decls, diags)?),
                 _ => {
                     plan = Some(files);
                     continue;
@@ -180,6 +181,9 @@ pub(super) fn chain(
                         }),
                     }],
                 }),
+                RecordFormat::Parquet(p) => {
+                    Some(MapOp::Parse { format: ParseFormat::Table, fields: p.columns.clone() })
+                }
                 RecordFormat::Csv(_) => Some(MapOp::Parse {
                     format: ParseFormat::Csv,
                     fields: decls
@@ -451,6 +455,7 @@ pub(super) fn chain(
             | StageKind::Tfrecords
             | StageKind::TextLines
             | StageKind::Csv
+            | StageKind::Parquet
             | StageKind::SampleFrom
             | StageKind::Zip
             | StageKind::Concatenate => return None,

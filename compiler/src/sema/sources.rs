@@ -1,9 +1,9 @@
 //! The lowering of the sources that make their elements from arguments alone: `range`
-//! and the options of `csv` (E0320–E0322).
+//! and the options of `csv` and `parquet` (E0320–E0322, E0324).
 
 use crate::ast;
 use crate::diagnostic::Diagnostic;
-use crate::ir::plan::{ArgValue, CsvFormat, Plan};
+use crate::ir::plan::{ArgValue, CsvFormat, FieldType, ParquetFormat, Plan};
 use crate::ir::types::Value;
 
 use super::decls::Declarations;
@@ -55,6 +55,54 @@ pub(super) fn csv_format(
         header,
         delimiter,
         columns: decls.schema.iter().map(|f| f.name.clone()).collect(),
+    })
+}
+
+/// The options of a `parquet` source: every schema field is a column, read by name: a
+/// number, `bool`, `str` or `bytes`, a list `T[]` or a fixed shape `T[a, b]` of numbers;
+/// E0324 otherwise (a `sequence` field, half floats, lists of strings, named sizes).
+pub(super) fn parquet_format(
+    s: &ast::Stage,
+    decls: &Declarations,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<ParquetFormat> {
+    use crate::ir::types::{DType, Dim, Shape};
+    if decls.schema.is_empty() {
+        diags.push(
+            Diagnostic::error("E0324", "`parquet` needs a `schema`", s.name.span, "no schema declared")
+                .with_help("declare the columns it reads: `schema { label: i64, x: f32[16], text: str }`"),
+        );
+        return None;
+    }
+    let mut ok = true;
+    for f in &decls.schema {
+        let scalar = f.ty.shape == Shape::scalar();
+        let why = if f.sequence {
+            Some("a `sequence` field is a feature list of a SequenceExample")
+        } else if matches!(f.ty.dtype, DType::F16 | DType::Bf16) {
+            Some("read it as `f32` and `cast` it")
+        } else if matches!(f.ty.dtype, DType::Str | DType::Bytes) && !scalar {
+            Some("a column of strings is read one string per row")
+        } else if matches!(&f.ty.shape, Shape::Dims(d) if d.iter().any(|d| matches!(d, Dim::Named(_)))) {
+            Some("the sizes of a fixed shape must be numbers (or read a list: `T[]`)")
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            diags.push(
+                Diagnostic::error(
+                    "E0324",
+                    format!("`parquet` cannot read the schema field `{}: {}`", f.name, f.ty),
+                    s.name.span,
+                    why,
+                )
+                .with_label(f.span, "declared here"),
+            );
+            ok = false;
+        }
+    }
+    ok.then(|| ParquetFormat {
+        columns: decls.schema.iter().map(|f| FieldType { name: f.name.clone(), ty: Some(f.ty.clone()) }).collect(),
     })
 }
 

@@ -17,6 +17,8 @@ pub enum StageKind {
     TextLines,
     /// `csv`.
     Csv,
+    /// `parquet`.
+    Parquet,
     /// `read_file`.
     ReadFile,
     /// `interleave`.
@@ -71,7 +73,7 @@ impl StageKind {
     /// Whether the stage starts a pipeline (reads files or ranges, or takes other pipelines).
     pub fn is_source(self) -> bool {
         use StageKind::*;
-        matches!(self, Files | Tfrecords | TextLines | Csv | Range | SampleFrom | Zip | Concatenate)
+        matches!(self, Files | Tfrecords | TextLines | Csv | Parquet | Range | SampleFrom | Zip | Concatenate)
     }
 
     /// Whether the stage takes other pipelines by name (`sample_from(a, b, ...)`, `zip`,

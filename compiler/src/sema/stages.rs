@@ -207,6 +207,21 @@ pub const STAGES: &[StageSig] = &[
         ],
         block: BlockKind::None,
     },
+    // Parquet tables (Spark, pyarrow, pandas, `datasets`): one element per row, the
+    // schema's columns found by name.
+    StageSig {
+        name: "parquet",
+        kind: StageKind::Parquet,
+        args: &[
+            req("files", Glob),
+            opt("cycle", CountOrAuto),
+            opt("block", Count),
+            opt("parallel", CountOrAuto),
+            opt("deterministic", Bool),
+            opt("on_error", OnError),
+        ],
+        block: BlockKind::None,
+    },
     // `tf.io.read_file` over `files(...)`: `{contents: bytes, path: str}` per file, plus
     // `label: i64` with `labels: dir` (Keras' `image_dataset_from_directory`).
     StageSig {

@@ -200,6 +200,9 @@ const CASES: &[Case] = &[
     case("tests/pipes/read_file.pipe", "raw", Data::Written(RAW_FILES)),
     case("examples/text/text.pipe", "text", Data::Root),
     case("examples/text/bench.pipe", "tokens", Data::Root),
+    case("tests/pipes/parquet.pipe", "table", Data::Root),
+    case("tests/pipes/parquet.pipe", "projected", Data::Root),
+    case("tests/pipes/parquet.pipe", "skipping", Data::Root),
     case("tests/pipes/combine.pipe", "zipped", Data::None),
     case("tests/pipes/combine.pipe", "zipped_batches", Data::None),
     case("tests/pipes/combine.pipe", "joined", Data::None),
@@ -336,6 +339,9 @@ const MIN_RUNS: &[&str] = &[
     "tests/pipes/read_file.pipe:raw",
     "examples/text/text.pipe:text",
     "examples/text/bench.pipe:tokens",
+    "tests/pipes/parquet.pipe:table",
+    "tests/pipes/parquet.pipe:projected",
+    "tests/pipes/parquet.pipe:skipping",
 ];
 
 /// Every `.pipe` file of the corpus, relative to the root, sorted.

@@ -22,3 +22,4 @@ mod cli_show;
 mod engine_diff;
 mod engine_hostile;
 mod generative;
+mod parquet;

@@ -176,7 +176,8 @@ impl Gen<'_> {
                 }
                 Repr::Tensor => {
                     let d = self.default_of(f, true)?;
-                    let dims = fixed_dims(ty).ok_or_else(|| format!("column `{name}` has a shape with named sizes"))?;
+                    let dims = fixed_dims(ty)
+                        .ok_or_else(|| format!("column `{name}` has a shape with named sizes"))?;
                     quote!(__row.tensor::<#t>(#name, &[#(#dims),*], #d)?)
                 }
                 Repr::Bytes => {

@@ -123,7 +123,8 @@ fn refresh(node: &mut Plan) {
 /// A `parquet` reader below a map that starts with its parse reads only the columns the
 /// parse reads, in its order.
 fn project(input: &mut Plan, ops: &[MapOp]) {
-    if let (Plan::Interleave(i), Some(MapOp::Parse { format: ParseFormat::Table, fields })) = (input, ops.first())
+    if let (Plan::Interleave(i), Some(MapOp::Parse { format: ParseFormat::Table, fields })) =
+        (input, ops.first())
         && let RecordFormat::Parquet(p) = &mut i.format
     {
         p.columns = fields.clone();

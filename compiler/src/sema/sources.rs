@@ -102,7 +102,11 @@ pub(super) fn parquet_format(
         }
     }
     ok.then(|| ParquetFormat {
-        columns: decls.schema.iter().map(|f| FieldType { name: f.name.clone(), ty: Some(f.ty.clone()) }).collect(),
+        columns: decls
+            .schema
+            .iter()
+            .map(|f| FieldType { name: f.name.clone(), ty: Some(f.ty.clone()) })
+            .collect(),
     })
 }
 

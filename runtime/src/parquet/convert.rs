@@ -98,6 +98,33 @@ impl ColumnType {
     }
 }
 
+/// An Arrow type as pyarrow names it (`double`, `list<int32>`,
+/// `fixed_size_list<float>[4]`), for errors.
+pub(super) fn arrow_name(t: &DataType) -> String {
+    use DataType as D;
+    match t {
+        D::Boolean => "bool".into(),
+        D::Int8 | D::Int16 | D::Int32 | D::Int64 | D::UInt8 | D::UInt16 | D::UInt32 | D::UInt64 => {
+            format!("{t}").to_lowercase()
+        }
+        D::Float16 => "halffloat".into(),
+        D::Float32 => "float".into(),
+        D::Float64 => "double".into(),
+        D::Utf8 => "string".into(),
+        D::LargeUtf8 => "large_string".into(),
+        D::Utf8View => "string_view".into(),
+        D::Binary => "binary".into(),
+        D::LargeBinary => "large_binary".into(),
+        D::BinaryView => "binary_view".into(),
+        D::FixedSizeBinary(n) => format!("fixed_size_binary[{n}]"),
+        D::List(f) => format!("list<{}>", arrow_name(f.data_type())),
+        D::LargeList(f) => format!("large_list<{}>", arrow_name(f.data_type())),
+        D::FixedSizeList(f, n) => format!("fixed_size_list<{}>[{n}]", arrow_name(f.data_type())),
+        D::Dictionary(k, v) => format!("dictionary<values={}, indices={}>", arrow_name(v), arrow_name(k)),
+        other => format!("{other}"),
+    }
+}
+
 /// The type a schema field would need for Arrow type `t` (for the error's hint).
 fn suggested(t: &DataType) -> Option<&'static str> {
     use DataType as D;
@@ -130,7 +157,7 @@ impl TableColumn {
                 (ColumnShape::Scalar, Some(s)) => format!(" (declare it `{s}`)"),
                 _ => String::new(),
             };
-            Err(format!("the file holds {t}, which is not {want}{why}{hint}"))
+            Err(format!("the file holds {}, which is not {want}{why}{hint}", arrow_name(t)))
         };
         let item = match (t, self.shape) {
             (_, ColumnShape::Scalar) => t,

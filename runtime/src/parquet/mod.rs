@@ -462,11 +462,11 @@ mod tests {
         );
         assert_eq!(
             error(&path, with(column("x", ColumnType::F32, ColumnShape::Scalar))),
-            "FILE: column `x`: the file holds Float64, which is not f32 (declare it `f64`)"
+            "FILE: column `x`: the file holds double, which is not f32 (declare it `f64`)"
         );
         assert!(
             error(&path, with(column("v", ColumnType::I32, ColumnShape::Scalar)))
-                .starts_with("FILE: column `v`: the file holds List(")
+                .starts_with("FILE: column `v`: the file holds list<int32>, which is not i32")
         );
         assert!(
             error(&path, with(column("v", ColumnType::U8, ColumnShape::List)))

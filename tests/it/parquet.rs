@@ -1,0 +1,176 @@
+//! `parquet(files)` through both backends: pyarrow's files (tests/fixtures/parquet) read
+//! the same by each, and hostile files (a cut footer, junk, damaged pages, a schema the
+//! file does not match, a null without a default) fail the same way, exit 1 with a
+//! message naming the file (and the column, row group and row where one is at fault),
+//! never a panic.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use super::support::{root, sluice_command, stderr, stdout};
+
+const PIPES: &str = r#"
+pipeline rows(files: glob) {
+    schema { id: i64, x: f32[4], score: f64 = -1.0, tokens: i32[], name: str = "?" }
+    parquet(files);
+    map { y = x * 2.0; }
+}
+pipeline strict(files: glob) {
+    schema { id: i64, score: f64 }
+    parquet(files);
+}
+pipeline narrow(files: glob) {
+    schema { id: i32 }
+    parquet(files);
+}
+pipeline missing(files: glob) {
+    schema { id: i64, weight: f32 }
+    parquet(files);
+}
+pipeline shape(files: glob) {
+    schema { id: i64, x: f32[3] }
+    parquet(files);
+}
+pipeline skipping(files: glob) {
+    schema { id: i64, score: f64 }
+    parquet(files, on_error: skip);
+    batch(2);
+}
+"#;
+
+fn show(dir: &Path, pipe: &Path, pipeline: &str, files: &Path, engine: &str) -> Output {
+    sluice_command(dir)
+        .args(["show", pipe.to_str().unwrap(), pipeline, "-n", "all", "--engine", engine])
+        .arg("--set")
+        .arg(format!("files={}", files.display()))
+        .output()
+        .expect("sluice runs")
+}
+
+/// Both backends' output of `pipeline` over `files`, checked to agree (status, elements,
+/// the error's last line) and never to panic.
+fn both(dir: &Path, pipe: &Path, pipeline: &str, files: &Path) -> Output {
+    let compiled = show(dir, pipe, pipeline, files, "compiled");
+    let interpreted = show(dir, pipe, pipeline, files, "interpreted");
+    let key = format!("{pipeline} over {}", files.display());
+    for o in [&compiled, &interpreted] {
+        assert!(!stderr(o).contains("panicked"), "{key}: {}", stderr(o));
+        assert!(matches!(o.status.code(), Some(0 | 1)), "{key}: {:?} {}", o.status, stderr(o));
+    }
+    assert_eq!(
+        compiled.status.code(),
+        interpreted.status.code(),
+        "{key}: {}\n{}",
+        stderr(&compiled),
+        stderr(&interpreted)
+    );
+    let last = |o: &Output| stderr(o).lines().last().unwrap_or_default().to_string();
+    if !compiled.status.success() {
+        assert_eq!(last(&compiled), last(&interpreted), "{key}");
+    }
+    assert!(compiled.stdout == interpreted.stdout, "{key}: the elements differ");
+    compiled
+}
+
+fn fixture(name: &str) -> PathBuf {
+    root().join("tests/fixtures/parquet").join(name)
+}
+
+fn setup() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let pipe = dir.path().join("parquet.pipe");
+    std::fs::write(&pipe, PIPES).unwrap();
+    (dir, pipe)
+}
+
+#[test]
+fn pyarrows_files_read_the_same_through_both_backends() {
+    let (dir, pipe) = setup();
+    let o = both(dir.path(), &pipe, "rows", &fixture("table-*.parquet"));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert_eq!(out.lines().count(), 17, "{out}");
+    let first = out.lines().next().unwrap();
+    assert!(first.contains(r#""score":{"dtype":"f64","shape":[],"values":[1e-9]}"#), "{first}");
+    assert!(out.contains(r#""name":"cé""#) && out.contains(r#""name":"?""#), "{out}");
+    // Skipping: rows whose `score` is null (ids 1, 5, 9, 13) are dropped and counted.
+    let o = both(dir.path(), &pipe, "skipping", &fixture("table-*.parquet"));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o).lines().count(), 7, "13 rows in batches of 2");
+}
+
+#[test]
+fn a_schema_the_file_does_not_match_fails_before_any_row_naming_file_and_column() {
+    let (dir, pipe) = setup();
+    let file = fixture("table-0.parquet");
+    let f = file.display().to_string();
+    for (pipeline, message) in [
+        ("narrow", format!("{f}: column `id`: the file holds int64, which is not i32 (declare it `i64`)")),
+        (
+            "missing",
+            format!(
+                "{f}: no column `weight` (the file has: id, x, score, tokens, name, blob, flag, small, unused)"
+            ),
+        ),
+        (
+            "shape",
+            format!(
+                "{f}: column `x`: the file holds fixed_size_list<float>[4], which is not f32[3]: its lists hold 4 values"
+            ),
+        ),
+    ] {
+        let o = both(dir.path(), &pipe, pipeline, &file);
+        assert_eq!(o.status.code(), Some(1), "{pipeline}");
+        assert!(stdout(&o).is_empty(), "{pipeline}: no element before the error");
+        assert!(stderr(&o).contains(&message), "{pipeline}: {}", stderr(&o));
+    }
+}
+
+#[test]
+fn a_null_without_a_default_names_column_row_group_and_row() {
+    let (dir, pipe) = setup();
+    let file = fixture("table-0.parquet");
+    let o = both(dir.path(), &pipe, "strict", &file);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(stdout(&o).lines().count(), 1, "row 0 comes before the null of row 1");
+    let want = format!(
+        "{}: record 1: column `score` (row group 0): null, and the schema gives no default",
+        file.display()
+    );
+    assert!(stderr(&o).contains(&want), "{}", stderr(&o));
+}
+
+#[test]
+fn damaged_files_fail_the_same_through_both_backends_naming_the_file() {
+    let (dir, pipe) = setup();
+    let good = std::fs::read(fixture("table-1.parquet")).unwrap();
+    let mut cases: Vec<(String, Vec<u8>)> = vec![
+        ("cut_footer".into(), good[..good.len() - 5].to_vec()),
+        ("cut_half".into(), good[..good.len() / 2].to_vec()),
+        ("junk".into(), b"PAR1 this is not a parquet file PAR1".to_vec()),
+        ("empty".into(), Vec::new()),
+    ];
+    // Bytes flipped across the column chunks (a damaged page header, values, lengths).
+    for at in (8..good.len() / 2).step_by(97) {
+        let mut bad = good.clone();
+        bad[at] ^= 0xa5;
+        cases.push((format!("flip_{at}"), bad));
+    }
+    let mut failed = 0;
+    for (name, bytes) in &cases {
+        let file = dir.path().join(format!("{name}.parquet"));
+        std::fs::write(&file, bytes).unwrap();
+        let o = both(dir.path(), &pipe, "rows", &file);
+        if !o.status.success() {
+            failed += 1;
+            assert!(
+                stderr(&o).contains(file.to_str().unwrap()),
+                "{name}: the error names no file: {}",
+                stderr(&o)
+            );
+        } else {
+            assert!(name.starts_with("flip_"), "{name} read without an error");
+        }
+    }
+    assert!(failed > 4, "only {failed} of {} damaged files failed", cases.len());
+}

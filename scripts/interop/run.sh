@@ -10,6 +10,8 @@
 #                  TFRecordWriter; `sluice cat` must print every file exactly like
 #                  MessageToJson of TF's own read (tf_to_jsonl.py + jsonl_compare.py),
 #                  with the record counts of make_data's manifest.
+#   Parquet      : files written by pyarrow, `datasets` and polars read by `parquet(files)`
+#                  equal to pyarrow's own reading (parquet_check.py).
 #
 # Usage: scripts/interop/run.sh        (from any directory)
 # Environment:
@@ -277,6 +279,13 @@ done
 # tf.data.TFRecordDataset + tf.io.parse_single_example equal `sluice show -n all`.
 echo "== sluice run --output shards read by TensorFlow"
 if check "export" "$PY" "$HERE/export_check.py" --sluice "$SLUICE" --work "$TMP/export"; then
+    tail -n 1 "$TMP/log.$LOGN"
+fi
+
+# Parquet written by pyarrow (each compression and encoding), `datasets` and polars, read
+# by both backends equal to pyarrow's own reading.
+echo "== Parquet from pyarrow, datasets and polars (parquet(files))"
+if check "parquet" "$PY" "$HERE/parquet_check.py" --sluice "$SLUICE" --work "$TMP/parquet"; then
     tail -n 1 "$TMP/log.$LOGN"
 fi
 

@@ -17,11 +17,11 @@ use sluice_compiler::ir::plan::{ArgValue, Element, FieldType, MapOp};
 use sluice_compiler::ir::types::{DType, Shape, TensorType};
 use sluice_compiler::physical::{self, Exec};
 use sluice_runtime::abi;
+use sluice_runtime::parquet::{ColumnShape, ColumnType, OpenParquet, ParquetOptions, TableColumn};
 use sluice_runtime::stage::{
     Dataset, FileContents, InterleaveFn, OpenTfRecord, Parallelism, ReadFileOptions, Record, global_shuffle,
     read_files,
 };
-use sluice_runtime::parquet::{ColumnShape, ColumnType, OpenParquet, ParquetOptions, TableColumn};
 use sluice_runtime::text::{CsvOptions, OpenCsv, OpenLines, TextOptions};
 use sluice_runtime::tfrecord::{Compression, CorruptPolicy, ReaderOptions};
 use sluice_runtime::{BoxError, Error};
@@ -361,9 +361,15 @@ impl TableField {
                     }
                     (_, Some(dims)) => {
                         let t = r.tensor::<$t>(name, dims, d)?;
-                        Value { shape: dims.clone(), data: Data::$variant(t.into_parts().1), kind: Kind::Tensor }
+                        Value {
+                            shape: dims.clone(),
+                            data: Data::$variant(t.into_parts().1),
+                            kind: Kind::Tensor,
+                        }
                     }
-                    (_, None) => Value::scalar(Data::$variant(vec![r.scalar::<$t>(name, d.and_then(|d| d.first().copied()))?])),
+                    (_, None) => Value::scalar(Data::$variant(vec![
+                        r.scalar::<$t>(name, d.and_then(|d| d.first().copied()))?,
+                    ])),
                 }
             }};
         }

@@ -203,6 +203,8 @@ const CASES: &[Case] = &[
     case("tests/pipes/parquet.pipe", "table", Data::Root),
     case("tests/pipes/parquet.pipe", "projected", Data::Root),
     case("tests/pipes/parquet.pipe", "skipping", Data::Root),
+    case("examples/parquet/parquet.pipe", "features", Data::Root),
+    case("examples/parquet/parquet.pipe", "reviews", Data::Root),
     case("tests/pipes/combine.pipe", "zipped", Data::None),
     case("tests/pipes/combine.pipe", "zipped_batches", Data::None),
     case("tests/pipes/combine.pipe", "joined", Data::None),
@@ -342,6 +344,8 @@ const MIN_RUNS: &[&str] = &[
     "tests/pipes/parquet.pipe:table",
     "tests/pipes/parquet.pipe:projected",
     "tests/pipes/parquet.pipe:skipping",
+    "examples/parquet/parquet.pipe:features",
+    "examples/parquet/parquet.pipe:reviews",
 ];
 
 /// Every `.pipe` file of the corpus, relative to the root, sorted.

@@ -70,7 +70,9 @@ pub mod __private {
     pub use sluice_runtime::text::{CsvOptions, OpenCsv, OpenLines, TextOptions, csv_file, lines_file};
     // `parquet(files)`: in the runners of pipelines that read Parquet (feature `parquet`).
     #[cfg(feature = "parquet")]
-    pub use sluice_runtime::parquet::{ColumnShape, ColumnType, OpenParquet, ParquetOptions, TableColumn};
+    pub use sluice_runtime::parquet::{
+        Bound, Cmp, ColumnShape, ColumnType, OpenParquet, ParquetOptions, RowGroupTest, TableColumn,
+    };
     pub use sluice_runtime::tfrecord;
     pub use sluice_runtime::tfrecord::{Compression, CorruptPolicy, ReaderOptions};
     pub use sluice_runtime::{BoxError, Error, Result};

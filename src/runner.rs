@@ -418,6 +418,7 @@ impl Outcome {
             "stages": stages_json(&self.report),
             "bottleneck": self.report.bottleneck().map(|b| b.name.clone()),
             "skipped": skipped_json(&self.io, &self.epoch_skipped),
+            "pruned_row_groups": self.io.pruned_row_groups,
         })
     }
 }

@@ -17,7 +17,9 @@ use sluice_compiler::ir::plan::{ArgValue, Element, FieldType, MapOp};
 use sluice_compiler::ir::types::{DType, Shape, TensorType};
 use sluice_compiler::physical::{self, Exec};
 use sluice_runtime::abi;
-use sluice_runtime::parquet::{ColumnShape, ColumnType, OpenParquet, ParquetOptions, TableColumn};
+use sluice_runtime::parquet::{
+    Bound, Cmp, ColumnShape, ColumnType, OpenParquet, ParquetOptions, RowGroupTest, TableColumn,
+};
 use sluice_runtime::stage::{
     Dataset, FileContents, InterleaveFn, OpenTfRecord, Parallelism, ReadFileOptions, Record, global_shuffle,
     read_files,
@@ -99,8 +101,11 @@ pub(crate) fn interleave(
             run(paths, OpenCsv::new(options), cycle, block, par, det)
         }
         RecordFormat::Parquet(p) => {
-            let columns = p.columns.iter().map(table_column).collect::<Vec<_>>();
-            let options = ParquetOptions { columns: Arc::from(columns), ..Default::default() };
+            let columns =
+                p.columns.iter().map(|c| table_column(c, p.defaults.contains(&c.name))).collect::<Vec<_>>();
+            let tests = p.tests.iter().map(row_group_test).collect::<Vec<_>>();
+            let options =
+                ParquetOptions { columns: Arc::from(columns), tests: Arc::from(tests), ..Default::default() };
             run(paths, OpenParquet::new(options), cycle, block, par, det)
         }
     }
@@ -122,7 +127,7 @@ fn fixed_dims(shape: &Shape) -> Option<Vec<usize>> {
 
 /// The runtime's description of a column a `parquet` reader reads (as the generated
 /// `TableColumn`).
-fn table_column(f: &FieldType) -> TableColumn {
+fn table_column(f: &FieldType, has_default: bool) -> TableColumn {
     let ty = f.ty.clone().unwrap_or_else(|| TensorType { dtype: DType::U8, shape: Shape::scalar() });
     let dtype = match ty.dtype {
         DType::Bool => ColumnType::Bool,
@@ -141,7 +146,25 @@ fn table_column(f: &FieldType) -> TableColumn {
         Shape::Dims(d) if d.is_empty() => ColumnShape::Scalar,
         Shape::Dims(_) => ColumnShape::Fixed(fixed_dims(&ty.shape).map_or(0, |d| d.iter().product())),
     };
-    TableColumn { name: f.name.clone(), dtype, shape }
+    TableColumn { name: f.name.clone(), dtype, shape, has_default }
+}
+
+/// A test of the filter after a `parquet` reader (as the generated `RowGroupTest`).
+fn row_group_test(t: &sluice_compiler::ir::formats::ColumnTest) -> RowGroupTest {
+    use sluice_compiler::ir::expr::BinaryOp as B;
+    use sluice_compiler::ir::formats::TestValue;
+    let op = match t.op {
+        B::Lt => Cmp::Lt,
+        B::Le => Cmp::Le,
+        B::Gt => Cmp::Gt,
+        B::Ge => Cmp::Ge,
+        _ => Cmp::Eq,
+    };
+    let value = match t.value {
+        TestValue::Int(i) => Bound::Int(i),
+        TestValue::Float(x) => Bound::Float(x),
+    };
+    RowGroupTest { column: t.column.clone(), op, value }
 }
 
 /// `read_file`: each path's whole file, `{contents: bytes, path: str}` and, with labels,

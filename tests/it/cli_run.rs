@@ -135,6 +135,7 @@ fn run_builds_once_then_reuses_the_runner() {
         "peak_map_workers",
         "peak_rss_bytes",
         "pipeline",
+        "pruned_row_groups",
         "records",
         "records_per_sec",
         "seconds",

@@ -203,6 +203,7 @@ const CASES: &[Case] = &[
     case("tests/pipes/parquet.pipe", "table", Data::Root),
     case("tests/pipes/parquet.pipe", "projected", Data::Root),
     case("tests/pipes/parquet.pipe", "skipping", Data::Root),
+    case("tests/pipes/parquet.pipe", "pruned", Data::Root),
     case("examples/parquet/parquet.pipe", "features", Data::Root),
     case("examples/parquet/parquet.pipe", "reviews", Data::Root),
     case("tests/pipes/combine.pipe", "zipped", Data::None),
@@ -344,6 +345,7 @@ const MIN_RUNS: &[&str] = &[
     "tests/pipes/parquet.pipe:table",
     "tests/pipes/parquet.pipe:projected",
     "tests/pipes/parquet.pipe:skipping",
+    "tests/pipes/parquet.pipe:pruned",
     "examples/parquet/parquet.pipe:features",
     "examples/parquet/parquet.pipe:reviews",
 ];

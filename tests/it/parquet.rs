@@ -174,3 +174,23 @@ fn damaged_files_fail_the_same_through_both_backends_naming_the_file() {
     }
     assert!(failed > 4, "only {failed} of {} damaged files failed", cases.len());
 }
+
+#[test]
+fn row_groups_a_filter_empties_are_skipped_and_counted_by_both_backends() {
+    let pipe = root().join("tests/pipes/parquet.pipe");
+    let dir = tempfile::tempdir().unwrap();
+    for engine in ["compiled", "interpreted"] {
+        let o = sluice_command(dir.path())
+            .current_dir(root())
+            .args(["run", pipe.to_str().unwrap(), "pruned", "--json", "--no-progress", "--engine", engine])
+            .output()
+            .expect("sluice runs");
+        assert!(o.status.success(), "{engine}: {}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_str(stdout(&o).lines().last().unwrap()).unwrap();
+        // table-0's row groups hold ids 0-3, 4-7 and 8-9: none reaches 12.
+        assert_eq!(v["pruned_row_groups"], 3, "{engine}");
+        assert_eq!(v["records"], 3, "{engine}: ids 13, 14 and 16");
+    }
+    let explain = super::support::sluice(&["explain", pipe.to_str().unwrap()]);
+    assert!(stdout(&explain).contains("reader=parquet(columns: [id, name], skip_row_groups: [id >= 12])"));
+}

@@ -40,9 +40,11 @@ fn open_fn(format: &RecordFormat, r: &ReaderOptions) -> TokenStream {
             }))
         }
         RecordFormat::Parquet(p) => {
-            let columns = p.columns.iter().map(table_column);
+            let columns = p.columns.iter().map(|c| table_column(c, p.defaults.contains(&c.name)));
+            let tests = p.tests.iter().map(row_group_test);
             quote!(__sl::OpenParquet::new(__sl::ParquetOptions {
                 columns: ::std::sync::Arc::from([#(#columns),*]),
+                tests: ::std::sync::Arc::from([#(#tests),*]),
                 ..::core::default::Default::default()
             }))
         }
@@ -51,7 +53,7 @@ fn open_fn(format: &RecordFormat, r: &ReaderOptions) -> TokenStream {
 
 /// The runtime's description of a column a `parquet` reader reads: the schema field's
 /// name, value type and shape (sema refused the fields no table column holds).
-fn table_column(f: &crate::ir::plan::FieldType) -> TokenStream {
+fn table_column(f: &crate::ir::plan::FieldType, has_default: bool) -> TokenStream {
     use crate::ir::types::DType;
     let name = f.name.as_str();
     let Some(ty) = &f.ty else { return quote!(compile_error!("an untyped Parquet column")) };
@@ -79,7 +81,27 @@ fn table_column(f: &crate::ir::plan::FieldType) -> TokenStream {
         name: ::std::string::String::from(#name),
         dtype: __sl::ColumnType::#dtype,
         shape: __sl::ColumnShape::#shape,
+        has_default: #has_default,
     })
+}
+
+/// A test of the filter after a `parquet` reader, for its row groups' statistics.
+fn row_group_test(t: &crate::ir::formats::ColumnTest) -> TokenStream {
+    use crate::ir::expr::BinaryOp as B;
+    use crate::ir::formats::TestValue;
+    let column = t.column.as_str();
+    let op = match t.op {
+        B::Lt => quote!(Lt),
+        B::Le => quote!(Le),
+        B::Gt => quote!(Gt),
+        B::Ge => quote!(Ge),
+        _ => quote!(Eq),
+    };
+    let value = match t.value {
+        TestValue::Int(i) => quote!(__sl::Bound::Int(#i)),
+        TestValue::Float(x) => quote!(__sl::Bound::Float(#x)),
+    };
+    quote!(__sl::RowGroupTest { column: ::std::string::String::from(#column), op: __sl::Cmp::#op, value: #value })
 }
 
 /// The reader options of a TFRecord reader.

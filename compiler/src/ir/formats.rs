@@ -22,6 +22,49 @@ pub struct ParquetFormat {
     /// The columns read (the projection), each a schema field: the schema's, less those
     /// `prune_fields` found unused. The parse reads the same, in the same order.
     pub columns: Vec<super::element::FieldType>,
+    /// The schema fields with a default (a null in them takes it).
+    pub defaults: Vec<String>,
+    /// The conjuncts of the filter right after the reader that row-group statistics can
+    /// decide (`skip_row_groups` sets them): a row group none of whose rows can pass is
+    /// not read.
+    pub tests: Vec<ColumnTest>,
+}
+
+/// `column OP constant`, a conjunct of a filter on a Parquet column.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ColumnTest {
+    /// The column.
+    pub column: String,
+    /// `<`, `<=`, `>`, `>=` or `==`.
+    pub op: super::expr::BinaryOp,
+    /// The constant.
+    pub value: TestValue,
+}
+
+/// A [`ColumnTest`]'s constant.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum TestValue {
+    /// An integer.
+    Int(i64),
+    /// A float.
+    Float(f64),
+}
+
+impl std::fmt::Display for ColumnTest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use super::expr::BinaryOp as B;
+        let op = match self.op {
+            B::Lt => "<",
+            B::Le => "<=",
+            B::Gt => ">",
+            B::Ge => ">=",
+            _ => "==",
+        };
+        match self.value {
+            TestValue::Int(i) => write!(f, "{} {op} {i}", self.column),
+            TestValue::Float(x) => write!(f, "{} {op} {x:?}", self.column),
+        }
+    }
 }
 
 /// The options of a `csv` source.
@@ -46,7 +89,16 @@ impl RecordFormat {
             }
             RecordFormat::Parquet(p) => {
                 let names: Vec<&str> = p.columns.iter().map(|c| c.name.as_str()).collect();
-                format!("parquet(columns: [{}])", names.join(", "))
+                let tests: Vec<String> = p.tests.iter().map(ToString::to_string).collect();
+                if tests.is_empty() {
+                    format!("parquet(columns: [{}])", names.join(", "))
+                } else {
+                    format!(
+                        "parquet(columns: [{}], skip_row_groups: [{}])",
+                        names.join(", "),
+                        tests.join(", ")
+                    )
+                }
             }
         }
     }

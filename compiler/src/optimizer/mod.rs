@@ -21,6 +21,7 @@ mod prune_fields;
 mod push_shard_down;
 mod push_take_down;
 mod simplify_windows;
+mod skip_row_groups;
 mod vectorize_past_batch;
 
 pub use eliminate_noops::EliminateNoops;
@@ -35,6 +36,7 @@ pub use prune_fields::PruneFields;
 pub use push_shard_down::PushShardDown;
 pub use push_take_down::PushTakeDown;
 pub use simplify_windows::SimplifyWindows;
+pub use skip_row_groups::SkipRowGroups;
 pub use vectorize_past_batch::VectorizePastBatch;
 
 use crate::ir::plan::{ArgValue, Files, Plan};
@@ -107,6 +109,9 @@ pub fn rules() -> Vec<Box<dyn OptimizerRule>> {
         // After map+batch fusion: a map that feeds a batch fuses with the batch (the
         // bigger win); one that feeds a filter fuses with the filter.
         Box::new(FuseMapFilter),
+        // After map+filter fusion: the filter on a `parquet` reader's parse sits in one
+        // `MapFilter` with it.
+        Box::new(SkipRowGroups),
         // Last: it looks at the plan's final node, which the rules above may change.
         Box::new(InsertPrefetch),
     ]

@@ -107,6 +107,8 @@ pub(super) fn parquet_format(
             .iter()
             .map(|f| FieldType { name: f.name.clone(), ty: Some(f.ty.clone()) })
             .collect(),
+        defaults: decls.schema.iter().filter(|f| f.default.is_some()).map(|f| f.name.clone()).collect(),
+        tests: Vec::new(),
     })
 }
 

@@ -58,6 +58,8 @@ pub struct TableColumn {
     pub dtype: ColumnType,
     /// Its shape.
     pub shape: ColumnShape,
+    /// Whether the schema gives it a default (a null takes it instead of failing).
+    pub has_default: bool,
 }
 
 impl ColumnType {

@@ -34,6 +34,7 @@
 
 mod chunks;
 mod convert;
+mod prune;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -47,6 +48,7 @@ use arrow_array::RecordBatch;
 
 use self::chunks::Chunks;
 pub use self::convert::{ColumnShape, ColumnType, TableColumn};
+pub use self::prune::{Bound, Cmp, RowGroupTest};
 use crate::abi::table::RowWriter;
 use crate::error::{Error, Result};
 use crate::stage::{Ctx, DataIter, Dataset, FileId, InterleaveFn, Origin, Record};
@@ -59,11 +61,14 @@ pub struct ParquetOptions {
     pub columns: Arc<[TableColumn]>,
     /// Rows decoded at a time (the Arrow batch size).
     pub batch_rows: usize,
+    /// The tests of the filter after the reader that can skip whole row groups by their
+    /// statistics (all must hold for a row to pass).
+    pub tests: Arc<[RowGroupTest]>,
 }
 
 impl Default for ParquetOptions {
     fn default() -> Self {
-        ParquetOptions { columns: Arc::from(Vec::new()), batch_rows: 1024 }
+        ParquetOptions { columns: Arc::from(Vec::new()), batch_rows: 1024, tests: Arc::from(Vec::new()) }
     }
 }
 
@@ -105,22 +110,45 @@ impl ParquetFile {
             roots.push(i);
         }
         let mask = ProjectionMask::roots(meta.parquet_schema(), roots);
-        let group_rows: Vec<u64> =
-            meta.metadata().row_groups().iter().map(|g| u64::try_from(g.num_rows()).unwrap_or(0)).collect();
-        // The row group holding row `skip`, and the rows of it to pass over.
+        let schema = meta.parquet_schema();
+        // The leaf holding a top-level column's values (a list's items: their null count
+        // also counts null and, as some writers count them, empty lists).
+        let leaf = |name: &str| {
+            schema.columns().iter().position(|c| c.path().parts().first().is_some_and(|p| p == name))
+        };
+        let signed = |name: &str| {
+            arrow.field_with_name(name).is_ok_and(|f| {
+                use arrow_schema::DataType as D;
+                matches!(f.data_type(), D::Int8 | D::Int16 | D::Int32 | D::Int64 | D::Float32 | D::Float64)
+            })
+        };
+        // The row groups read (the others no row of which can pass the filter after the
+        // reader), each with its rows and the file's index of its first row.
+        let (mut groups, mut pruned, mut first) = (Vec::new(), 0u64, 0u64);
+        for (g, rg) in meta.metadata().row_groups().iter().enumerate() {
+            let rows = u64::try_from(rg.num_rows()).unwrap_or(0);
+            if prune::skippable(rg, &self.options.tests, &self.options.columns, &leaf, &signed) {
+                pruned += 1;
+            } else {
+                groups.push(Group { index: g, rows, first });
+            }
+            first += rows;
+        }
+        // The row group holding the `skip`th row read, and the rows of it to pass over.
         let (mut group, mut within) = (0, skip);
-        while group < group_rows.len() && within >= group_rows[group] {
-            within -= group_rows[group];
+        while group < groups.len() && within >= groups[group].rows {
+            within -= groups[group].rows;
             group += 1;
         }
-        let row = skip - within;
+        let row = groups.get(group).map_or(first, |g| g.first + within);
+        let stats = ReaderStats { pruned_row_groups: pruned, ..ReaderStats::default() };
         Ok(ParquetIter {
             path: path.clone(),
             file: FileId::of(path),
             input,
             meta,
             mask,
-            group_rows,
+            groups,
             group,
             skip_in_group: within,
             row,
@@ -128,7 +156,7 @@ impl ParquetFile {
             batch: None,
             next_in_batch: 0,
             options: self.options.clone(),
-            stats: ReaderStats::default(),
+            stats,
             ctx: ctx.clone(),
             done: false,
         })
@@ -150,6 +178,17 @@ impl Dataset for ParquetFile {
     }
 }
 
+/// A row group a pass reads.
+#[derive(Debug, Clone, Copy)]
+struct Group {
+    /// Its index in the file.
+    index: usize,
+    /// Its rows.
+    rows: u64,
+    /// The file's index of its first row.
+    first: u64,
+}
+
 /// A pass over one Parquet file's rows.
 pub struct ParquetIter {
     path: PathBuf,
@@ -157,9 +196,9 @@ pub struct ParquetIter {
     input: Chunks,
     meta: ArrowReaderMetadata,
     mask: ProjectionMask,
-    /// The rows of each row group.
-    group_rows: Vec<u64>,
-    /// The row group read next (or being read, with `reader`).
+    /// The row groups read.
+    groups: Vec<Group>,
+    /// The index in `groups` of the row group read next (or being read, with `reader`).
     group: usize,
     /// Rows of `group` to pass over before the first one read (a resumed pass).
     skip_in_group: u64,
@@ -187,7 +226,9 @@ impl std::fmt::Debug for ParquetIter {
 impl ParquetIter {
     /// The reader of the row group `self.group`.
     fn open_group(&mut self) -> Result<ParquetRecordBatchReader> {
-        let g = self.group;
+        let Group { index: g, rows: total, first } = self.groups[self.group];
+        // A pass that resumes inside this group starts at its row already.
+        self.row = self.row.max(first);
         let mut builder =
             ParquetRecordBatchReaderBuilder::new_with_metadata(self.input.clone(), self.meta.clone())
                 .with_projection(self.mask.clone())
@@ -195,7 +236,6 @@ impl ParquetIter {
                 .with_row_groups(vec![g]);
         let skip = std::mem::take(&mut self.skip_in_group);
         if skip > 0 {
-            let total = self.group_rows[g];
             let (skip, rest) = (usize::try_from(skip).unwrap_or(usize::MAX), total - skip);
             let rest = usize::try_from(rest).unwrap_or(usize::MAX);
             builder = builder.with_row_selection(RowSelection::from(vec![
@@ -210,12 +250,12 @@ impl ParquetIter {
     fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
         loop {
             if self.reader.is_none() {
-                if self.group >= self.group_rows.len() {
+                if self.group >= self.groups.len() {
                     return Ok(None);
                 }
                 self.reader = Some(self.open_group()?);
             }
-            let g = self.group;
+            let g = self.groups[self.group].index;
             match self.reader.as_mut().and_then(Iterator::next) {
                 Some(Ok(b)) if b.num_rows() == 0 => continue,
                 Some(Ok(b)) => return Ok(Some(b)),
@@ -258,7 +298,7 @@ impl ParquetIter {
         }
         let batch = self.batch.as_ref().expect("a batch with rows left");
         let i = self.next_in_batch;
-        let group = u32::try_from(self.group).unwrap_or(u32::MAX);
+        let group = u32::try_from(self.groups[self.group].index).unwrap_or(u32::MAX);
         let mut w = RowWriter::new(group, 16 * self.options.columns.len());
         for c in self.options.columns.iter() {
             let array = batch.column_by_name(&c.name).ok_or_else(|| {
@@ -338,7 +378,7 @@ mod tests {
     use crate::text::testing::read;
 
     fn column(name: &str, dtype: ColumnType, shape: ColumnShape) -> TableColumn {
-        TableColumn { name: name.into(), dtype, shape }
+        TableColumn { name: name.into(), dtype, shape, has_default: name == "x" || name == "v" }
     }
 
     /// A table of `rows` rows: `id: int32`, `x: double` (null every 5th), `v: list<int32>`
@@ -384,6 +424,7 @@ mod tests {
                 column("v", ColumnType::I32, ColumnShape::List),
             ]),
             batch_rows: 4,
+            tests: Arc::from(Vec::new()),
         }
     }
 
@@ -444,6 +485,40 @@ mod tests {
         }
     }
 
+    #[test]
+    fn row_groups_the_filter_empties_are_not_read_and_are_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = table(dir.path(), "p.parquet", 20, Compression::SNAPPY);
+        let test = |op, value| RowGroupTest { column: "id".into(), op, value };
+        let with = |tests: Vec<RowGroupTest>| ParquetOptions { tests: Arc::from(tests), ..options() };
+        let ctx = Ctx::new(&Default::default());
+        let ids = |o: ParquetOptions, skip: u64| -> (Vec<i64>, Vec<u64>) {
+            let mut it = parquet_file(&path, o).iter_from(&ctx, skip).unwrap();
+            let mut out = (Vec::new(), Vec::new());
+            while let Some(r) = it.next().unwrap() {
+                out.1.push(r.origin().index);
+                out.0.push(rows(&[r])[0].1);
+            }
+            out
+        };
+        // Row groups of 7 ids: 0-6, 7-13, 14-19.
+        let (got, origins) = ids(with(vec![test(Cmp::Ge, Bound::Int(15))]), 0);
+        assert_eq!(got, (14..20).collect::<Vec<_>>(), "the last group whole: the filter drops 14");
+        assert_eq!(origins, (14..20).collect::<Vec<u64>>(), "rows keep their index in the file");
+        assert_eq!(ctx.reader_stats().pruned_row_groups, 2);
+        assert_eq!(ids(with(vec![test(Cmp::Ge, Bound::Int(15))]), 2).0, (16..20).collect::<Vec<_>>());
+        assert_eq!(
+            ids(with(vec![test(Cmp::Lt, Bound::Float(6.5)), test(Cmp::Gt, Bound::Int(-1))]), 0).0,
+            (0..7).collect::<Vec<_>>()
+        );
+        assert_eq!(ids(with(vec![test(Cmp::Eq, Bound::Int(10))]), 0).0, (7..14).collect::<Vec<_>>());
+        assert!(ids(with(vec![test(Cmp::Gt, Bound::Int(100))]), 0).0.is_empty());
+        // `score` has nulls in every group: never tested; `id` read with no default is
+        // null-free, `x` has nulls but a default.
+        let on_score = RowGroupTest { column: "x".into(), op: Cmp::Gt, value: Bound::Int(1000) };
+        assert_eq!(ids(with(vec![on_score]), 0).0.len(), 20);
+    }
+
     fn error(path: &Path, options: ParquetOptions) -> String {
         read(&parquet_file(path, options), 0)
             .unwrap_err()
@@ -455,7 +530,11 @@ mod tests {
     fn a_schema_the_file_does_not_match_is_an_error_naming_file_and_column() {
         let dir = tempfile::tempdir().unwrap();
         let path = table(dir.path(), "m.parquet", 3, Compression::SNAPPY);
-        let with = |c: TableColumn| ParquetOptions { columns: Arc::from(vec![c]), batch_rows: 4 };
+        let with = |c: TableColumn| ParquetOptions {
+            columns: Arc::from(vec![c]),
+            batch_rows: 4,
+            tests: Arc::from(Vec::new()),
+        };
         assert_eq!(
             error(&path, with(column("y", ColumnType::F32, ColumnShape::Scalar))),
             "FILE: no column `y` (the file has: id, x, v, s, unused)"

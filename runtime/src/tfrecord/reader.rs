@@ -100,6 +100,9 @@ pub struct ReaderStats {
     pub skipped_bytes: u64,
     /// Files whose rest was skipped (`skip_file`, or a damaged compressed stream).
     pub skipped_files: u64,
+    /// Parquet row groups not read: their statistics showed the filter after the reader
+    /// passes none of their rows.
+    pub pruned_row_groups: u64,
     /// The first [`ReaderStats::MAX_EVENTS`] skip events, in order.
     pub events: Vec<SkipEvent>,
 }
@@ -115,6 +118,7 @@ impl ReaderStats {
         self.skipped_records += other.skipped_records;
         self.skipped_bytes += other.skipped_bytes;
         self.skipped_files += other.skipped_files;
+        self.pruned_row_groups += other.pruned_row_groups;
         let room = Self::MAX_EVENTS.saturating_sub(self.events.len());
         self.events.extend(other.events.iter().take(room).cloned());
     }

@@ -397,6 +397,13 @@ impl Outcome {
             self.report,
         );
         text.push_str(&skipped_text(&self.io));
+        if self.io.pruned_row_groups > 0 {
+            let n = self.io.pruned_row_groups;
+            text.push_str(&format!(
+                "skipped {n} Parquet row group{} whose statistics showed the filter after the reader passes none of its rows\n",
+                if n == 1 { "" } else { "s" }
+            ));
+        }
         text
     }
 

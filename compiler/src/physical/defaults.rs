@@ -9,6 +9,9 @@ use crate::ir::limits::runtime;
 pub const INTERLEAVE_BUFFER_PER_SLOT: u64 = runtime::INTERLEAVE_BUFFER_PER_SLOT as u64;
 /// The read buffer of one open TFRecord file.
 pub const READ_BUFFER_BYTES: u64 = runtime::READ_BUFFER_BYTES as u64;
+/// What the memory bound assumes one open Parquet file holds: a row group's column chunks
+/// (of the columns read), fetched whole, and the batch of rows decoded from them.
+pub const PARQUET_ROW_GROUP_BYTES: u64 = 64 << 20;
 /// The read-ahead of one file read from an object store: the ranged GETs in flight and
 /// the chunk being read.
 pub const OBJECT_READ_AHEAD_BYTES: u64 =

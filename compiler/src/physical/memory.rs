@@ -201,9 +201,16 @@ impl Cx<'_> {
                 let cycle = self.cycle(&i.cycle_length);
                 let per_slot = if workers > 1 { INTERLEAVE_BUFFER_PER_SLOT } else { 1 };
                 let held = cycle.saturating_mul(per_slot);
-                self.open_files = self.open_files.saturating_add(cycle.value());
-                let bytes =
-                    held.saturating_mul(elem(self)).saturating_add(cycle.saturating_mul(READ_BUFFER_BYTES));
+                // A Parquet file holds one row group's column chunks (those read) while its
+                // rows are decoded, fetched whole (no read-ahead of a stream).
+                let per_file = if matches!(i.format, crate::ir::plan::RecordFormat::Parquet(_)) {
+                    self.assumptions.push("Parquet row groups of at most 64 MiB in the columns read");
+                    PARQUET_ROW_GROUP_BYTES
+                } else {
+                    self.open_files = self.open_files.saturating_add(cycle.value());
+                    READ_BUFFER_BYTES
+                };
+                let bytes = held.saturating_mul(elem(self)).saturating_add(cycle.saturating_mul(per_file));
                 Figures { threads, held: held.value(), bytes }
             }
             Plan::Map(m) => {

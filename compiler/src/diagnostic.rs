@@ -68,6 +68,7 @@ pub const CODES: &[(&str, &str)] = &[
     ("E0322", "csv without a schema or with a field it cannot read"),
     ("E0323", "read_file without file paths"),
     ("E0324", "parquet without a schema or with a field it cannot read"),
+    ("E0325", "webdataset without a schema or with a field it cannot read"),
     ("E0330", "zip of pipelines with a field in common"),
     ("E0331", "concatenate of pipelines with different elements"),
     ("E0332", "enumerate of elements without fields"),

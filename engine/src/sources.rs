@@ -26,6 +26,7 @@ use sluice_runtime::stage::{
 };
 use sluice_runtime::text::{CsvOptions, OpenCsv, OpenLines, TextOptions};
 use sluice_runtime::tfrecord::{Compression, CorruptPolicy, ReaderOptions};
+use sluice_runtime::webdataset::{OpenWebDataset, WebDatasetOptions};
 use sluice_runtime::{BoxError, Error};
 
 use crate::build::{Ds, Paths};
@@ -99,6 +100,12 @@ pub(crate) fn interleave(
                 columns: Arc::from(csv.columns.clone()),
             };
             run(paths, OpenCsv::new(options), cycle, block, par, det)
+        }
+        RecordFormat::WebDataset(w) => {
+            let columns =
+                w.columns.iter().map(|f| table_column(f, w.defaults.contains(&f.name))).collect::<Vec<_>>();
+            let options = WebDatasetOptions { columns: Arc::from(columns), compression: c };
+            run(paths, OpenWebDataset::new(options), cycle, block, par, det)
         }
         RecordFormat::Parquet(p) => {
             let columns =

@@ -51,5 +51,6 @@ pub mod text;
 pub mod tfrecord;
 #[cfg(feature = "torch")]
 pub mod torch;
+pub mod webdataset;
 
 pub use error::{BoxError, CorruptKind, Error, Result};

@@ -12,6 +12,8 @@
 #                  with the record counts of make_data's manifest.
 #   Parquet      : files written by pyarrow, `datasets` and polars read by `parquet(files)`
 #                  equal to pyarrow's own reading (parquet_check.py).
+#   WebDataset   : shards written by webdataset.TarWriter read by `webdataset(files)`
+#                  equal to webdataset.WebDataset's samples (webdataset_check.py).
 #
 # Usage: scripts/interop/run.sh        (from any directory)
 # Environment:
@@ -286,6 +288,13 @@ fi
 # by both backends equal to pyarrow's own reading.
 echo "== Parquet from pyarrow, datasets and polars (parquet(files))"
 if check "parquet" "$PY" "$HERE/parquet_check.py" --sluice "$SLUICE" --work "$TMP/parquet"; then
+    tail -n 1 "$TMP/log.$LOGN"
+fi
+
+# WebDataset shards written by the webdataset package's TarWriter, read by both backends
+# equal to webdataset.WebDataset's samples.
+echo "== WebDataset shards from webdataset.TarWriter (webdataset(files))"
+if check "webdataset" "$PY" "$HERE/webdataset_check.py" --sluice "$SLUICE" --work "$TMP/webdataset"; then
     tail -n 1 "$TMP/log.$LOGN"
 fi
 

@@ -205,6 +205,8 @@ const CASES: &[Case] = &[
     case("tests/pipes/parquet.pipe", "skipping", Data::Root),
     case("tests/pipes/parquet.pipe", "pruned", Data::Root),
     case("examples/parquet/parquet.pipe", "features", Data::Root),
+    case("tests/pipes/webdataset.pipe", "images", Data::Root),
+    case("tests/pipes/webdataset.pipe", "labels", Data::Root),
     case("examples/parquet/parquet.pipe", "reviews", Data::Root),
     case("tests/pipes/combine.pipe", "zipped", Data::None),
     case("tests/pipes/combine.pipe", "zipped_batches", Data::None),
@@ -347,6 +349,8 @@ const MIN_RUNS: &[&str] = &[
     "tests/pipes/parquet.pipe:skipping",
     "tests/pipes/parquet.pipe:pruned",
     "examples/parquet/parquet.pipe:features",
+    "tests/pipes/webdataset.pipe:images",
+    "tests/pipes/webdataset.pipe:labels",
     "examples/parquet/parquet.pipe:reviews",
 ];
 

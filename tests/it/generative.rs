@@ -72,7 +72,18 @@ const GENERATED_STAGES: &[&str] = &[
 ];
 
 /// Stages the generator leaves out, and why.
-const SKIPPED_STAGES: &[(&str, &str)] = &[];
+const SKIPPED_STAGES: &[(&str, &str)] = &[
+    (
+        "parquet",
+        "its files come from pyarrow (tests/fixtures/parquet, scripts/interop/parquet_check.py): \
+         tests/it/parquet.rs and engine_diff run them through both backends",
+    ),
+    (
+        "webdataset",
+        "its shards come from the webdataset package's TarWriter (tests/fixtures/webdataset): \
+         tests/it/webdataset.rs and engine_diff run them through both backends",
+    ),
+];
 
 /// The operations the generator calls in `map` blocks.
 const GENERATED_OPS: &[&str] = &[

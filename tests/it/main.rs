@@ -23,3 +23,4 @@ mod engine_diff;
 mod engine_hostile;
 mod generative;
 mod parquet;
+mod webdataset;

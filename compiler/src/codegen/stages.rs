@@ -39,6 +39,7 @@ fn open_fn(format: &RecordFormat, r: &ReaderOptions) -> TokenStream {
                 columns: ::std::sync::Arc::from([#(::std::string::String::from(#columns)),*]),
             }))
         }
+        RecordFormat::WebDataset(w) => open_webdataset(w, c),
         RecordFormat::Parquet(p) => {
             let columns = p.columns.iter().map(|c| table_column(c, p.defaults.contains(&c.name)));
             let tests = p.tests.iter().map(row_group_test);
@@ -49,6 +50,15 @@ fn open_fn(format: &RecordFormat, r: &ReaderOptions) -> TokenStream {
             }))
         }
     }
+}
+
+/// The `webdataset` reader of `w`'s fields.
+fn open_webdataset(w: &crate::ir::formats::ParquetFormat, c: TokenStream) -> TokenStream {
+    let columns = w.columns.iter().map(|f| table_column(f, w.defaults.contains(&f.name)));
+    quote!(__sl::OpenWebDataset::new(__sl::WebDatasetOptions {
+        columns: ::std::sync::Arc::from([#(#columns),*]),
+        compression: #c,
+    }))
 }
 
 /// The runtime's description of a column a `parquet` reader reads: the schema field's

@@ -14,6 +14,9 @@ pub enum RecordFormat {
     Csv(CsvFormat),
     /// Parquet: each row one record holding the columns read (`parquet`).
     Parquet(ParquetFormat),
+    /// WebDataset tar shards: each sample one record holding the fields read
+    /// (`webdataset`; `tests` stay empty).
+    WebDataset(ParquetFormat),
 }
 
 /// The options of a `parquet` source.
@@ -99,6 +102,10 @@ impl RecordFormat {
                         tests.join(", ")
                     )
                 }
+            }
+            RecordFormat::WebDataset(w) => {
+                let names: Vec<&str> = w.columns.iter().map(|c| c.name.as_str()).collect();
+                format!("webdataset(fields: [{}])", names.join(", "))
             }
         }
     }

@@ -125,7 +125,7 @@ fn refresh(node: &mut Plan) {
 fn project(input: &mut Plan, ops: &[MapOp]) {
     if let (Plan::Interleave(i), Some(MapOp::Parse { format: ParseFormat::Table, fields })) =
         (input, ops.first())
-        && let RecordFormat::Parquet(p) = &mut i.format
+        && let RecordFormat::Parquet(p) | RecordFormat::WebDataset(p) = &mut i.format
     {
         p.columns = fields.clone();
     }

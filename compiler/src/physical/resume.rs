@@ -293,6 +293,7 @@ fn walk(plan: &PhysicalPlan, stages: &[Resume], tail: Option<&Resume>) -> (Resum
                     RecordFormat::TfRecord => "records",
                     RecordFormat::Lines => "lines",
                     RecordFormat::Csv(_) | RecordFormat::Parquet(_) => "rows",
+                    RecordFormat::WebDataset(_) => "samples",
                 };
                 return (
                     Resume::FastForward,

@@ -33,7 +33,7 @@ use crate::ir::plan::*;
 use crate::ir::types::Value;
 
 use super::decls::Declarations;
-use super::sources::{csv_format, parquet_format, range};
+use super::sources::{csv_format, parquet_format, range, webdataset_format};
 use super::stages::{StageKind, StageSig, stage};
 
 /// The pipelines of the file a `sample_from` may mix: name → output element (`None` for
@@ -164,6 +164,7 @@ pub(super) fn chain(
                     RecordFormat::Csv(csv_format(s, a("delimiter"), flag("header", true), decls, diags)?)
                 }
                 StageKind::Parquet => RecordFormat::Parquet(parquet_format(s, decls, diags)?),
+                StageKind::WebDataset => RecordFormat::WebDataset(webdataset_format(s, decls, diags)?),
                 _ => {
                     plan = Some(files);
                     continue;
@@ -181,7 +182,7 @@ pub(super) fn chain(
                         }),
                     }],
                 }),
-                RecordFormat::Parquet(p) => {
+                RecordFormat::Parquet(p) | RecordFormat::WebDataset(p) => {
                     Some(MapOp::Parse { format: ParseFormat::Table, fields: p.columns.clone() })
                 }
                 RecordFormat::Csv(_) => Some(MapOp::Parse {
@@ -456,6 +457,7 @@ pub(super) fn chain(
             | StageKind::TextLines
             | StageKind::Csv
             | StageKind::Parquet
+            | StageKind::WebDataset
             | StageKind::SampleFrom
             | StageKind::Zip
             | StageKind::Concatenate => return None,

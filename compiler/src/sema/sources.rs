@@ -112,6 +112,60 @@ pub(super) fn parquet_format(
     })
 }
 
+/// The options of a `webdataset` source: every schema field is a member of each sample
+/// by extension (`jpg`, `cls`, `seg_png` for `seg.png`) or the sample's `__key__`, one
+/// value each: `bytes`, `str`, or a number or `bool` read from the member's text; E0325
+/// otherwise.
+pub(super) fn webdataset_format(
+    s: &ast::Stage,
+    decls: &Declarations,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<ParquetFormat> {
+    use crate::ir::types::{DType, Shape};
+    if decls.schema.is_empty() {
+        diags.push(
+            Diagnostic::error("E0325", "`webdataset` needs a `schema`", s.name.span, "no schema declared")
+                .with_help("declare the members it reads by extension: `schema { jpg: bytes, cls: i64, __key__: str }`"),
+        );
+        return None;
+    }
+    let mut ok = true;
+    for f in &decls.schema {
+        let why = if f.sequence {
+            Some("a `sequence` field is a feature list of a SequenceExample")
+        } else if f.ty.shape != Shape::scalar() {
+            Some("a member is one value: read it as `bytes` and decode it (`decode_raw`, `parse_tensor`)")
+        } else if matches!(f.ty.dtype, DType::F16 | DType::Bf16) {
+            Some("read it as `f32` and `cast` it")
+        } else if f.name == "__key__" && f.ty.dtype != DType::Str {
+            Some("`__key__` is the sample's key, a `str`")
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            diags.push(
+                Diagnostic::error(
+                    "E0325",
+                    format!("`webdataset` cannot read the schema field `{}: {}`", f.name, f.ty),
+                    s.name.span,
+                    why,
+                )
+                .with_label(f.span, "declared here"),
+            );
+            ok = false;
+        }
+    }
+    ok.then(|| ParquetFormat {
+        columns: decls
+            .schema
+            .iter()
+            .map(|f| FieldType { name: f.name.clone(), ty: Some(f.ty.clone()) })
+            .collect(),
+        defaults: decls.schema.iter().filter(|f| f.default.is_some()).map(|f| f.name.clone()).collect(),
+        tests: Vec::new(),
+    })
+}
+
 /// `range(end)` (one argument: the end), `range(start, end)`, `range(start, end, step)`.
 pub(super) fn range(
     s: &ast::Stage,

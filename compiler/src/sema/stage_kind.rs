@@ -19,6 +19,8 @@ pub enum StageKind {
     Csv,
     /// `parquet`.
     Parquet,
+    /// `webdataset`.
+    WebDataset,
     /// `read_file`.
     ReadFile,
     /// `interleave`.
@@ -73,7 +75,19 @@ impl StageKind {
     /// Whether the stage starts a pipeline (reads files or ranges, or takes other pipelines).
     pub fn is_source(self) -> bool {
         use StageKind::*;
-        matches!(self, Files | Tfrecords | TextLines | Csv | Parquet | Range | SampleFrom | Zip | Concatenate)
+        matches!(
+            self,
+            Files
+                | Tfrecords
+                | TextLines
+                | Csv
+                | Parquet
+                | WebDataset
+                | Range
+                | SampleFrom
+                | Zip
+                | Concatenate
+        )
     }
 
     /// Whether the stage takes other pipelines by name (`sample_from(a, b, ...)`, `zip`,

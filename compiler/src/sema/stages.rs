@@ -222,6 +222,22 @@ pub const STAGES: &[StageSig] = &[
         ],
         block: BlockKind::None,
     },
+    // WebDataset tar shards: one element per sample, the schema's fields its members
+    // (by extension) and `__key__`.
+    StageSig {
+        name: "webdataset",
+        kind: StageKind::WebDataset,
+        args: &[
+            req("files", Glob),
+            opt("cycle", CountOrAuto),
+            opt("block", Count),
+            opt("parallel", CountOrAuto),
+            opt("deterministic", Bool),
+            opt("compression", Compression),
+            opt("on_error", OnError),
+        ],
+        block: BlockKind::None,
+    },
     // `tf.io.read_file` over `files(...)`: `{contents: bytes, path: str}` per file, plus
     // `label: i64` with `labels: dir` (Keras' `image_dataset_from_directory`).
     StageSig {

@@ -18,6 +18,10 @@ use crate::column::Tensor;
 
 /// The `n` of a null value.
 pub const NULL: u32 = u32::MAX;
+/// The `n` of a value the reader could not make: a `u32` length and the message follow
+/// (a WebDataset sample without a declared member, a `cls` that is no integer), so that
+/// the parse fails on it, and `on_error: skip` counts it, as on any bad value.
+pub const ERROR: u32 = u32::MAX - 1;
 
 /// A number held in a row: its little-endian bytes.
 pub trait RowValue: crate::column::Scalar + Copy + 'static {
@@ -64,6 +68,73 @@ impl RowValue for bool {
     }
 }
 
+/// The value type of a schema field read from a table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ColumnType {
+    /// `bool`.
+    Bool,
+    /// `u8`.
+    U8,
+    /// `i32`.
+    I32,
+    /// `u32`.
+    U32,
+    /// `i64`.
+    I64,
+    /// `u64`.
+    U64,
+    /// `f32`.
+    F32,
+    /// `f64`.
+    F64,
+    /// `str`: UTF-8 text.
+    Str,
+    /// `bytes`.
+    Bytes,
+}
+
+/// How many values a field holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ColumnShape {
+    /// One.
+    Scalar,
+    /// Any number (`T[]`).
+    List,
+    /// Exactly this many (`T[a, b]`: `a × b`).
+    Fixed(usize),
+}
+
+/// A column the reader reads: the schema field's name, type and shape.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableColumn {
+    /// The field's (and column's) name.
+    pub name: String,
+    /// Its value type.
+    pub dtype: ColumnType,
+    /// Its shape.
+    pub shape: ColumnShape,
+    /// Whether the schema gives it a default (a null takes it instead of failing).
+    pub has_default: bool,
+}
+
+impl ColumnType {
+    /// The type's name in a schema.
+    pub fn name(self) -> &'static str {
+        match self {
+            ColumnType::Bool => "bool",
+            ColumnType::U8 => "u8",
+            ColumnType::I32 => "i32",
+            ColumnType::U32 => "u32",
+            ColumnType::I64 => "i64",
+            ColumnType::U64 => "u64",
+            ColumnType::F32 => "f32",
+            ColumnType::F64 => "f64",
+            ColumnType::Str => "str",
+            ColumnType::Bytes => "bytes",
+        }
+    }
+}
+
 /// Reads the columns of one row in order (see the [module](self)). Errors name the
 /// column and the row group; the stage adds the file and the row.
 #[derive(Debug)]
@@ -100,6 +171,12 @@ impl<'a> RowReader<'a> {
         let n = self.u32().ok_or_else(|| self.error(name, "the row ends before this column"))?;
         if n == NULL {
             return Ok(None);
+        }
+        if n == ERROR {
+            let len = self.u32().ok_or_else(|| self.error(name, "the row ends inside an error"))? as usize;
+            let message =
+                self.rest.get(..len).ok_or_else(|| self.error(name, "the row ends inside an error"))?;
+            return Err(format!("column `{name}`: {}", String::from_utf8_lossy(message)));
         }
         let n = n as usize;
         let len = n.checked_mul(size).filter(|&l| l <= self.rest.len());
@@ -207,12 +284,20 @@ impl RowWriter {
         self.out.extend_from_slice(&NULL.to_le_bytes());
     }
 
+    /// A column the reader could not make, and why (the parse fails with `message`).
+    pub fn error(&mut self, message: &str) {
+        let len = u32::try_from(message.len()).unwrap_or(u32::MAX);
+        self.out.extend_from_slice(&ERROR.to_le_bytes());
+        self.out.extend_from_slice(&len.to_le_bytes());
+        self.out.extend_from_slice(&message.as_bytes()[..len as usize]);
+    }
+
     /// A column of `values`; `Err` when there are too many for one row (2^32 - 1).
     pub fn values<T: RowValue>(&mut self, values: impl ExactSizeIterator<Item = T>) -> Result<(), String> {
         let n = u32::try_from(values.len())
             .ok()
-            .filter(|&n| n != NULL)
-            .ok_or("more than 2^32 - 2 values in one row")?;
+            .filter(|&n| n < ERROR)
+            .ok_or("more than 2^32 - 3 values in one row")?;
         self.out.extend_from_slice(&n.to_le_bytes());
         self.out.reserve(values.len() * T::SIZE);
         for v in values {
@@ -223,7 +308,7 @@ impl RowWriter {
 
     /// A column holding one byte string (or string).
     pub fn bytes(&mut self, b: &[u8]) -> Result<(), String> {
-        let n = u32::try_from(b.len()).ok().filter(|&n| n != NULL).ok_or("a value longer than 4 GiB")?;
+        let n = u32::try_from(b.len()).ok().filter(|&n| n < ERROR).ok_or("a value longer than 4 GiB")?;
         self.out.extend_from_slice(&n.to_le_bytes());
         self.out.extend_from_slice(b);
         Ok(())

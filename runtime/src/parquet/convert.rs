@@ -11,73 +11,9 @@ use arrow_array::types::{
 use arrow_array::{Array, ArrowPrimitiveType};
 use arrow_schema::DataType;
 
-use crate::abi::table::{RowValue, RowWriter};
-
-/// The value type of a schema field read from a table.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ColumnType {
-    /// `bool`.
-    Bool,
-    /// `u8`.
-    U8,
-    /// `i32`.
-    I32,
-    /// `u32`.
-    U32,
-    /// `i64`.
-    I64,
-    /// `u64`.
-    U64,
-    /// `f32`.
-    F32,
-    /// `f64`.
-    F64,
-    /// `str`: UTF-8 text.
-    Str,
-    /// `bytes`.
-    Bytes,
-}
-
-/// How many values a field holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ColumnShape {
-    /// One.
-    Scalar,
-    /// Any number (`T[]`).
-    List,
-    /// Exactly this many (`T[a, b]`: `a × b`).
-    Fixed(usize),
-}
-
-/// A column the reader reads: the schema field's name, type and shape.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TableColumn {
-    /// The field's (and column's) name.
-    pub name: String,
-    /// Its value type.
-    pub dtype: ColumnType,
-    /// Its shape.
-    pub shape: ColumnShape,
-    /// Whether the schema gives it a default (a null takes it instead of failing).
-    pub has_default: bool,
-}
+use crate::abi::table::{ColumnShape, ColumnType, RowValue, RowWriter, TableColumn};
 
 impl ColumnType {
-    fn name(self) -> &'static str {
-        match self {
-            ColumnType::Bool => "bool",
-            ColumnType::U8 => "u8",
-            ColumnType::I32 => "i32",
-            ColumnType::U32 => "u32",
-            ColumnType::I64 => "i64",
-            ColumnType::U64 => "u64",
-            ColumnType::F32 => "f32",
-            ColumnType::F64 => "f64",
-            ColumnType::Str => "str",
-            ColumnType::Bytes => "bytes",
-        }
-    }
-
     /// Whether values of Arrow type `t` become this type without loss.
     fn takes(self, t: &DataType) -> bool {
         use ColumnType as C;

@@ -47,9 +47,9 @@ use ::parquet::arrow::arrow_reader::{
 use arrow_array::RecordBatch;
 
 use self::chunks::Chunks;
-pub use self::convert::{ColumnShape, ColumnType, TableColumn};
 pub use self::prune::{Bound, Cmp, RowGroupTest};
 use crate::abi::table::RowWriter;
+pub use crate::abi::table::{ColumnShape, ColumnType, TableColumn};
 use crate::error::{Error, Result};
 use crate::stage::{Ctx, DataIter, Dataset, FileId, InterleaveFn, Origin, Record};
 use crate::tfrecord::ReaderStats;

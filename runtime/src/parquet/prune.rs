@@ -14,7 +14,7 @@
 use ::parquet::file::metadata::RowGroupMetaData;
 use ::parquet::file::statistics::Statistics;
 
-use super::convert::TableColumn;
+use crate::abi::table::TableColumn;
 
 /// A comparison of a test.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -67,48 +67,15 @@ pub(super) fn parquet_format(
     diags: &mut Vec<Diagnostic>,
 ) -> Option<ParquetFormat> {
     use crate::ir::types::{DType, Dim, Shape};
-    if decls.schema.is_empty() {
-        diags.push(
-            Diagnostic::error("E0324", "`parquet` needs a `schema`", s.name.span, "no schema declared")
-                .with_help("declare the columns it reads: `schema { label: i64, x: f32[16], text: str }`"),
-        );
-        return None;
-    }
-    let mut ok = true;
-    for f in &decls.schema {
-        let scalar = f.ty.shape == Shape::scalar();
-        let why = if f.sequence {
-            Some("a `sequence` field is a feature list of a SequenceExample")
-        } else if matches!(f.ty.dtype, DType::F16 | DType::Bf16) {
-            Some("read it as `f32` and `cast` it")
-        } else if matches!(f.ty.dtype, DType::Str | DType::Bytes) && !scalar {
+    let help = "declare the columns it reads: `schema { label: i64, x: f32[16], text: str }`";
+    table_format(s, decls, diags, ("E0324", "parquet", help), |f| {
+        if matches!(f.ty.dtype, DType::Str | DType::Bytes) && f.ty.shape != Shape::scalar() {
             Some("a column of strings is read one string per row")
         } else if matches!(&f.ty.shape, Shape::Dims(d) if d.iter().any(|d| matches!(d, Dim::Named(_)))) {
             Some("the sizes of a fixed shape must be numbers (or read a list: `T[]`)")
         } else {
             None
-        };
-        if let Some(why) = why {
-            diags.push(
-                Diagnostic::error(
-                    "E0324",
-                    format!("`parquet` cannot read the schema field `{}: {}`", f.name, f.ty),
-                    s.name.span,
-                    why,
-                )
-                .with_label(f.span, "declared here"),
-            );
-            ok = false;
         }
-    }
-    ok.then(|| ParquetFormat {
-        columns: decls
-            .schema
-            .iter()
-            .map(|f| FieldType { name: f.name.clone(), ty: Some(f.ty.clone()) })
-            .collect(),
-        defaults: decls.schema.iter().filter(|f| f.default.is_some()).map(|f| f.name.clone()).collect(),
-        tests: Vec::new(),
     })
 }
 
@@ -122,10 +89,33 @@ pub(super) fn webdataset_format(
     diags: &mut Vec<Diagnostic>,
 ) -> Option<ParquetFormat> {
     use crate::ir::types::{DType, Shape};
+    let help = "declare the members it reads by extension: `schema { jpg: bytes, cls: i64, __key__: str }`";
+    table_format(s, decls, diags, ("E0325", "webdataset", help), |f| {
+        if f.ty.shape != Shape::scalar() {
+            Some("a member is one value: read it as `bytes` and decode it (`decode_raw`, `parse_tensor`)")
+        } else if f.name == "__key__" && f.ty.dtype != DType::Str {
+            Some("`__key__` is the sample's key, a `str`")
+        } else {
+            None
+        }
+    })
+}
+
+/// The fields of a table source (`parquet`, `webdataset`): the whole schema, which it
+/// needs; a `sequence` field, half floats, and any field `refuse` gives a reason for are
+/// errors of `code` (`what`: the source's name, `help`: what to declare).
+fn table_format(
+    s: &ast::Stage,
+    decls: &Declarations,
+    diags: &mut Vec<Diagnostic>,
+    (code, what, help): (&'static str, &str, &str),
+    refuse: impl Fn(&crate::ir::decls::FieldDecl) -> Option<&'static str>,
+) -> Option<ParquetFormat> {
+    use crate::ir::types::DType;
     if decls.schema.is_empty() {
         diags.push(
-            Diagnostic::error("E0325", "`webdataset` needs a `schema`", s.name.span, "no schema declared")
-                .with_help("declare the members it reads by extension: `schema { jpg: bytes, cls: i64, __key__: str }`"),
+            Diagnostic::error(code, format!("`{what}` needs a `schema`"), s.name.span, "no schema declared")
+                .with_help(help),
         );
         return None;
     }
@@ -133,20 +123,16 @@ pub(super) fn webdataset_format(
     for f in &decls.schema {
         let why = if f.sequence {
             Some("a `sequence` field is a feature list of a SequenceExample")
-        } else if f.ty.shape != Shape::scalar() {
-            Some("a member is one value: read it as `bytes` and decode it (`decode_raw`, `parse_tensor`)")
         } else if matches!(f.ty.dtype, DType::F16 | DType::Bf16) {
             Some("read it as `f32` and `cast` it")
-        } else if f.name == "__key__" && f.ty.dtype != DType::Str {
-            Some("`__key__` is the sample's key, a `str`")
         } else {
-            None
+            refuse(f)
         };
         if let Some(why) = why {
             diags.push(
                 Diagnostic::error(
-                    "E0325",
-                    format!("`webdataset` cannot read the schema field `{}: {}`", f.name, f.ty),
+                    code,
+                    format!("`{what}` cannot read the schema field `{}: {}`", f.name, f.ty),
                     s.name.span,
                     why,
                 )

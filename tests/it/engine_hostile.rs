@@ -11,7 +11,7 @@ use std::process::Output;
 
 use sluice::__private::abi::export;
 
-use super::support::{sluice_command, stderr};
+use super::support::{show_files, stderr};
 
 const PIPES: &str = r#"
 pipeline rows(files: glob) {
@@ -152,15 +152,6 @@ fn damaged(dir: &Path) -> Vec<(&'static str, PathBuf, &'static [&'static str])> 
     out
 }
 
-fn show(dir: &Path, pipe: &Path, pipeline: &str, file: &Path, engine: &str) -> Output {
-    sluice_command(dir)
-        .args(["show", pipe.to_str().unwrap(), pipeline, "-n", "all", "--engine", engine])
-        .arg("--set")
-        .arg(format!("files={}", file.display()))
-        .output()
-        .expect("sluice runs")
-}
-
 #[test]
 fn the_engine_fails_and_skips_on_hostile_data_as_the_compiled_runner_does() {
     let dir = tempfile::tempdir().unwrap();
@@ -170,8 +161,8 @@ fn the_engine_fails_and_skips_on_hostile_data_as_the_compiled_runner_does() {
     for (name, file, pipelines) in damaged(dir.path()) {
         for pipeline in pipelines {
             let key = format!("{pipeline} over {name}");
-            let compiled = show(dir.path(), &pipe, pipeline, &file, "compiled");
-            let interpreted = show(dir.path(), &pipe, pipeline, &file, "interpreted");
+            let compiled = show_files(dir.path(), &pipe, pipeline, &file, "compiled");
+            let interpreted = show_files(dir.path(), &pipe, pipeline, &file, "interpreted");
             for (engine, o) in [("compiled", &compiled), ("interpreted", &interpreted)] {
                 let err = stderr(o);
                 assert!(!err.contains("panicked"), "{key}, {engine}: {err}");

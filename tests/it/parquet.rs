@@ -4,10 +4,9 @@
 //! message naming the file (and the column, row group and row where one is at fault),
 //! never a panic.
 
-use std::path::{Path, PathBuf};
-use std::process::Output;
+use std::path::PathBuf;
 
-use super::support::{root, sluice_command, stderr, stdout};
+use super::support::{root, show_both, sluice_command, stderr, stdout};
 
 const PIPES: &str = r#"
 pipeline rows(files: glob) {
@@ -38,40 +37,6 @@ pipeline skipping(files: glob) {
 }
 "#;
 
-fn show(dir: &Path, pipe: &Path, pipeline: &str, files: &Path, engine: &str) -> Output {
-    sluice_command(dir)
-        .args(["show", pipe.to_str().unwrap(), pipeline, "-n", "all", "--engine", engine])
-        .arg("--set")
-        .arg(format!("files={}", files.display()))
-        .output()
-        .expect("sluice runs")
-}
-
-/// Both backends' output of `pipeline` over `files`, checked to agree (status, elements,
-/// the error's last line) and never to panic.
-fn both(dir: &Path, pipe: &Path, pipeline: &str, files: &Path) -> Output {
-    let compiled = show(dir, pipe, pipeline, files, "compiled");
-    let interpreted = show(dir, pipe, pipeline, files, "interpreted");
-    let key = format!("{pipeline} over {}", files.display());
-    for o in [&compiled, &interpreted] {
-        assert!(!stderr(o).contains("panicked"), "{key}: {}", stderr(o));
-        assert!(matches!(o.status.code(), Some(0 | 1)), "{key}: {:?} {}", o.status, stderr(o));
-    }
-    assert_eq!(
-        compiled.status.code(),
-        interpreted.status.code(),
-        "{key}: {}\n{}",
-        stderr(&compiled),
-        stderr(&interpreted)
-    );
-    let last = |o: &Output| stderr(o).lines().last().unwrap_or_default().to_string();
-    if !compiled.status.success() {
-        assert_eq!(last(&compiled), last(&interpreted), "{key}");
-    }
-    assert!(compiled.stdout == interpreted.stdout, "{key}: the elements differ");
-    compiled
-}
-
 fn fixture(name: &str) -> PathBuf {
     root().join("tests/fixtures/parquet").join(name)
 }
@@ -86,7 +51,7 @@ fn setup() -> (tempfile::TempDir, PathBuf) {
 #[test]
 fn pyarrows_files_read_the_same_through_both_backends() {
     let (dir, pipe) = setup();
-    let o = both(dir.path(), &pipe, "rows", &fixture("table-*.parquet"));
+    let o = show_both(dir.path(), &pipe, "rows", &fixture("table-*.parquet"));
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     assert_eq!(out.lines().count(), 17, "{out}");
@@ -94,7 +59,7 @@ fn pyarrows_files_read_the_same_through_both_backends() {
     assert!(first.contains(r#""score":{"dtype":"f64","shape":[],"values":[1e-9]}"#), "{first}");
     assert!(out.contains(r#""name":"cé""#) && out.contains(r#""name":"?""#), "{out}");
     // Skipping: rows whose `score` is null (ids 1, 5, 9, 13) are dropped and counted.
-    let o = both(dir.path(), &pipe, "skipping", &fixture("table-*.parquet"));
+    let o = show_both(dir.path(), &pipe, "skipping", &fixture("table-*.parquet"));
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(stdout(&o).lines().count(), 7, "13 rows in batches of 2");
 }
@@ -119,7 +84,7 @@ fn a_schema_the_file_does_not_match_fails_before_any_row_naming_file_and_column(
             ),
         ),
     ] {
-        let o = both(dir.path(), &pipe, pipeline, &file);
+        let o = show_both(dir.path(), &pipe, pipeline, &file);
         assert_eq!(o.status.code(), Some(1), "{pipeline}");
         assert!(stdout(&o).is_empty(), "{pipeline}: no element before the error");
         assert!(stderr(&o).contains(&message), "{pipeline}: {}", stderr(&o));
@@ -130,7 +95,7 @@ fn a_schema_the_file_does_not_match_fails_before_any_row_naming_file_and_column(
 fn a_null_without_a_default_names_column_row_group_and_row() {
     let (dir, pipe) = setup();
     let file = fixture("table-0.parquet");
-    let o = both(dir.path(), &pipe, "strict", &file);
+    let o = show_both(dir.path(), &pipe, "strict", &file);
     assert_eq!(o.status.code(), Some(1));
     assert_eq!(stdout(&o).lines().count(), 1, "row 0 comes before the null of row 1");
     let want = format!(
@@ -160,7 +125,7 @@ fn damaged_files_fail_the_same_through_both_backends_naming_the_file() {
     for (name, bytes) in &cases {
         let file = dir.path().join(format!("{name}.parquet"));
         std::fs::write(&file, bytes).unwrap();
-        let o = both(dir.path(), &pipe, "rows", &file);
+        let o = show_both(dir.path(), &pipe, "rows", &file);
         if !o.status.success() {
             failed += 1;
             assert!(

@@ -97,3 +97,40 @@ pub fn pipes_and_tabular(dir: &Path, source: &str, records: u32) -> (PathBuf, St
     generate("tabular", records.into(), 2, &data, &[]);
     (file, format!("files={}/*.tfrecord", data.display()))
 }
+
+/// `sluice show PIPE PIPELINE -n all --engine ENGINE --set files=FILES`, run with `dir` as
+/// its cache.
+pub fn show_files(dir: &Path, pipe: &Path, pipeline: &str, files: &Path, engine: &str) -> Output {
+    sluice_command(dir)
+        .args(["show", pipe.to_str().unwrap(), pipeline, "-n", "all", "--engine", engine])
+        .arg("--set")
+        .arg(format!("files={}", files.display()))
+        .output()
+        .expect("sluice runs")
+}
+
+/// [`show_files`] by the compiled runner and by the engine, checked to agree: the same
+/// exit status (0 or 1, never a panic), the same elements, and on failure the same last
+/// line of the error. The compiled runner's output.
+pub fn show_both(dir: &Path, pipe: &Path, pipeline: &str, files: &Path) -> Output {
+    let compiled = show_files(dir, pipe, pipeline, files, "compiled");
+    let interpreted = show_files(dir, pipe, pipeline, files, "interpreted");
+    let key = format!("{pipeline} over {}", files.display());
+    for o in [&compiled, &interpreted] {
+        assert!(!stderr(o).contains("panicked"), "{key}: {}", stderr(o));
+        assert!(matches!(o.status.code(), Some(0 | 1)), "{key}: {:?} {}", o.status, stderr(o));
+    }
+    assert_eq!(
+        compiled.status.code(),
+        interpreted.status.code(),
+        "{key}: {}\n{}",
+        stderr(&compiled),
+        stderr(&interpreted)
+    );
+    let last = |o: &Output| stderr(o).lines().last().unwrap_or_default().to_string();
+    if !compiled.status.success() {
+        assert_eq!(last(&compiled), last(&interpreted), "{key}");
+    }
+    assert!(compiled.stdout == interpreted.stdout, "{key}: the elements differ");
+    compiled
+}

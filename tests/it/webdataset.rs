@@ -3,10 +3,7 @@
 //! without a declared member fail the same way (exit 1, naming the shard and the key) or
 //! are counted under `on_error: skip`, never a panic.
 
-use std::path::Path;
-use std::process::Output;
-
-use super::support::{root, sluice_command, stderr, stdout};
+use super::support::{root, show_both, stderr, stdout};
 
 const PIPES: &str = r#"
 pipeline strict(files: glob) {
@@ -20,42 +17,13 @@ pipeline skipping(files: glob) {
 }
 "#;
 
-fn show(dir: &Path, pipe: &Path, pipeline: &str, files: &Path, engine: &str) -> Output {
-    sluice_command(dir)
-        .args(["show", pipe.to_str().unwrap(), pipeline, "-n", "all", "--engine", engine])
-        .arg("--set")
-        .arg(format!("files={}", files.display()))
-        .output()
-        .expect("sluice runs")
-}
-
-fn both(dir: &Path, pipe: &Path, pipeline: &str, files: &Path) -> Output {
-    let compiled = show(dir, pipe, pipeline, files, "compiled");
-    let interpreted = show(dir, pipe, pipeline, files, "interpreted");
-    for o in [&compiled, &interpreted] {
-        assert!(!stderr(o).contains("panicked"), "{pipeline}: {}", stderr(o));
-        assert!(matches!(o.status.code(), Some(0 | 1)), "{pipeline}: {}", stderr(o));
-    }
-    assert_eq!(
-        compiled.status.code(),
-        interpreted.status.code(),
-        "{}\n{}",
-        stderr(&compiled),
-        stderr(&interpreted)
-    );
-    let last = |o: &Output| stderr(o).lines().last().unwrap_or_default().to_string();
-    assert_eq!(last(&compiled), last(&interpreted), "{pipeline}");
-    assert!(compiled.stdout == interpreted.stdout, "{pipeline}: the elements differ");
-    compiled
-}
-
 #[test]
 fn a_sample_without_a_declared_member_fails_or_is_counted_naming_shard_and_key() {
     let dir = tempfile::tempdir().unwrap();
     let pipe = dir.path().join("w.pipe");
     std::fs::write(&pipe, PIPES).unwrap();
     let shard = root().join("tests/fixtures/webdataset/shard-000001.tar.gz");
-    let o = both(dir.path(), &pipe, "strict", &shard);
+    let o = show_both(dir.path(), &pipe, "strict", &shard);
     assert_eq!(o.status.code(), Some(1));
     assert_eq!(stdout(&o).lines().count(), 1, "sample 000004 comes before 000005");
     let want = format!(
@@ -63,7 +31,7 @@ fn a_sample_without_a_declared_member_fails_or_is_counted_naming_shard_and_key()
         shard.display()
     );
     assert!(stderr(&o).contains(&want), "{}", stderr(&o));
-    let o = both(dir.path(), &pipe, "skipping", &shard);
+    let o = show_both(dir.path(), &pipe, "skipping", &shard);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(stdout(&o).lines().count(), 2, "000005 dropped and counted");
 }
@@ -78,7 +46,7 @@ fn a_tar_cut_mid_member_fails_naming_the_shard_and_key() {
     for cut in [700, 2000, 5000, 9000, good.len() - 1024 - 10] {
         let shard = dir.path().join(format!("cut-{cut}.tar"));
         std::fs::write(&shard, &good[..cut]).unwrap();
-        let o = both(dir.path(), &pipe, "skipping", &shard);
+        let o = show_both(dir.path(), &pipe, "skipping", &shard);
         if o.status.code() == Some(1) {
             failed += 1;
             assert!(stderr(&o).contains(shard.to_str().unwrap()), "{}", stderr(&o));

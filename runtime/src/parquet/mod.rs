@@ -44,7 +44,7 @@ use ::parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder,
     RowSelection, RowSelector,
 };
-use arrow_array::RecordBatch;
+use arrow_array::{ArrayRef, RecordBatch};
 
 use self::chunks::Chunks;
 pub use self::prune::{Bound, Cmp, RowGroupTest};
@@ -153,7 +153,8 @@ impl ParquetFile {
             skip_in_group: within,
             row,
             reader: None,
-            batch: None,
+            arrays: Vec::new(),
+            rows_in_batch: 0,
             next_in_batch: 0,
             options: self.options.clone(),
             stats,
@@ -205,7 +206,9 @@ pub struct ParquetIter {
     /// The index in the file of the next row.
     row: u64,
     reader: Option<ParquetRecordBatchReader>,
-    batch: Option<RecordBatch>,
+    /// The arrays of the batch being read, one per column read, and its rows.
+    arrays: Vec<ArrayRef>,
+    rows_in_batch: usize,
     next_in_batch: usize,
     options: Arc<ParquetOptions>,
     stats: ReaderStats,
@@ -272,7 +275,7 @@ impl ParquetIter {
         if !self.done {
             self.done = true;
             self.reader = None;
-            self.batch = None;
+            self.arrays.clear();
             self.ctx.add_reader_stats(&self.stats);
         }
     }
@@ -282,28 +285,25 @@ impl ParquetIter {
             return Ok(None);
         }
         loop {
-            if let Some(b) = &self.batch
-                && self.next_in_batch < b.num_rows()
-            {
+            if self.next_in_batch < self.rows_in_batch {
                 break;
             }
-            self.batch = None;
-            match self.next_batch()? {
-                Some(b) => {
-                    self.batch = Some(b);
-                    self.next_in_batch = 0;
-                }
-                None => return Ok(None),
+            self.arrays.clear();
+            let Some(b) = self.next_batch()? else { return Ok(None) };
+            // The batch's arrays in the columns' order, looked up once per batch.
+            for c in self.options.columns.iter() {
+                let array = b.column_by_name(&c.name).ok_or_else(|| {
+                    let g = self.groups[self.group].index;
+                    table_error(&self.path, format!("row group {g}: the reader gave no column `{}`", c.name))
+                })?;
+                self.arrays.push(array.clone());
             }
+            (self.rows_in_batch, self.next_in_batch) = (b.num_rows(), 0);
         }
-        let batch = self.batch.as_ref().expect("a batch with rows left");
         let i = self.next_in_batch;
         let group = u32::try_from(self.groups[self.group].index).unwrap_or(u32::MAX);
         let mut w = RowWriter::new(group, 16 * self.options.columns.len());
-        for c in self.options.columns.iter() {
-            let array = batch.column_by_name(&c.name).ok_or_else(|| {
-                table_error(&self.path, format!("row group {group}: the reader gave no column `{}`", c.name))
-            })?;
+        for (c, array) in self.options.columns.iter().zip(&self.arrays) {
             convert::write(c, array.as_ref(), i, &mut w).map_err(|m| {
                 table_error(
                     &self.path,

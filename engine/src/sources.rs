@@ -279,7 +279,8 @@ pub(crate) fn file_of(row: &Row) -> Option<String> {
     }
 }
 
-/// `parse_line` or `parse_csv` of a text record, as the generated map's first statements.
+/// `parse_line`, `parse_csv` or `parse_parquet` (a `parquet` row or a `webdataset` sample)
+/// of a record, as the generated map's first statements.
 #[derive(Debug)]
 pub(crate) enum TextParser {
     /// A line as `str` (no field when the map does not read it).

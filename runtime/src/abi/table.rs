@@ -1,13 +1,17 @@
-//! One row of a table file (Parquet) as a [`Record`](crate::stage::Record): how the
-//! reader writes it and how a parse (generated code, or the engine) reads it back.
+//! One row of a table file (a Parquet row, a WebDataset sample) as a
+//! [`Record`](crate::stage::Record): how the reader writes it and how a parse
+//! (`parse_parquet`: generated code, or the engine) reads it back; and the columns a
+//! reader reads ([`TableColumn`]).
 //!
 //! The reader has already checked each column against the schema and converted its
 //! values to the field's type, so the encoding holds plain little-endian values:
 //!
 //! ```text
-//! u32 row group | per column, in the reader's column order:
-//!     u32 n (u32::MAX: null) | n values of the field's type, little-endian
-//!                            | (str, bytes: n bytes of the one value)
+//! u32 row group (0 for a WebDataset sample) | per column, in the reader's column order:
+//!     u32 n | n values of the field's type, little-endian
+//!           | (str, bytes: n bytes of the one value)
+//!     u32::MAX (NULL): a null, which takes the schema default
+//!     u32::MAX - 1 (ERROR) | u32 len | len bytes: why the reader could not make the value
 //! ```
 //!
 //! [`RowReader`] walks the columns in that order, each read once; every length is

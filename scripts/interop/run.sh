@@ -65,6 +65,9 @@ fi
 # crate. The values are the same in either profile (no fast-math); only speed differs,
 # and these datasets are small.
 export SLUICE_RUN_PROFILE="${SLUICE_RUN_PROFILE:-dev}"
+# With the cargo tests' feature too (tests/it/support.rs), so that the runtime compiled
+# there serves the runners of pipelines that read no Parquet as well.
+export SLUICE_RUN_FEATURES="${SLUICE_RUN_FEATURES-parquet}"
 if [[ -z "${SLUICE_TARGET_DIR:-}" ]]; then
     RUN_TARGET="${CARGO_TARGET_DIR:-target}"
     [[ "$RUN_TARGET" == /* ]] || RUN_TARGET="$ROOT/$RUN_TARGET"

@@ -18,12 +18,14 @@ pub fn root() -> PathBuf {
 
 /// Where `sluice` builds and keeps its runners: the cache in `cache`, the runners built
 /// with the dev profile in one target directory under `target/tmp` (for a command that
-/// starts `sluice` itself, as `mpirun` does).
-pub fn runner_env(cache: &Path) -> [(&'static str, OsString); 3] {
+/// starts `sluice` itself, as `mpirun` does), every one with the `parquet` feature, so
+/// that they share one build of the runtime whether or not they read Parquet.
+pub fn runner_env(cache: &Path) -> [(&'static str, OsString); 4] {
     [
         ("SLUICE_CACHE_DIR", cache.into()),
         ("SLUICE_TARGET_DIR", Path::new(env!("CARGO_TARGET_TMPDIR")).join("sluice-run-target").into()),
         ("SLUICE_RUN_PROFILE", "dev".into()),
+        ("SLUICE_RUN_FEATURES", "parquet".into()),
     ]
 }
 

@@ -10,9 +10,10 @@
 //!
 //! With `--show N` (`sluice show`) it prints the first `N` elements of one pass as JSON
 //! lines instead (`runner/show.rs`: the `Show` impls of `abi::show`), then stops pulling.
-//! With `--output DIR [--shards N] [--compression none|gzip]` it writes one pass as
-//! TFRecord shards of `tf.train.Example`s instead (`runner/export.rs`: the `ToExample`
-//! impls of `abi::export`).
+//! With `--output DIR [--format tfrecord|parquet|webdataset] [--shards N] [--compression C]
+//! [--row-group N]` it writes one pass as shards instead (`runner/export.rs`: TFRecord of
+//! `tf.train.Example`s, Parquet or WebDataset tars, from the `ToExample` impls of
+//! `abi::export`).
 //!
 //! Exit status: 0 on success, 1 when the pipeline fails on its data (the runtime's error
 //! names the file and record), 2 for a bad invocation or a bad parameter. Nothing here
@@ -30,8 +31,9 @@ use serde_json::{Value, json};
 use sluice_runtime::abi::Rows;
 use sluice_runtime::abi::export::ToExample;
 use sluice_runtime::abi::show::Show;
+use sluice_runtime::output::Format;
 use sluice_runtime::stage::{Ctx, Dataset, RuntimeOptions, StatsReport};
-use sluice_runtime::tfrecord::{Compression, ReaderStats};
+use sluice_runtime::tfrecord::ReaderStats;
 
 mod epochs;
 mod export;
@@ -63,8 +65,8 @@ pub struct RunArgs {
     /// With `--show`: print each element whole, not abbreviated for a terminal
     /// (`--full`; a `run` whose stdout is not a terminal sets it).
     pub full: bool,
-    /// Write one pass as TFRecord shards instead of running (`--output DIR`, `--shards N`,
-    /// `--compression none|gzip`).
+    /// Write one pass as shards instead of running (`--output DIR`, `--format F`,
+    /// `--shards N`, `--compression C`, `--row-group N`).
     pub export: Option<Export>,
     /// The backend that runs the pipeline, as the report names it: `compiled` (a generated
     /// runner), or `interpreted` (`sluice-engine`, in the `sluice` tool itself).
@@ -515,7 +517,7 @@ enum Command {
 fn usage(program: &str, names: &[&str]) -> String {
     format!(
         "usage: {program} [PIPELINE] [--set NAME=VALUE]... [--epochs N] [--overlap] [--json] [--no-progress] \
-         [--memory-budget-mb N] [--show N|all [--full]] [--output DIR [--shards N] [--compression none|gzip]]\npipelines: {}\n",
+         [--memory-budget-mb N] [--show N|all [--full]] [--output DIR [--format tfrecord|parquet|webdataset] [--shards N] [--compression C] [--row-group N]]\npipelines: {}\n",
         names.join(", ")
     )
 }
@@ -524,7 +526,7 @@ fn usage(program: &str, names: &[&str]) -> String {
 fn parse(argv: impl IntoIterator<Item = OsString>, names: &[&str]) -> Result<Command, String> {
     let mut args = RunArgs::default();
     let mut pipeline: Option<String> = None;
-    let (mut output, mut shards, mut compression) = (None, None, None);
+    let (mut output, mut shards, mut compression, mut format, mut row_group) = (None, None, None, None, None);
     let mut argv = argv.into_iter();
     while let Some(arg) = argv.next() {
         let arg =
@@ -588,12 +590,13 @@ fn parse(argv: impl IntoIterator<Item = OsString>, names: &[&str]) -> Result<Com
                     _ => return Err(format!("`--shards {v}`: expected a positive integer")),
                 });
             }
-            "--compression" => {
-                let v = value("`none` or `gzip`")?;
-                compression = Some(match v.as_str() {
-                    "none" => Compression::None,
-                    "gzip" => Compression::Gzip,
-                    _ => return Err(format!("`--compression {v}`: expected `none` or `gzip`")),
+            "--compression" => compression = Some(value("a compression")?),
+            "--format" => format = Some(value("`tfrecord`, `parquet` or `webdataset`")?),
+            "--row-group" => {
+                let v = value("a number of rows")?;
+                row_group = Some(match v.parse() {
+                    Ok(n) if n > 0 => n,
+                    _ => return Err(format!("`--row-group {v}`: expected a positive number of rows")),
                 });
             }
             "--json" | "--no-progress" | "--overlap" | "--full" if inline.is_some() => {
@@ -610,12 +613,15 @@ fn parse(argv: impl IntoIterator<Item = OsString>, names: &[&str]) -> Result<Com
     }
     match output {
         Some(dir) if args.show.is_none() => {
-            let (shards, compression) = (shards.unwrap_or(1), compression.unwrap_or(Compression::None));
-            args.export = Some(Export { dir, shards, compression });
+            let format =
+                Format::parse(format.as_deref().unwrap_or("tfrecord"), compression.as_deref(), row_group)?;
+            args.export = Some(Export { dir, shards: shards.unwrap_or(1), format });
         }
         Some(_) => return Err("`--show` and `--output` cannot be combined".into()),
-        None if shards.is_some() || compression.is_some() => {
-            return Err("`--shards` and `--compression` need `--output DIR`".into());
+        None if shards.is_some() || compression.is_some() || format.is_some() || row_group.is_some() => {
+            return Err(
+                "`--shards`, `--format`, `--compression` and `--row-group` need `--output DIR`".into()
+            );
         }
         None => {}
     }
@@ -634,7 +640,9 @@ fn parse(argv: impl IntoIterator<Item = OsString>, names: &[&str]) -> Result<Com
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sluice_runtime::output::ParquetCompression;
     use sluice_runtime::stage::range;
+    use sluice_runtime::tfrecord::Compression;
 
     fn parse_strs(args: &[&str], names: &[&str]) -> Result<Command, String> {
         parse(args.iter().map(OsString::from), names)
@@ -678,7 +686,17 @@ mod tests {
         assert_eq!(parse_strs(&[], &["only"]), Ok(Command::Run(0, RunArgs::default())));
         assert_eq!(parse_strs(&["--help"], &["a"]), Ok(Command::Help));
         let c = parse_strs(&["--output", "d", "--shards=3", "--compression", "gzip"], &["a"]);
-        let export = Export { dir: "d".into(), shards: 3, compression: Compression::Gzip };
+        let export = Export { dir: "d".into(), shards: 3, format: Format::TfRecord(Compression::Gzip) };
+        assert_eq!(c, Ok(Command::Run(0, RunArgs { export: Some(export), ..RunArgs::default() })));
+        let c = parse_strs(
+            &["--output", "d", "--format=parquet", "--compression", "zstd", "--row-group", "100"],
+            &["a"],
+        );
+        let format = Format::Parquet { compression: ParquetCompression::Zstd, row_group: 100 };
+        let export = Export { dir: "d".into(), shards: 1, format };
+        assert_eq!(c, Ok(Command::Run(0, RunArgs { export: Some(export), ..RunArgs::default() })));
+        let c = parse_strs(&["--output", "d", "--format", "webdataset", "--compression", "gzip"], &["a"]);
+        let export = Export { dir: "d".into(), shards: 1, format: Format::WebDataset { gzip: true } };
         assert_eq!(c, Ok(Command::Run(0, RunArgs { export: Some(export), ..RunArgs::default() })));
     }
 
@@ -700,10 +718,25 @@ mod tests {
             err(&["a", "--output", "d", "--shards", "0"]),
             "`--shards 0`: expected a positive integer"
         );
-        assert_eq!(err(&["a", "--shards", "2"]), "`--shards` and `--compression` need `--output DIR`");
+        assert_eq!(
+            err(&["a", "--shards", "2"]),
+            "`--shards`, `--format`, `--compression` and `--row-group` need `--output DIR`"
+        );
         assert_eq!(
             err(&["a", "--output=d", "--compression=zlib"]),
-            "`--compression zlib`: expected `none` or `gzip`"
+            "`--compression zlib` with `--format tfrecord`: expected `none` or `gzip`"
+        );
+        assert_eq!(
+            err(&["a", "--output=d", "--format=csv"]),
+            "`--format csv`: expected `tfrecord`, `parquet` or `webdataset`"
+        );
+        assert_eq!(
+            err(&["a", "--output=d", "--row-group=10"]),
+            "`--row-group` is for `--format parquet`, not `tfrecord`"
+        );
+        assert_eq!(
+            err(&["a", "--output=d", "--format=parquet", "--compression=brotli"]),
+            "`--compression brotli` with `--format parquet`: expected `none`, `snappy`, `zstd`, `gzip` or `lz4`"
         );
         assert_eq!(err(&["a", "--output=d", "--show=1"]), "`--show` and `--output` cannot be combined");
     }

@@ -396,15 +396,25 @@ impl Show for Item {
 }
 
 impl ToExample for Item {
+    fn fields(&self, f: &mut export::Features) -> Result<(), &'static str> {
+        match self {
+            Item::Record(r) => r.fields(f),
+            Item::Batch(_) | Item::Records(_) | Item::Items(_) => Err(export::BATCH),
+            Item::Row(r) => {
+                for (name, v) in r.names.iter().zip(&r.values) {
+                    v.export(f, name);
+                }
+                Ok(())
+            }
+        }
+    }
+
     fn to_example(&self, out: &mut Vec<u8>) -> Result<(), &'static str> {
         match self {
             Item::Record(r) => r.to_example(out),
-            Item::Batch(_) | Item::Records(_) | Item::Items(_) => Err(export::BATCH),
-            Item::Row(r) => {
+            _ => {
                 let mut f = export::Features::new();
-                for (name, v) in r.names.iter().zip(&r.values) {
-                    v.export(&mut f, name);
-                }
+                self.fields(&mut f)?;
                 export::finish(f, out);
                 Ok(())
             }

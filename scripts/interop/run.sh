@@ -14,6 +14,8 @@
 #                  equal to pyarrow's own reading (parquet_check.py).
 #   WebDataset   : shards written by webdataset.TarWriter read by `webdataset(files)`
 #                  equal to webdataset.WebDataset's samples (webdataset_check.py).
+#   Output       : `sluice run --output --format parquet|webdataset` read back by pyarrow
+#                  and webdataset.WebDataset equal to `sluice show` (output_check.py).
 #
 # Usage: scripts/interop/run.sh        (from any directory)
 # Environment:
@@ -89,6 +91,11 @@ show_log() {
 }
 
 # check LABEL CMD...: run CMD with its output in a log; count one pass or one failure.
+# A section's title, with the seconds the check has run so far (where CI's time goes).
+section() {
+    echo "== $* (at $((SECONDS - START)) s)"
+}
+
 check() {
     local label="$1"
     shift
@@ -130,7 +137,7 @@ tf_file_check() {
 count_lines() { cat "$@" 2>/dev/null | wc -l | tr -d ' '; }
 
 # ---------------------------------------------------------------- 1. sluice -> TF
-echo "== sluice writes, TensorFlow reads (tf.data + MessageToJson + tf.io parser; real schema)"
+section "sluice writes, TensorFlow reads (tf.data + MessageToJson + tf.io parser; real schema)"
 declare -A RECORDS=([tabular]=3000 [image]=300 [jpeg]=100)
 declare -A SHARDS=([tabular]=3 [image]=2 [jpeg]=2)
 declare -A EXT=([none]=".tfrecord" [gzip]=".tfrecord.gz" [zlib]=".tfrecord.zlib")
@@ -180,7 +187,7 @@ done
 
 # ---------------------------------------------------------------- 2. TF -> sluice
 MAKE_DATA="$ROOT/bench/make_data.py"
-echo "== TensorFlow writes (bench/make_data.py), sluice reads (sluice cat == MessageToJson of TF's read)"
+section "TensorFlow writes (bench/make_data.py), sluice reads (sluice cat == MessageToJson of TF's read)"
 if [[ ! -f "$MAKE_DATA" ]]; then
     fail "tf->sluice" "$MAKE_DATA not found (the TensorFlow data writer is part of the repository)"
 else
@@ -250,7 +257,7 @@ fi
 # Sluice's benchmark pipelines (`sluice bench pipeline`) compute what tf.data's peer
 # pipelines (bench/tfdata_bench.py's build()) compute: first batch, one shard.
 PEER="$ROOT/bench/tfdata_bench.py"
-echo "== sluice bench pipelines vs tf.data's peer pipelines (first batch, one shard)"
+section "sluice bench pipelines vs tf.data's peer pipelines (first batch, one shard)"
 if [[ ! -f "$PEER" ]]; then
     fail "pipelines" "$PEER not found (the tf.data peer benchmark is part of the repository)"
 else
@@ -272,7 +279,7 @@ fi
 # ---------------------------------------------------------------- 4. ported programs
 # tf.data programs and their `.pipe` ports (tests/pipes) yield the same elements,
 # compared through `sluice show -n all`.
-echo "== tf.data programs vs their .pipe ports (sluice show)"
+section "tf.data programs vs their .pipe ports (sluice show)"
 for program in range range_batch parse_tensor interleave_auto text_lines csv jpeg_folder ignore_errors zip concatenate enumerate take_while tokenize_pack bucket_by_length window sequence_example flat_map; do
     if check "show $program" "$PY" "$HERE/show_check.py" --sluice "$SLUICE" --root "$ROOT" \
         --work "$TMP/show-$program" --program "$program"; then
@@ -282,22 +289,29 @@ done
 
 # sluice run --output -> TF: the exported tf.train.Example shards read back with
 # tf.data.TFRecordDataset + tf.io.parse_single_example equal `sluice show -n all`.
-echo "== sluice run --output shards read by TensorFlow"
+section "sluice run --output shards read by TensorFlow"
 if check "export" "$PY" "$HERE/export_check.py" --sluice "$SLUICE" --work "$TMP/export"; then
     tail -n 1 "$TMP/log.$LOGN"
 fi
 
 # Parquet written by pyarrow (each compression and encoding), `datasets` and polars, read
 # by both backends equal to pyarrow's own reading.
-echo "== Parquet from pyarrow, datasets and polars (parquet(files))"
+section "Parquet from pyarrow, datasets and polars (parquet(files))"
 if check "parquet" "$PY" "$HERE/parquet_check.py" --sluice "$SLUICE" --work "$TMP/parquet"; then
     tail -n 1 "$TMP/log.$LOGN"
 fi
 
 # WebDataset shards written by the webdataset package's TarWriter, read by both backends
 # equal to webdataset.WebDataset's samples.
-echo "== WebDataset shards from webdataset.TarWriter (webdataset(files))"
+section "WebDataset shards from webdataset.TarWriter (webdataset(files))"
 if check "webdataset" "$PY" "$HERE/webdataset_check.py" --sluice "$SLUICE" --work "$TMP/webdataset"; then
+    tail -n 1 "$TMP/log.$LOGN"
+fi
+
+# sluice run --output --format parquet|webdataset, read back by pyarrow and by
+# webdataset.WebDataset equal to `sluice show -n all`.
+section "sluice run --output --format parquet|webdataset read by pyarrow and webdataset"
+if check "output" "$PY" "$HERE/output_check.py" --sluice "$SLUICE" --work "$TMP/output"; then
     tail -n 1 "$TMP/log.$LOGN"
 fi
 

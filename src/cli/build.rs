@@ -32,7 +32,7 @@ pub fn run(args: BuildArgs) -> Result<ExitCode, Failure> {
             sluice_compiler::compile(&source).pipelines.first().map(|p| p.name().to_string())
         }
     };
-    match runner(&args.file, pipeline.as_deref(), true, Build::Yes { progress: true })? {
+    match runner(&args.file, pipeline.as_deref(), true, Build::Yes { progress: true }, &[])? {
         Ok(bin) => {
             outln!("{}", bin.expect("built").display());
             Ok(ExitCode::SUCCESS)

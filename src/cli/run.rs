@@ -1,5 +1,6 @@
 //! `sluice run FILE.pipe [PIPELINE] [--set NAME=VALUE]... [--epochs N] [--overlap] [--json]
-//! [--output DIR [--shards N] [--compression none|gzip]] [--engine auto|compiled|interpreted]`:
+//! [--output DIR [--format tfrecord|parquet|webdataset] [--shards N] [--compression C]
+//! [--row-group ROWS]] [--engine auto|compiled|interpreted]`:
 //! runs a pipeline, reporting as `sluice::__private::runner` does. `--engine compiled`
 //! compiles the file to Rust and builds it into a runner binary (below); `interpreted`
 //! runs the plan in this process with `sluice-engine` (`interpret.rs`); `auto`, the
@@ -68,17 +69,27 @@ pub struct RunArgs {
     /// ones and AUTOTUNE's together (default: the cores available).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     threads: Option<u64>,
-    /// Write the pipeline's elements (records, not batches) as `tf.train.Example` TFRecord
-    /// shards `DIR/PIPELINE-0000k-of-0000n.tfrecord` (with `.idx` sidecars) instead of
-    /// running it: one feature per field, tensors flattened with `FIELD.shape`.
+    /// Write the pipeline's elements (records, not batches) as shards
+    /// `DIR/PIPELINE-0000k-of-0000n.EXT` instead of running it, in `--format`.
     #[arg(long, value_name = "DIR")]
     output: Option<PathBuf>,
+    /// With `--output`: `tfrecord` (`tf.train.Example`s: one feature per field, tensors
+    /// flattened with `FIELD.shape`; `.idx` sidecars), `parquet` (a column per field,
+    /// tensors as fixed-size lists) or `webdataset` (tar shards, a member `KEY.FIELD` per
+    /// field, lists and tensors as `.npy`).
+    #[arg(long, value_name = "FORMAT", default_value = "tfrecord")]
+    format: String,
     /// With `--output`: how many shards; records are dealt to them round-robin.
     #[arg(long, value_name = "N")]
     shards: Option<u32>,
-    /// With `--output`: `none` or `gzip` (`.tfrecord.gz`, no index).
-    #[arg(long, value_name = "none|gzip")]
+    /// With `--output`: tfrecord and webdataset `none` or `gzip` (`.tfrecord.gz` without
+    /// an index, `.tar.gz`); parquet `snappy` (the default), `zstd`, `gzip`, `lz4` or `none`.
+    #[arg(long, value_name = "C")]
     compression: Option<String>,
+    /// With `--output --format parquet`: the most rows in a row group (default 65536; a
+    /// row group also ends at about 64 MiB).
+    #[arg(long, value_name = "ROWS")]
+    row_group: Option<u64>,
     /// Say where the runner is and whether it was built or reused.
     #[arg(long)]
     verbose: bool,
@@ -99,7 +110,10 @@ pub(super) fn name_value(s: &str) -> Result<String, String> {
 }
 
 pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
-    let bin = match backend(&args.file, args.pipeline.as_deref(), args.engine, args.verbose)? {
+    // Parquet output needs the runner's `parquet` feature whatever the pipeline reads.
+    let features: &[&str] =
+        if args.output.is_some() && args.format == "parquet" { &["parquet"] } else { &[] };
+    let bin = match backend(&args.file, args.pipeline.as_deref(), args.engine, args.verbose, features)? {
         Backend::Runner(bin) => bin,
         Backend::Exit(code) => return Ok(code),
         Backend::Engine => {
@@ -142,6 +156,7 @@ pub(super) fn backend(
     pipeline: Option<&str>,
     engine: super::interpret::Engine,
     verbose: bool,
+    features: &[&str],
 ) -> Result<Backend, Failure> {
     use super::interpret::Engine;
     let build = match engine {
@@ -149,7 +164,7 @@ pub(super) fn backend(
         Engine::Compiled => Build::Yes { progress: false },
         Engine::Auto => Build::No,
     };
-    match runner(file, pipeline, verbose, build)? {
+    match runner(file, pipeline, verbose, build, features)? {
         Err(code) => return Ok(Backend::Exit(code)),
         Ok(Some(bin)) => return Ok(Backend::Runner(bin)),
         Ok(None) => {}
@@ -167,7 +182,7 @@ pub(super) fn backend(
         }
         Some(why) => {
             sayln!("sluice: {why}; building the runner instead (`sluice build` does it ahead of time)");
-            match runner(file, pipeline, verbose, Build::Yes { progress: false })? {
+            match runner(file, pipeline, verbose, Build::Yes { progress: false }, features)? {
                 Ok(bin) => Ok(Backend::Runner(bin.expect("built"))),
                 Err(code) => Ok(Backend::Exit(code)),
             }
@@ -178,12 +193,14 @@ pub(super) fn backend(
 /// The runner binary of `file` (built, or the cached one; `Ok(None)` when it is not
 /// cached and `build` is [`Build::No`]), after checking that `pipeline` is one of its
 /// pipelines (or that it has one when `None`); `Err(exit status)` when the file has
-/// errors, which are printed. `sluice run`, `show` and `build` share it.
+/// errors, which are printed. The runner has the `sluice` `features` besides those the
+/// plan needs. `sluice run`, `show` and `build` share it.
 pub(super) fn runner(
     file: &Path,
     pipeline: Option<&str>,
     verbose: bool,
     build: Build,
+    features: &[&str],
 ) -> Result<Result<Option<PathBuf>, ExitCode>, Failure> {
     let source = super::check::read_source(file)?;
     let compilation = sluice_compiler::compile(&source);
@@ -217,7 +234,12 @@ pub(super) fn runner(
         }
         _ => {}
     }
-    let cache = Cache::from_env()?;
+    let mut cache = Cache::from_env()?;
+    for f in features {
+        if !cache.features.iter().any(|g| g == f) {
+            cache.features.push(f.to_string());
+        }
+    }
     let runner = Runner::new(&cache, &generated.to_pretty_string(), names, file);
     let bin = match (runner.cached(), build) {
         (Some(bin), _) => {
@@ -292,6 +314,12 @@ fn passthrough(args: &RunArgs) -> Vec<OsString> {
     }
     if let Some(c) = &args.compression {
         out.extend(["--compression".into(), c.into()]);
+    }
+    if args.output.is_some() || args.format != "tfrecord" {
+        out.extend(["--format".into(), args.format.clone().into()]);
+    }
+    if let Some(n) = args.row_group {
+        out.extend(["--row-group".into(), n.to_string().into()]);
     }
     out
 }

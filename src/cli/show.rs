@@ -56,7 +56,7 @@ fn count(s: &str) -> Result<u64, String> {
 
 pub fn run(args: ShowArgs) -> Result<ExitCode, Failure> {
     let argv = runner_args(&args);
-    let bin = match backend(&args.file, args.pipeline.as_deref(), args.engine, false)? {
+    let bin = match backend(&args.file, args.pipeline.as_deref(), args.engine, false, &[])? {
         Backend::Runner(bin) => bin,
         Backend::Exit(code) => return Ok(code),
         Backend::Engine => return super::interpret::run(&args.file, args.pipeline.as_deref(), argv),

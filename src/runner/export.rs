@@ -1,13 +1,13 @@
-//! The runner's `--output DIR` (`sluice run FILE.pipe --output DIR`): one pass of the
-//! pipeline written as TFRecord shards of its elements, each element one record (its
-//! `abi::export::ToExample` impl: a `tf.train.Example` of its fields, or a serialized
-//! record's bytes as they are), dealt to the shards round-robin so their sizes differ by
-//! at most one.
+//! The runner's `--output DIR` (`sluice run FILE.pipe --output DIR [--format F]`): one
+//! pass of the pipeline written as shards of its elements, each element one record
+//! (`sluice_runtime::output`: a `tf.train.Example`, a Parquet row or a WebDataset sample,
+//! from the element's `abi::export::ToExample` impl), dealt to the shards round-robin so
+//! their sizes differ by at most one.
 //!
-//! Shard `k` of `n` is `DIR/NAME-0000k-of-0000n.tfrecord` (`.tfrecord.gz` with gzip),
-//! written as `….partial` and renamed when complete (`tfrecord::ShardWriter`): a failed
-//! or interrupted export leaves no file that looks whole. Uncompressed shards get their
-//! `.idx` sidecar (`sluice index`), written with the shard
+//! Shard `k` of `n` is `DIR/NAME-0000k-of-0000n.EXT` (`.tfrecord`, `.tfrecord.gz`,
+//! `.parquet`, `.tar`, `.tar.gz`), written as `….partial` and renamed when complete: a
+//! failed or interrupted export leaves no file that looks whole. Uncompressed TFRecord
+//! shards get their `.idx` sidecar (`sluice index`), written with the shard
 //! (`ShardWriter::finish_indexed`): a shard and its index are replaced together or not
 //! at all, so an export that fails (a full disk) never leaves an old index beside a new
 //! shard. Shards are finished one after the other: a failed export may leave the first
@@ -21,9 +21,9 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use serde_json::json;
-use sluice_runtime::abi::export::ToExample;
+use sluice_runtime::abi::export::{self, ToExample};
+use sluice_runtime::output::{self, Format, OutputShard, WriteError};
 use sluice_runtime::stage::{Ctx, Dataset};
-use sluice_runtime::tfrecord::{self, Compression, ShardWriter};
 
 use super::{FAILED, RunArgs, USAGE};
 
@@ -34,30 +34,16 @@ pub struct Export {
     pub dir: PathBuf,
     /// How many shards (at least 1).
     pub shards: u32,
-    /// `None` or `Gzip`.
-    pub compression: Compression,
+    /// The format (`--format`, `--compression`, `--row-group`).
+    pub format: Format,
 }
 
 impl Export {
     /// Shard `k`'s path for pipeline `name`.
     pub fn shard_path(&self, name: &str, k: u32) -> PathBuf {
         let n = self.shards;
-        let file = format!("{name}-{k:05}-of-{n:05}.tfrecord{}", self.compression.extension());
+        let file = format!("{name}-{k:05}-of-{n:05}{}", self.format.extension());
         sluice_runtime::storage::join(&self.dir, &file)
-    }
-}
-
-/// Why an export stopped.
-enum Stop {
-    /// The elements are no records (a batch): a usage error.
-    NotRecords(&'static str),
-    /// A data or write error.
-    Failed(sluice_runtime::Error),
-}
-
-impl From<sluice_runtime::Error> for Stop {
-    fn from(e: sluice_runtime::Error) -> Self {
-        Stop::Failed(e)
     }
 }
 
@@ -79,7 +65,17 @@ where
     let written = write_shards(params, build, args, to, name);
     let counts = match written {
         Ok(c) => c,
-        Err(Stop::NotRecords(what)) => {
+        Err(WriteError::NotRecord(what)) if what == export::SERIALIZED => {
+            let _ = writeln!(
+                err,
+                "error: pipeline `{name}` yields serialized records: `--format {}` writes typed fields; \
+                 parse the records first (`map {{ parse_example(); }}`), or write them as they are with \
+                 `--format tfrecord`",
+                to.format.name()
+            );
+            return USAGE;
+        }
+        Err(WriteError::NotRecord(what)) => {
             let _ = writeln!(
                 err,
                 "error: pipeline `{name}` yields {what}, not records: `--output` writes one record per element; \
@@ -87,7 +83,7 @@ where
             );
             return USAGE;
         }
-        Err(Stop::Failed(e)) => {
+        Err(WriteError::Failed(e)) => {
             let _ = writeln!(err, "error: pipeline `{name}`: {e}");
             return FAILED;
         }
@@ -102,6 +98,7 @@ where
         json!({
             "pipeline": name, "records": records, "shards": to.shards, "bytes": bytes,
             "records_per_shard": per_shard, "files": files, "engine": args.engine,
+            "format": to.format.name(),
         })
         .to_string()
     } else {
@@ -111,8 +108,9 @@ where
             format!("{}-{} records each", min.unwrap_or(0), max.unwrap_or(0))
         };
         format!(
-            "{name}: wrote {records} records in {} shards ({spread}, {bytes} bytes) to {}, engine {}",
+            "{name}: wrote {records} records in {} {} shards ({spread}, {bytes} bytes) to {}, engine {}",
             to.shards,
+            to.format.name(),
             to.dir.display(),
             args.engine
         )
@@ -134,7 +132,7 @@ fn write_shards<P, D>(
     args: &RunArgs,
     to: &Export,
     name: &str,
-) -> Result<Vec<(u64, u64)>, Stop>
+) -> Result<Vec<(u64, u64)>, WriteError>
 where
     D: Dataset,
     D::Item: ToExample,
@@ -145,26 +143,18 @@ where
     if !sluice_runtime::storage::is_url(&to.dir) {
         std::fs::create_dir_all(&to.dir).map_err(|e| sluice_runtime::Error::io(&to.dir, e))?;
     }
-    let mut shards: Vec<ShardWriter> = (0..to.shards)
-        .map(|k| tfrecord::create_shard(to.shard_path(name, k), to.compression))
+    let mut shards: Vec<OutputShard> = (0..to.shards)
+        .map(|k| output::create(&to.shard_path(name, k), to.format))
         .collect::<sluice_runtime::Result<_>>()?;
     let ctx = Ctx::new(&args.options());
-    let mut record = Vec::new();
     for (i, item) in ds.stream_in(&ctx)?.enumerate() {
-        record.clear();
-        item?.to_example(&mut record).map_err(Stop::NotRecords)?;
         let n = shards.len();
-        shards[i % n].write_record(&record)?;
+        shards[i % n].write(&item?, i as u64)?;
     }
     let mut counts = Vec::with_capacity(shards.len());
     for shard in shards {
         let (records, path) = (shard.records(), shard.path().to_path_buf());
-        // An uncompressed shard is replaced together with its index, or neither is.
-        if to.compression == Compression::None {
-            shard.finish_indexed()?;
-        } else {
-            shard.finish()?;
-        }
+        shard.finish()?;
         let bytes = sluice_runtime::storage::size(&path).map_err(|e| sluice_runtime::Error::io(&path, e))?;
         counts.push((records, bytes));
     }
@@ -174,6 +164,7 @@ where
 #[cfg(test)]
 mod tests {
     use sluice_runtime::stage::range;
+    use sluice_runtime::tfrecord::{self, Compression};
 
     use super::*;
 
@@ -183,7 +174,7 @@ mod tests {
                 if fail && i == 5 { Err(format!("record {i} is bad")) } else { Ok(i.to_le_bytes().to_vec()) }
             }))
         };
-        let to = Export { dir: dir.to_path_buf(), shards: 3, compression: Compression::None };
+        let to = Export { dir: dir.to_path_buf(), shards: 3, format: Format::TfRecord(Compression::None) };
         let (mut out, mut err) = (Vec::new(), Vec::new());
         let args = RunArgs::default();
         let code = if batched {
@@ -208,7 +199,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (code, out, err) = export_test(dir.path(), 10, false, false);
         assert_eq!((code, err.as_str()), (0, ""));
-        assert!(out.starts_with("t: wrote 10 records in 3 shards (3-4 records each, "), "{out}");
+        assert!(out.starts_with("t: wrote 10 records in 3 tfrecord shards (3-4 records each, "), "{out}");
         let names = files(dir.path());
         assert_eq!(
             names,

@@ -162,8 +162,9 @@ fn bad_parameter_values_are_refused_alike() {
     }
 }
 
-/// `sluice run --output`: both backends export the same files, byte for byte (shards and
-/// their indexes), and report the engine that ran.
+/// `sluice run --output`: both backends export the same files, byte for byte (TFRecord
+/// shards and their indexes, Parquet files, WebDataset tars), and report the engine that
+/// ran.
 #[test]
 fn both_backends_export_the_same_files() {
     let dir = tempfile::tempdir().unwrap();
@@ -180,45 +181,57 @@ fn both_backends_export_the_same_files() {
         "pipeline scaled(files: glob) {\n\
              schema { x: f32[16], label: i64, id: i64 }\n\
              tfrecords(files);\n\
-             map { parse_example(); x = x * 2.0 + 1.0; big = label > 3; }\n\
+             map { parse_example(); x = x * 2.0 + 1.0; big = label > 3; m = reshape(x, [4, 4]); }\n\
              filter(id % 7 != 0);\n\
-             select(id, x, big);\n\
+             select(id, x, big, m);\n\
          }\n",
     )
     .unwrap();
     let files = format!("files={}/*.tfrecord", data.display());
-    let mut exported = Vec::new();
-    for engine in ["compiled", "interpreted"] {
-        let out = dir.path().join(engine);
-        let o = sluice(
-            dir.path(),
-            &[
-                "run",
-                file.to_str().unwrap(),
-                "--set",
-                &files,
-                "--output",
-                out.to_str().unwrap(),
-                "--shards",
-                "2",
-                "--json",
-                "--no-progress",
-                "--engine",
-                engine,
-            ],
-            &[],
+    let formats: [&[&str]; 3] = [
+        &["--format", "tfrecord"],
+        &["--format", "parquet", "--compression", "zstd", "--row-group", "7"],
+        &["--format", "webdataset", "--compression", "gzip"],
+    ];
+    for format in formats {
+        let mut exported = Vec::new();
+        for engine in ["compiled", "interpreted"] {
+            let out = dir.path().join(format!("{engine}-{}", format[1]));
+            let args = [
+                &[
+                    "run",
+                    file.to_str().unwrap(),
+                    "--set",
+                    &files,
+                    "--output",
+                    out.to_str().unwrap(),
+                    "--shards",
+                    "2",
+                    "--json",
+                    "--no-progress",
+                    "--engine",
+                    engine,
+                ][..],
+                format,
+            ]
+            .concat();
+            let o = sluice(dir.path(), &args, &[]);
+            assert_eq!(engine_of(&o), engine, "{format:?}");
+            let mut names: Vec<_> =
+                std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name()).collect();
+            names.sort();
+            let bytes: Vec<(String, Vec<u8>)> = names
+                .iter()
+                .map(|n| (n.to_string_lossy().into_owned(), std::fs::read(out.join(n)).unwrap()))
+                .collect();
+            assert!(bytes.len() >= 2, "{engine} {format:?}: {names:?}");
+            exported.push(bytes);
+        }
+        assert!(
+            exported[0] == exported[1],
+            "{format:?}: the engine's export differs from the compiled runner's"
         );
-        assert_eq!(engine_of(&o), engine);
-        let mut names: Vec<_> = std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name()).collect();
-        names.sort();
-        let bytes: Vec<(String, Vec<u8>)> = names
-            .iter()
-            .map(|n| (n.to_string_lossy().into_owned(), std::fs::read(out.join(n)).unwrap()))
-            .collect();
-        assert!(bytes.len() >= 2, "{engine}: {names:?}");
-        exported.push(bytes);
     }
-    assert!(exported[0] == exported[1], "the engine's export differs from the compiled runner's");
 }
 
 /// `cache(file)` of rows (scalars and a tensor) and of serialized records.

@@ -10,7 +10,8 @@ use serde_json::Value;
 use crate::support::{pipes_and_tabular, sluice_in, stderr, stdout};
 
 /// `rec` yields records with a tensor field, `train` batches, `bad` fails on every
-/// record (the files hold 16 floats, not 15).
+/// record (the files hold 16 floats, not 15), `flat` scalars, `raw` serialized records;
+/// `rec_back` and `flat_back` read the Parquet and WebDataset exports of `rec` and `flat`.
 const PIPES: &str = r#"
 pipeline rec(files: glob) {
     schema { x: f32[4, 4], label: i64, id: i64 }
@@ -29,6 +30,28 @@ pipeline bad(files: glob) {
     schema { x: f32[15], label: i64 }
     tfrecords(files);
     map { parse_example(); }
+}
+
+pipeline flat(files: glob) {
+    schema { x: f32[16], label: i64, id: i64 }
+    tfrecords(files);
+    map { parse_example(); score = cast(label, f64) / 3.0; big = label > 4; }
+    select(id, label, score, big);
+}
+
+pipeline raw(files: glob) {
+    tfrecords(files);
+}
+
+pipeline rec_back(files: glob) {
+    schema { x: f32[4, 4], label: i64, id: i64 }
+    parquet(files);
+}
+
+pipeline flat_back(files: glob) {
+    schema { __key__: str, id: i64, label: i64, score: f64, big: bool }
+    webdataset(files);
+    select(id, label, score, big);
 }
 "#;
 
@@ -83,7 +106,7 @@ fn export_deals_every_record_once_to_indexed_shards_readable_back() {
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(
-        stdout(&o).starts_with("rec: wrote 31 records in 3 shards (10-11 records each, "),
+        stdout(&o).starts_with("rec: wrote 31 records in 3 tfrecord shards (10-11 records each, "),
         "{}",
         stdout(&o)
     );
@@ -171,4 +194,93 @@ fn export_refuses_batches_zero_shards_and_leaves_nothing_of_a_failed_pipeline() 
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).starts_with("error: pipeline `bad`: "), "{}", stderr(&o));
     assert!(names(&out).is_empty(), "no shard, complete or partial: {:?}", names(&out));
+}
+
+/// `sluice show -n all` of `pipeline`, its lines sorted (the order of the shards read back
+/// is not the order written).
+fn shown_sorted(dir: &Path, file: &str, pipeline: &str, files: &str) -> Vec<String> {
+    let o = sluice_in(dir, &["show", file, pipeline, "--set", files, "-n", "all"]);
+    assert_eq!(o.status.code(), Some(0), "{pipeline}: {}", stderr(&o));
+    let mut lines: Vec<String> = stdout(&o).lines().map(String::from).collect();
+    lines.sort();
+    lines
+}
+
+/// `--format parquet` and `--format webdataset`: the shards read back by `parquet(files)`
+/// and `webdataset(files)` show exactly the pipeline's own elements (tensors as
+/// fixed-size lists, `f64` and `bool` unchanged), in row groups of the size asked.
+#[test]
+fn parquet_and_webdataset_exports_read_back_as_the_pipelines_elements() {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, files) = setup(dir.path());
+    let file = file.to_str().unwrap();
+    let run = |pipeline: &str, out: &Path, extra: &[&str]| {
+        let args = [&["run", file, pipeline, "--set", &files, "--output", out.to_str().unwrap()][..], extra];
+        let o = sluice_in(dir.path(), &args.concat());
+        assert_eq!(o.status.code(), Some(0), "{pipeline}: {}", stderr(&o));
+        stdout(&o)
+    };
+
+    let pq = dir.path().join("pq");
+    let said = run(
+        "rec",
+        &pq,
+        &["--format", "parquet", "--shards", "2", "--row-group", "4", "--compression", "zstd"],
+    );
+    assert!(said.starts_with("rec: wrote 31 records in 2 parquet shards (15-16 records each, "), "{said}");
+    assert_eq!(names(&pq), ["rec-00000-of-00002.parquet", "rec-00001-of-00002.parquet"]);
+    let back = format!("files={}/*.parquet", pq.display());
+    assert_eq!(
+        shown_sorted(dir.path(), file, "rec_back", &back),
+        shown_sorted(dir.path(), file, "rec", &files)
+    );
+    let bytes = std::fs::read(pq.join("rec-00000-of-00002.parquet")).unwrap();
+    assert_eq!(&bytes[..4], b"PAR1");
+    assert_eq!(&bytes[bytes.len() - 4..], b"PAR1");
+
+    let wds = dir.path().join("wds");
+    let said = run("flat", &wds, &["--format", "webdataset", "--compression", "gzip", "--json"]);
+    let v: Value = serde_json::from_str(&said).expect("one JSON object");
+    assert_eq!((v["records"].as_u64(), v["format"].as_str()), (Some(31), Some("webdataset")));
+    assert_eq!(names(&wds), ["flat-00000-of-00001.tar.gz"]);
+    let back = format!("files={}/*.tar.gz", wds.display());
+    let flat = shown_sorted(dir.path(), file, "flat", &files);
+    assert_eq!(shown_sorted(dir.path(), file, "flat_back", &back), flat);
+    assert!(flat.iter().any(|l| l.contains("\"big\":{\"dtype\":\"bool\"")), "{flat:?}");
+}
+
+/// Serialized records have no typed fields to make columns or members of: exit 2 saying
+/// to parse them (or to keep TFRecord), and no file is left.
+#[test]
+fn parquet_and_webdataset_exports_refuse_serialized_records_and_batches() {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, files) = setup(dir.path());
+    let (file, out) = (file.to_str().unwrap(), dir.path().join("out"));
+    for format in ["parquet", "webdataset"] {
+        for (pipeline, says) in [
+            (
+                "raw",
+                format!(
+                    "pipeline `raw` yields serialized records: `--format {format}` writes typed fields; parse the records first"
+                ),
+            ),
+            ("train", "pipeline `train` yields a batch, not records".to_string()),
+        ] {
+            let args = [
+                "run",
+                file,
+                pipeline,
+                "--set",
+                &files,
+                "--output",
+                out.to_str().unwrap(),
+                "--format",
+                format,
+            ];
+            let o = sluice_in(dir.path(), &args);
+            assert_eq!(o.status.code(), Some(2), "{format} {pipeline}: {}", stderr(&o));
+            assert!(stderr(&o).contains(&says), "{format} {pipeline}: {}", stderr(&o));
+            assert!(names(&out).is_empty(), "{format} {pipeline}: {:?}", names(&out));
+        }
+    }
 }

@@ -147,11 +147,11 @@ pub fn record_items(k: usize, fields: &[FieldType], batched: bool, cached: bool)
         .zip(&names)
         .zip(&strs)
         .map(|((t, n), s)| match repr(t).unwrap_or(Repr::Bytes) {
-            Repr::Scalar => quote!(__sl::abi::export::scalar(&mut f, #s, &self.#n)),
-            Repr::List => quote!(__sl::abi::export::list(&mut f, #s, &self.#n)),
-            Repr::Tensor => quote!(__sl::abi::export::tensor(&mut f, #s, &self.#n)),
-            Repr::Bytes => quote!(__sl::abi::export::bytes(&mut f, #s, &self.#n)),
-            Repr::Str => quote!(__sl::abi::export::text(&mut f, #s, &self.#n)),
+            Repr::Scalar => quote!(__sl::abi::export::scalar(f, #s, &self.#n)),
+            Repr::List => quote!(__sl::abi::export::list(f, #s, &self.#n)),
+            Repr::Tensor => quote!(__sl::abi::export::tensor(f, #s, &self.#n)),
+            Repr::Bytes => quote!(__sl::abi::export::bytes(f, #s, &self.#n)),
+            Repr::Str => quote!(__sl::abi::export::text(f, #s, &self.#n)),
         })
         .collect();
     let doc = format!(
@@ -193,10 +193,8 @@ pub fn record_items(k: usize, fields: &[FieldType], batched: bool, cached: bool)
         }
 
         impl __sl::abi::export::ToExample for #rec {
-            fn to_example(&self, out: &mut ::std::vec::Vec<u8>) -> ::std::result::Result<(), &'static str> {
-                let mut f = __sl::abi::export::Features::new();
+            fn fields(&self, f: &mut __sl::abi::export::Features) -> ::std::result::Result<(), &'static str> {
                 #( #export_fields; )*
-                __sl::abi::export::finish(f, out);
                 ::std::result::Result::Ok(())
             }
         }
@@ -333,7 +331,7 @@ pub fn record_items(k: usize, fields: &[FieldType], batched: bool, cached: bool)
         }
 
         impl __sl::abi::export::ToExample for #batch {
-            fn to_example(&self, _: &mut ::std::vec::Vec<u8>) -> ::std::result::Result<(), &'static str> {
+            fn fields(&self, _: &mut __sl::abi::export::Features) -> ::std::result::Result<(), &'static str> {
                 ::std::result::Result::Err(__sl::abi::export::BATCH)
             }
         }

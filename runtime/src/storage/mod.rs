@@ -38,7 +38,7 @@ use std::path::{Path, PathBuf};
 
 pub use reader::{ObjectReader, ReadOptions};
 pub use store::Object;
-pub use writer::{ObjectWriter, Sink};
+pub use writer::{ObjectWriter, PartialFile, Sink};
 
 /// The URL schemes read through `object_store`.
 pub const SCHEMES: [&str; 8] = ["s3", "s3a", "gs", "az", "abfs", "abfss", "http", "https"];

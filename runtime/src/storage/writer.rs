@@ -7,7 +7,7 @@
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use object_store::{ObjectStoreExt, WriteMultipart};
 
@@ -121,6 +121,80 @@ impl Write for Sink {
         match self {
             Sink::File(f) => f.flush(),
             Sink::Object(o) => o.flush(),
+        }
+    }
+}
+
+/// A file written under a temporary name, `NAME.partial`, and renamed to its own when
+/// [`finish`](PartialFile::finish)ed, so that a failed or interrupted write (a full disk)
+/// never leaves a file that looks whole; dropped unfinished, it removes the partial
+/// file. An object's URL is written as a multipart upload under its own name instead,
+/// which appears whole when completed and is aborted when dropped. `sluice run --output
+/// --format parquet|webdataset` writes its shards with it (TFRecord shards, with their
+/// index, through `tfrecord::ShardWriter`).
+#[derive(Debug)]
+pub struct PartialFile {
+    sink: Option<Sink>,
+    partial: PathBuf,
+    path: PathBuf,
+}
+
+impl PartialFile {
+    /// Creates `PATH.partial` (or starts the upload of the object `PATH`).
+    pub fn create(path: &Path) -> io::Result<PartialFile> {
+        let partial = if super::is_url(path) {
+            path.to_path_buf()
+        } else {
+            let mut partial = path.as_os_str().to_owned();
+            partial.push(".partial");
+            PathBuf::from(partial)
+        };
+        let sink = Sink::create(&partial)?;
+        Ok(PartialFile { sink: Some(sink), partial, path: path.to_path_buf() })
+    }
+
+    /// The file's own name.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Completes the file (synced) and renames it into place, replacing a file of that
+    /// name; an object's upload completes.
+    pub fn finish(mut self) -> io::Result<()> {
+        let Some(sink) = self.sink.take() else { return Ok(()) };
+        let remote = super::is_url(&self.path);
+        let done = sink.finish().and_then(|()| {
+            if remote {
+                Ok(())
+            } else {
+                std::fs::rename(super::local_path(&self.partial), super::local_path(&self.path))
+            }
+        });
+        if done.is_err() && !remote {
+            let _ = std::fs::remove_file(super::local_path(&self.partial));
+        }
+        done
+    }
+}
+
+impl Write for PartialFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match &mut self.sink {
+            Some(s) => s.write(buf),
+            None => Err(io::Error::other("write after finish")),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.sink.as_mut().map_or(Ok(()), Sink::flush)
+    }
+}
+
+impl Drop for PartialFile {
+    fn drop(&mut self) {
+        // An object's upload aborts as its writer drops; a file's partial copy goes.
+        if self.sink.take().is_some() && !super::is_url(&self.path) {
+            let _ = std::fs::remove_file(super::local_path(&self.partial));
         }
     }
 }

@@ -1,0 +1,249 @@
+//! `--format webdataset`: each element one sample of a tar shard, as the `webdataset`
+//! package's `TarWriter` writes one: a member `KEY.FIELD` per field, in the element's
+//! order, so that `webdataset.WebDataset` (and `webdataset(files)`) group them back.
+//!
+//! - The key is the element's `__key__` field (a `str`; a `webdataset(files)` source
+//!   passes it on), else its number in the pass, zero-padded to 9 digits (`000000042`).
+//!   A key holding a `.` in its last path segment would split the sample: an error.
+//! - `bytes` are the member's bytes as they are; `str` its UTF-8; a number its decimal
+//!   text (`cls` holding `3`, as `TarWriter` writes an integer; `bool` as `1`/`0`;
+//!   floats in the shortest form that reads back as the same value).
+//! - A list or tensor is a NumPy `.npy` file (`KEY.FIELD.npy`: `webdataset` decodes it
+//!   into an array of the dtype and shape), little-endian.
+//!
+//! Members are regular files of mode 0644, owner 0, time 0: the same elements give the
+//! same bytes. A gzip'ed shard is one gzip stream over the tar.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use flate2::write::GzEncoder;
+
+use crate::abi::export::{Features, FieldValue, Nums, Shape};
+use crate::error::{Error, Result};
+use crate::storage::PartialFile;
+
+/// One tar shard being written.
+pub struct TarShard {
+    tar: Option<tar::Builder<Out>>,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for TarShard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TarShard").field("path", &self.path).finish_non_exhaustive()
+    }
+}
+
+/// Where the tar goes: the file, or a gzip stream into it.
+enum Out {
+    Plain(Box<PartialFile>),
+    Gzip(Box<GzEncoder<PartialFile>>),
+}
+
+impl Write for Out {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Out::Plain(f) => f.write(buf),
+            Out::Gzip(g) => g.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Out::Plain(f) => f.flush(),
+            Out::Gzip(g) => g.flush(),
+        }
+    }
+}
+
+impl TarShard {
+    /// Starts the shard `path` (`PATH.partial` until finished).
+    pub fn create(path: &Path, gzip: bool) -> Result<TarShard> {
+        let file = PartialFile::create(path).map_err(|e| Error::io(path, e))?;
+        let out = if gzip {
+            Out::Gzip(Box::new(GzEncoder::new(file, flate2::Compression::default())))
+        } else {
+            Out::Plain(Box::new(file))
+        };
+        let mut tar = tar::Builder::new(out);
+        tar.mode(tar::HeaderMode::Deterministic);
+        Ok(TarShard { tar: Some(tar), path: path.to_path_buf() })
+    }
+
+    /// Writes the sample of element `index`'s `fields`.
+    pub fn write(&mut self, fields: Features, index: u64) -> Result<()> {
+        let Some(tar) = &mut self.tar else { return Ok(()) };
+        let fail = |message: String| Error::Table { path: self.path.clone(), message };
+        let key = match fields.fields.iter().find(|(n, _)| n == "__key__") {
+            Some((_, FieldValue::Text(k))) => k.clone(),
+            Some((_, v)) => {
+                return Err(fail(format!("record {index}: `__key__` is {}, not str", v.type_name())));
+            }
+            None => format!("{index:09}"),
+        };
+        let last = key.rsplit('/').next().unwrap_or("");
+        if last.is_empty() || last.contains('.') || key.starts_with('/') {
+            return Err(fail(format!(
+                "record {index}: key `{}` cannot name a sample (its last segment must be non-empty and hold no `.`)",
+                key.escape_debug()
+            )));
+        }
+        for (name, value) in &fields.fields {
+            if name == "__key__" {
+                continue;
+            }
+            let (member, data) = match value {
+                FieldValue::Bytes(b) => (format!("{key}.{name}"), b.clone()),
+                FieldValue::Text(t) => (format!("{key}.{name}"), t.as_bytes().to_vec()),
+                FieldValue::Nums(n, Shape::Scalar) => (format!("{key}.{name}"), n.text(0).into_bytes()),
+                FieldValue::Nums(n, Shape::List) => (format!("{key}.{name}.npy"), npy(n, &[n.len()])),
+                FieldValue::Nums(n, Shape::Tensor(dims)) => (format!("{key}.{name}.npy"), npy(n, dims)),
+            };
+            let mut header = tar::Header::new_gnu();
+            header.set_size(data.len() as u64);
+            header.set_mode(0o644);
+            header.set_entry_type(tar::EntryType::Regular);
+            tar.append_data(&mut header, &member, data.as_slice()).map_err(|e| Error::io(&self.path, e))?;
+        }
+        Ok(())
+    }
+
+    /// Completes the tar (its two zero blocks; the gzip trailer) and renames the shard into
+    /// place.
+    pub fn finish(mut self) -> Result<()> {
+        let Some(tar) = self.tar.take() else { return Ok(()) };
+        let io = |e| Error::io(&self.path, e);
+        let file = match tar.into_inner().map_err(io)? {
+            Out::Plain(f) => *f,
+            Out::Gzip(g) => g.finish().map_err(io)?,
+        };
+        file.finish().map_err(io)
+    }
+}
+
+/// `values` of `dims` as a NumPy `.npy` file (format 1.0, C order, little-endian).
+pub fn npy(values: &Nums, dims: &[usize]) -> Vec<u8> {
+    let descr = match values {
+        Nums::U8(_) => "|u1",
+        Nums::I8(_) => "|i1",
+        Nums::U16(_) => "<u2",
+        Nums::I16(_) => "<i2",
+        Nums::U32(_) => "<u4",
+        Nums::I32(_) => "<i4",
+        Nums::U64(_) => "<u8",
+        Nums::I64(_) => "<i8",
+        Nums::F32(_) => "<f4",
+        Nums::F64(_) => "<f8",
+        Nums::Bool(_) => "|b1",
+    };
+    let shape = match dims {
+        [d] => format!("({d},)"),
+        d => format!("({})", d.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")),
+    };
+    let mut header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
+    // Magic (6) + version (2) + length (2) + header, a multiple of 64 ending in '\n'.
+    let unpadded = 10 + header.len() + 1;
+    header.push_str(&" ".repeat(unpadded.next_multiple_of(64) - unpadded));
+    header.push('\n');
+    let mut out = Vec::with_capacity(10 + header.len() + values.len() * 8);
+    out.extend_from_slice(b"\x93NUMPY\x01\x00");
+    out.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    out.extend_from_slice(header.as_bytes());
+    macro_rules! le {
+        ($v:expr) => {
+            for x in $v {
+                out.extend_from_slice(&x.to_le_bytes());
+            }
+        };
+    }
+    match values {
+        Nums::U8(v) => out.extend_from_slice(v),
+        Nums::I8(v) => le!(v),
+        Nums::U16(v) => le!(v),
+        Nums::I16(v) => le!(v),
+        Nums::U32(v) => le!(v),
+        Nums::I32(v) => le!(v),
+        Nums::U64(v) => le!(v),
+        Nums::I64(v) => le!(v),
+        Nums::F32(v) => le!(v),
+        Nums::F64(v) => le!(v),
+        Nums::Bool(v) => out.extend(v.iter().map(|&b| u8::from(b))),
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::abi::export;
+    use crate::column::Tensor;
+
+    #[test]
+    fn npy_headers_are_aligned_and_hold_dtype_and_shape() {
+        let out = npy(&Nums::F32(vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]), &[2, 3]);
+        let len = u16::from_le_bytes([out[8], out[9]]) as usize;
+        assert_eq!((10 + len) % 64, 0);
+        let header = std::str::from_utf8(&out[10..10 + len]).unwrap();
+        assert_eq!(header.trim_end(), "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }");
+        assert_eq!(&out[10 + len..10 + len + 4], &1.0f32.to_le_bytes());
+        assert_eq!(out.len(), 10 + len + 24);
+        let list = npy(&Nums::I64(vec![7]), &[1]);
+        assert!(std::str::from_utf8(&list[10..74]).unwrap().contains("'shape': (1,)"));
+    }
+
+    fn members(path: &Path) -> Vec<(String, Vec<u8>)> {
+        let mut a = tar::Archive::new(std::fs::File::open(path).unwrap());
+        a.entries()
+            .unwrap()
+            .map(|e| {
+                let mut e = e.unwrap();
+                let name = e.path().unwrap().to_string_lossy().into_owned();
+                let mut data = Vec::new();
+                std::io::Read::read_to_end(&mut e, &mut data).unwrap();
+                (name, data)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn samples_are_members_by_key_and_field() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.tar");
+        let mut w = TarShard::create(&path, false).unwrap();
+        let mut f = Features::new();
+        export::bytes(&mut f, "jpg", b"\xff\xd8");
+        export::scalar(&mut f, "cls", &3i64);
+        export::text(&mut f, "txt", "héllo");
+        export::tensor(&mut f, "x", &Tensor::new(vec![2], vec![0.5f32, 1.5]).unwrap());
+        w.write(f, 42).unwrap();
+        let mut f = Features::new();
+        export::text(&mut f, "__key__", "train/a1");
+        export::scalar(&mut f, "flag", &true);
+        w.write(f, 43).unwrap();
+        assert!(!path.exists(), "the shard appears only when finished");
+        w.finish().unwrap();
+        let m = members(&path);
+        let names: Vec<&str> = m.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(
+            names,
+            ["000000042.jpg", "000000042.cls", "000000042.txt", "000000042.x.npy", "train/a1.flag"]
+        );
+        assert_eq!(m[1].1, b"3");
+        assert_eq!(m[2].1, "héllo".as_bytes());
+        assert_eq!(m[4].1, b"1");
+    }
+
+    #[test]
+    fn a_key_with_a_dot_is_an_error_and_leaves_no_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.tar.gz");
+        let mut w = TarShard::create(&path, true).unwrap();
+        let mut f = Features::new();
+        export::text(&mut f, "__key__", "a.b");
+        let e = w.write(f, 5).unwrap_err().to_string();
+        assert!(e.contains("s.tar.gz: record 5: key `a.b` cannot name a sample"), "{e}");
+        drop(w);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "the partial file is gone");
+    }
+}

@@ -133,7 +133,8 @@ fn stored(server: &S3Server, prefix: &str) -> Vec<(String, Vec<u8>)> {
 
 /// `sluice gen --out s3://…` uploads the very bytes it writes locally (multipart uploads,
 /// one per shard), `sluice index` writes an object's index beside it, and `run --output
-/// s3://…` exports what it exports locally (the shards and their indexes).
+/// s3://…` exports what it exports locally (TFRecord shards and their indexes, Parquet
+/// files, WebDataset tars).
 #[test]
 fn gen_and_output_write_to_a_bucket() {
     let Some(server) = S3Server::start() else { return };
@@ -165,28 +166,37 @@ fn gen_and_output_write_to_a_bucket() {
     let got = std::fs::read(server.root.path().join("data/gen/tabular-00001-of-00002.tfrecord.idx")).unwrap();
     assert_eq!(got, want, "the index of an object is the local file's index");
 
+    // `run --output` in each format: the objects are the local files, byte for byte.
     let pipe = dir.path().join("rec.pipe");
     std::fs::write(&pipe, REC).unwrap();
-    let local_out = dir.path().join("export");
-    for (files, out) in [
-        (format!("files={}/*.tfrecord", local.display()), local_out.to_str().unwrap()),
-        ("files=s3://data/gen/*.tfrecord".to_string(), "s3://data/export"),
-    ] {
-        let o = sluice(
-            &server,
-            dir.path(),
-            &[],
-            &["run", pipe.to_str().unwrap(), "--set", &files, "--output", out, "--shards", "2"],
-        );
-        assert!(o.status.success(), "{}", text(&o.stderr));
+    let formats: [(&str, &[&str]); 3] = [
+        ("export", &[]),
+        ("export-parquet", &["--format", "parquet", "--row-group", "100"]),
+        ("export-webdataset", &["--format", "webdataset", "--compression", "gzip"]),
+    ];
+    for (name, format) in formats {
+        let local_out = dir.path().join(name);
+        let url = format!("s3://data/{name}");
+        for (files, out) in [
+            (format!("files={}/*.tfrecord", local.display()), local_out.to_str().unwrap()),
+            ("files=s3://data/gen/*.tfrecord".to_string(), url.as_str()),
+        ] {
+            let args = [
+                &["run", pipe.to_str().unwrap(), "--set", &files, "--output", out, "--shards", "2"][..],
+                format,
+            ];
+            let o = sluice(&server, dir.path(), &[], &args.concat());
+            assert!(o.status.success(), "{name}: {}", text(&o.stderr));
+        }
+        let mut want: Vec<_> = std::fs::read_dir(&local_out)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .map(|p| (p.file_name().unwrap().to_str().unwrap().to_string(), std::fs::read(&p).unwrap()))
+            .collect();
+        want.sort();
+        assert!(want.len() >= 2, "{name}: {want:?}");
+        assert_eq!(stored(&server, name), want, "{name}");
     }
-    let mut want: Vec<_> = std::fs::read_dir(&local_out)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .map(|p| (p.file_name().unwrap().to_str().unwrap().to_string(), std::fs::read(&p).unwrap()))
-        .collect();
-    want.sort();
-    assert_eq!(stored(&server, "export"), want);
 }
 
 /// A global shuffle sharded between workers by parameters.

@@ -90,12 +90,12 @@ show_log() {
         | tail -n 25 | sed 's/^/    /' || true
 }
 
-# check LABEL CMD...: run CMD with its output in a log; count one pass or one failure.
 # A section's title, with the seconds the check has run so far (where CI's time goes).
 section() {
     echo "== $* (at $((SECONDS - START)) s)"
 }
 
+# check LABEL CMD...: run CMD with its output in a log; count one pass or one failure.
 check() {
     local label="$1"
     shift
@@ -119,11 +119,39 @@ fail() {
     echo "FAIL $1${2:+: $2}"
 }
 
-# sluice -> TF for one file: `sluice cat` it, then TF must read it to the same records.
-sluice_file_check() {
-    local f="$1"
-    "$SLUICE" cat "$f" >"$f.jsonl" || { echo "sluice cat $f failed (exit $?)"; return 1; }
-    "$PY" "$HERE/tf_check.py" "$f" --expect "$f.jsonl"
+# Checks run by tf_batch.py, many in one Python process (TensorFlow imported once, not
+# some 50 times): `queue SCRIPT ARGS...` adds one, its log in QUEUED_LOG; `run_queue` runs
+# those queued; `queued LABEL LOG` then counts one's result as `check` counts a command's.
+JOBS="$TMP/jobs"
+queue() {
+    LOGN=$((LOGN + 1))
+    QUEUED_LOG="$TMP/log.$LOGN"
+    local IFS=$'\t'
+    printf '%s\t%s\n' "$QUEUED_LOG" "$*" >>"$JOBS"
+}
+
+run_queue() {
+    [[ -s "$JOBS" ]] || return 0
+    LOGN=$((LOGN + 1))
+    # TensorFlow's C++ start-up lines go to the process's own stderr, into this log.
+    if ! "$PY" "$HERE/tf_batch.py" "$JOBS" >"$TMP/log.$LOGN" 2>&1; then
+        echo "tf_batch.py failed: the checks it did not finish fail below"
+        show_log "$TMP/log.$LOGN"
+    fi
+    : >"$JOBS"
+}
+
+queued() {
+    local label="$1" log="$2"
+    if [[ "$(cat "$log.rc" 2>/dev/null)" == 0 ]]; then
+        PASS=$((PASS + 1))
+        return 0
+    fi
+    FAIL=$((FAIL + 1))
+    FAILED+=("$label")
+    echo "FAIL $label"
+    show_log "$log"
+    return 1
 }
 
 # TF -> sluice for one file: `sluice cat` must print what MessageToJson of TF's read gives.
@@ -141,6 +169,10 @@ section "sluice writes, TensorFlow reads (tf.data + MessageToJson + tf.io parser
 declare -A RECORDS=([tabular]=3000 [image]=300 [jpeg]=100)
 declare -A SHARDS=([tabular]=3 [image]=2 [jpeg]=2)
 declare -A EXT=([none]=".tfrecord" [gzip]=".tfrecord.gz" [zlib]=".tfrecord.zlib")
+# Each dataset is written and `sluice cat` of each file taken first, the TensorFlow checks
+# queued (one per file, one for the schema), then run together and counted per dataset.
+DATASETS=() FILE_JOBS=()
+declare -A DS_FILES=() DS_SCHEMA_LOG=()
 for kind in tabular image jpeg; do
     n="${RECORDS[$kind]}"
     k="${SHARDS[$kind]}"
@@ -169,20 +201,40 @@ for kind in tabular image jpeg; do
         if [[ "$others" != "${#files[@]}" ]]; then
             fail "sluice->tf $name: files" "sluice gen wrote $others files, expected $k: $(ls "$dir" | tr '\n' ' ')"
         fi
-        ok=0
+        DATASETS+=("$name")
+        DS_FILES[$name]="${files[*]}"
         for f in "${files[@]}"; do
-            if check "sluice->tf $name: $(basename "$f")" sluice_file_check "$f"; then
-                ok=$((ok + 1))
+            if "$SLUICE" cat "$f" >"$f.jsonl" 2>"$f.cat.log"; then
+                queue "$HERE/tf_check.py" "$f" --expect "$f.jsonl"
+                FILE_JOBS+=("$name"$'\t'"sluice->tf $name: $(basename "$f")"$'\t'"$QUEUED_LOG")
+            else
+                fail "sluice->tf $name: $(basename "$f")" "sluice cat failed"
+                show_log "$f.cat.log"
             fi
         done
-        schema="FAILED"
-        if [[ $missing == 0 ]] && check "sluice->tf $name: schema" \
-            "$PY" "$HERE/tf_schema_check.py" --kind "$kind" --records "$n" "${files[@]}"; then
-            schema="ok"
+        DS_SCHEMA_LOG[$name]=""
+        if [[ $missing == 0 ]]; then
+            queue "$HERE/tf_schema_check.py" --kind "$kind" --records "$n" "${files[@]}"
+            DS_SCHEMA_LOG[$name]="$QUEUED_LOG"
         fi
-        printf 'sluice->tf  %-13s %d files %5d records: TF read == sluice cat %d/%d files; schema %s\n' \
-            "$name" "${#files[@]}" "$(count_lines "${files[@]/%/.jsonl}")" "$ok" "${#files[@]}" "$schema"
     done
+done
+run_queue
+for name in "${DATASETS[@]}"; do
+    read -r -a files <<<"${DS_FILES[$name]}"
+    ok=0
+    for job in "${FILE_JOBS[@]}"; do
+        IFS=$'\t' read -r ds label log <<<"$job"
+        if [[ "$ds" == "$name" ]] && queued "$label" "$log"; then
+            ok=$((ok + 1))
+        fi
+    done
+    schema="FAILED"
+    if [[ -n "${DS_SCHEMA_LOG[$name]}" ]] && queued "sluice->tf $name: schema" "${DS_SCHEMA_LOG[$name]}"; then
+        schema="ok"
+    fi
+    printf 'sluice->tf  %-13s %d files %5d records: TF read == sluice cat %d/%d files; schema %s\n' \
+        "$name" "${#files[@]}" "$(count_lines "${files[@]/%/.jsonl}")" "$ok" "${#files[@]}" "$schema"
 done
 
 # ---------------------------------------------------------------- 2. TF -> sluice
@@ -280,10 +332,17 @@ fi
 # tf.data programs and their `.pipe` ports (tests/pipes) yield the same elements,
 # compared through `sluice show -n all`.
 section "tf.data programs vs their .pipe ports (sluice show)"
-for program in range range_batch parse_tensor interleave_auto text_lines csv jpeg_folder ignore_errors zip concatenate enumerate take_while tokenize_pack bucket_by_length window sequence_example flat_map; do
-    if check "show $program" "$PY" "$HERE/show_check.py" --sluice "$SLUICE" --root "$ROOT" \
-        --work "$TMP/show-$program" --program "$program"; then
-        tail -n 1 "$TMP/log.$LOGN"
+PROGRAMS=(range range_batch parse_tensor interleave_auto text_lines csv jpeg_folder ignore_errors zip
+    concatenate enumerate take_while tokenize_pack bucket_by_length window sequence_example flat_map)
+declare -A SHOW_LOG=()
+for program in "${PROGRAMS[@]}"; do
+    queue "$HERE/show_check.py" --sluice "$SLUICE" --root "$ROOT" --work "$TMP/show-$program" --program "$program"
+    SHOW_LOG[$program]="$QUEUED_LOG"
+done
+run_queue
+for program in "${PROGRAMS[@]}"; do
+    if queued "show $program" "${SHOW_LOG[$program]}"; then
+        tail -n 1 "${SHOW_LOG[$program]}"
     fi
 done
 

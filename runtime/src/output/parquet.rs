@@ -34,6 +34,17 @@ use crate::storage::PartialFile;
 
 /// Bytes of buffered values that end a row group before `row_group` rows do.
 const ROW_GROUP_BYTES: usize = 64 << 20;
+/// The most values (or bytes) a column of one row group holds: its offsets are `i32`.
+const MAX_VALUES: usize = i32::MAX as usize;
+
+/// The values (or bytes) `value` adds to its column.
+fn value_len(value: &FieldValue) -> usize {
+    match value {
+        FieldValue::Nums(n, _) => n.len(),
+        FieldValue::Bytes(b) => b.len(),
+        FieldValue::Text(t) => t.len(),
+    }
+}
 
 /// One Parquet file being written.
 pub struct ParquetShard {
@@ -108,17 +119,29 @@ impl ParquetShard {
                 names(&mut self.columns.iter().map(|c| &c.name)),
             )));
         }
-        for ((name, value), c) in fields.fields.into_iter().zip(&mut self.columns) {
-            if !same_type(&value, &c.first) {
-                return Err(Error::Table {
-                    path: self.path.clone(),
-                    message: format!(
-                        "record {index}: field `{name}` is {}, the first record's was {}: a Parquet column has one type",
-                        value.type_name(),
-                        c.first.type_name()
-                    ),
-                });
+        // Checked before any column takes its value, so that the columns stay aligned.
+        let mut flush_first = false;
+        for ((name, value), c) in fields.fields.iter().zip(&self.columns) {
+            if !same_type(value, &c.first) {
+                return Err(self.fail(format!(
+                    "record {index}: field `{name}` is {}, the first record's was {}: a Parquet column has one type",
+                    value.type_name(),
+                    c.first.type_name()
+                )));
             }
+            // A column's offsets are 32-bit: at most 2^31 - 1 values (or bytes) a row group.
+            let len = value_len(value);
+            if len > MAX_VALUES {
+                return Err(self.fail(format!(
+                    "record {index}: field `{name}` holds {len} values or bytes, more than a Parquet row holds (2^31 - 1)"
+                )));
+            }
+            flush_first |= c.len() + len > MAX_VALUES;
+        }
+        if flush_first {
+            self.flush()?;
+        }
+        for (c, (_, value)) in self.columns.iter_mut().zip(fields.fields) {
             self.bytes += c.push(value);
         }
         self.rows += 1;
@@ -291,7 +314,16 @@ fn array(n: &mut Nums) -> ArrayRef {
 }
 
 impl Column {
-    /// Buffers one row's value (of this column's type); gives its bytes.
+    /// The values (or bytes) buffered.
+    fn len(&self) -> usize {
+        match &self.values {
+            Values::Nums(n) => n.len(),
+            Values::Bytes(b) => b.len(),
+        }
+    }
+
+    /// Buffers one row's value (of this column's type; its length checked to fit the
+    /// offsets); gives its bytes.
     fn push(&mut self, value: FieldValue) -> usize {
         match (&mut self.values, value) {
             (Values::Nums(to), FieldValue::Nums(from, _)) => {

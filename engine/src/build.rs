@@ -512,66 +512,44 @@ fn stage(e: &Exec, ds: Option<Chain>, p: &Arc<Params>, schema: &Arc<Schema>, all
             let m = Arc::new(MapRows::new(f, p, schema)?);
             let chunks = items(ds)?.chunks(usize_arg(p, size)?, *drop_remainder);
             let (par, det) = (parallel(p, par)?, *deterministic);
+            // Each way below is the map stage of `par` workers.
+            macro_rules! workers {
+                ($stage:expr) => {
+                    $stage.num_parallel(par).deterministic(det).named("map_batch").boxed()
+                };
+            }
             if matches!(f.input, Element::Record) && m.random {
-                chunks
-                    .try_map(records_batch)
-                    .enumerate()
-                    .try_map(move |x: Indexed<Item>| m.apply_at(x.value, x.epoch, x.index))
-                    .num_parallel(par)
-                    .deterministic(det)
-                    .named("map_batch")
-                    .boxed()
+                workers!(
+                    chunks
+                        .try_map(records_batch)
+                        .enumerate()
+                        .try_map(move |x: Indexed<Item>| m.apply_at(x.value, x.epoch, x.index))
+                )
             } else if matches!(f.input, Element::Record) {
-                chunks
-                    .try_map(records_batch)
-                    .try_map(move |x: Item| m.apply(x))
-                    .num_parallel(par)
-                    .deterministic(det)
-                    .named("map_batch")
-                    .boxed()
+                workers!(chunks.try_map(records_batch).try_map(move |x: Item| m.apply(x)))
             } else if !matches!(f.output, Element::Fields(_)) && m.random {
                 // A map over batches before a second `batch`: each batch mapped, element `i`
                 // of the gathered batch `index` drawing as element `(index << 20) | i`.
-                chunks
-                    .enumerate()
-                    .try_map(move |x: Indexed<Vec<Item>>| {
-                        let at = |i: usize| (x.index << 20) | i as u64;
-                        crate::shapes::each_of_batch_at(x.value, |i, b| m.apply_at(b, x.epoch, at(i)))
-                    })
-                    .num_parallel(par)
-                    .deterministic(det)
-                    .named("map_batch")
-                    .boxed()
+                workers!(chunks.enumerate().try_map(move |x: Indexed<Vec<Item>>| {
+                    let at = |i: usize| (x.index << 20) | i as u64;
+                    crate::shapes::each_of_batch_at(x.value, |i, b| m.apply_at(b, x.epoch, at(i)))
+                }))
             } else if !matches!(f.output, Element::Fields(_)) {
-                chunks
-                    .try_map(move |rows: Vec<Item>| crate::shapes::each_of_batch(rows, |x| m.apply(x)))
-                    .num_parallel(par)
-                    .deterministic(det)
-                    .named("map_batch")
-                    .boxed()
+                workers!(
+                    chunks.try_map(move |rows: Vec<Item>| crate::shapes::each_of_batch(rows, |x| m.apply(x)))
+                )
             } else if m.random {
                 // Elements mapped as the batch gathers them: row `i` of batch `index` draws as
                 // element `(index << 20) | i`, as the generated `map_batch` numbers them.
-                chunks
-                    .enumerate()
-                    .try_map(move |x: Indexed<Vec<Item>>| {
-                        let next = std::cell::Cell::new(0u64);
-                        crate::shapes::rows_batch(x.value, |row| {
-                            let i = next.replace(next.get() + 1);
-                            m.row_at(row, x.epoch, (x.index << 20) | i)
-                        })
+                workers!(chunks.enumerate().try_map(move |x: Indexed<Vec<Item>>| {
+                    let next = std::cell::Cell::new(0u64);
+                    crate::shapes::rows_batch(x.value, |row| {
+                        let i = next.replace(next.get() + 1);
+                        m.row_at(row, x.epoch, (x.index << 20) | i)
                     })
-                    .num_parallel(par)
-                    .deterministic(det)
-                    .named("map_batch")
-                    .boxed()
+                }))
             } else {
-                chunks
-                    .try_map(move |rows: Vec<Item>| crate::shapes::rows_batch(rows, |x| m.row(x)))
-                    .num_parallel(par)
-                    .deterministic(det)
-                    .named("map_batch")
-                    .boxed()
+                workers!(chunks.try_map(move |rows: Vec<Item>| crate::shapes::rows_batch(rows, |x| m.row(x))))
             }
         }
         Exec::Batch { input, size, drop_remainder, padded, pad_to_multiple, padding_values } => {

@@ -310,6 +310,13 @@ impl RowWriter {
         Ok(())
     }
 
+    /// A column of one value given as its little-endian bytes (a `RowValue`'s `put_le`
+    /// form: the Parquet reader's plain columns).
+    pub fn raw_scalar(&mut self, value: &[u8]) {
+        self.out.extend_from_slice(&1u32.to_le_bytes());
+        self.out.extend_from_slice(value);
+    }
+
     /// A column holding one byte string (or string).
     pub fn bytes(&mut self, b: &[u8]) -> Result<(), String> {
         let n = u32::try_from(b.len()).ok().filter(|&n| n < ERROR).ok_or("a value longer than 4 GiB")?;

@@ -122,6 +122,26 @@ impl TableColumn {
 
 /// Writes row `i` of `array` (a column that passed [`TableColumn::check`]) as the
 /// column's next value.
+/// The values of `array` as bytes, with the size of one, when `c` is a scalar of the
+/// array's own type (no conversion) and the array has no nulls: a row's value is then its
+/// bytes as they are (the row encoding is little-endian, as Arrow's buffers are here).
+pub(super) fn plain(c: &TableColumn, array: &dyn Array) -> Option<(arrow_buffer::Buffer, usize)> {
+    if !cfg!(target_endian = "little") || c.shape != ColumnShape::Scalar || array.null_count() > 0 {
+        return None;
+    }
+    let (size, values) = match (c.dtype, array.data_type()) {
+        (ColumnType::U8, DataType::UInt8) => (1, array.as_primitive::<UInt8Type>().values().inner()),
+        (ColumnType::I32, DataType::Int32) => (4, array.as_primitive::<Int32Type>().values().inner()),
+        (ColumnType::U32, DataType::UInt32) => (4, array.as_primitive::<UInt32Type>().values().inner()),
+        (ColumnType::I64, DataType::Int64) => (8, array.as_primitive::<Int64Type>().values().inner()),
+        (ColumnType::U64, DataType::UInt64) => (8, array.as_primitive::<UInt64Type>().values().inner()),
+        (ColumnType::F32, DataType::Float32) => (4, array.as_primitive::<Float32Type>().values().inner()),
+        (ColumnType::F64, DataType::Float64) => (8, array.as_primitive::<Float64Type>().values().inner()),
+        _ => return None,
+    };
+    (values.len() == array.len() * size).then(|| (values.clone(), size))
+}
+
 pub(super) fn write(c: &TableColumn, array: &dyn Array, i: usize, w: &mut RowWriter) -> Result<(), String> {
     if array.is_null(i) {
         w.null();

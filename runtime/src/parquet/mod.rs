@@ -154,6 +154,7 @@ impl ParquetFile {
             row,
             reader: None,
             arrays: Vec::new(),
+            plain: Vec::new(),
             rows_in_batch: 0,
             next_in_batch: 0,
             options: self.options.clone(),
@@ -208,6 +209,10 @@ pub struct ParquetIter {
     reader: Option<ParquetRecordBatchReader>,
     /// The arrays of the batch being read, one per column read, and its rows.
     arrays: Vec<ArrayRef>,
+    /// Per column of the batch: its values as bytes and the size of one, where the column
+    /// is a scalar of the array's own type without nulls (each row's value is then copied
+    /// as it is, with no conversion); `None` for the others.
+    plain: Vec<Option<(arrow_buffer::Buffer, usize)>>,
     rows_in_batch: usize,
     next_in_batch: usize,
     options: Arc<ParquetOptions>,
@@ -276,6 +281,7 @@ impl ParquetIter {
             self.done = true;
             self.reader = None;
             self.arrays.clear();
+            self.plain.clear();
             self.ctx.add_reader_stats(&self.stats);
         }
     }
@@ -289,6 +295,7 @@ impl ParquetIter {
                 break;
             }
             self.arrays.clear();
+            self.plain.clear();
             let Some(b) = self.next_batch()? else { return Ok(None) };
             // The batch's arrays in the columns' order, looked up once per batch.
             for c in self.options.columns.iter() {
@@ -296,6 +303,7 @@ impl ParquetIter {
                     let g = self.groups[self.group].index;
                     table_error(&self.path, format!("row group {g}: the reader gave no column `{}`", c.name))
                 })?;
+                self.plain.push(convert::plain(c, array.as_ref()));
                 self.arrays.push(array.clone());
             }
             (self.rows_in_batch, self.next_in_batch) = (b.num_rows(), 0);
@@ -303,7 +311,11 @@ impl ParquetIter {
         let i = self.next_in_batch;
         let group = u32::try_from(self.groups[self.group].index).unwrap_or(u32::MAX);
         let mut w = RowWriter::new(group, 16 * self.options.columns.len());
-        for (c, array) in self.options.columns.iter().zip(&self.arrays) {
+        for ((c, array), plain) in self.options.columns.iter().zip(&self.arrays).zip(&self.plain) {
+            if let Some((values, size)) = plain {
+                w.raw_scalar(&values.as_slice()[i * size..(i + 1) * size]);
+                continue;
+            }
             convert::write(c, array.as_ref(), i, &mut w).map_err(|m| {
                 table_error(
                     &self.path,

@@ -582,14 +582,24 @@ def _rows_block(rows: List[Dict[str, Any]]) -> Any:
     )
 
 
-def _export_worker(path: str, name: str, output: str, workers: int, worker: int, first: int, count: int, total: int, compression: str, engine: str, params: Dict[str, str]) -> List[str]:
+# The file name ending of each `--format`, with and without gzip.
+_SUFFIXES = {("tfrecord", "none"): ".tfrecord", ("tfrecord", "gzip"): ".tfrecord.gz"}
+
+
+def _suffix(fmt: str, compression: str) -> str:
+    return ".parquet" if fmt == "parquet" else _SUFFIXES[(fmt, compression)]
+
+
+def _export_worker(path: str, name: str, output: str, workers: int, worker: int, first: int, count: int, total: int, flags: Dict[str, str], engine: str, params: Dict[str, str]) -> List[str]:
     """Worker ``worker``'s part of :func:`export`: its shard of the pipeline written by
-    the ``sluice`` tool (``run --output``) as ``count`` TFRecord files, numbered ``first``
-    .. of ``total`` in ``output``."""
+    the ``sluice`` tool (``run --output``, with ``flags``: ``--format``, ``--compression``,
+    ``--row-group``) as ``count`` files, numbered ``first`` .. of ``total`` in ``output``."""
     tool = sluice_binary()
-    suffix = ".tfrecord.gz" if compression == "gzip" else ".tfrecord"
+    suffix = _suffix(flags["--format"], flags["--compression"])
     with tempfile.TemporaryDirectory(dir=output, prefix=f".worker-{worker:05d}-") as tmp:
-        args = [tool, "run", path, name, "--engine", engine, "--no-progress", "--output", tmp, "--shards", str(count), "--compression", compression]
+        args = [tool, "run", path, name, "--engine", engine, "--no-progress", "--output", tmp, "--shards", str(count)]
+        for k, v in flags.items():
+            args += [k, v]
         for k, v in {**params, "workers": str(workers), "worker": str(worker)}.items():
             args += ["--set", f"{k}={v}"]
         done = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
@@ -608,23 +618,36 @@ def _export_worker(path: str, name: str, output: str, workers: int, worker: int,
 
 def export(path: str, name: Optional[str] = None, **params: Any) -> List[str]:
     """Writes the pipeline's records as ``shards`` TFRecord files
-    ``OUTPUT/NAME-0000k-of-0000S.tfrecord`` (with ``.idx`` sidecars), each of
+    ``OUTPUT/NAME-0000k-of-0000S.tfrecord`` (with ``.idx`` sidecars; Parquet files
+    ``….parquet`` with ``format="parquet"``), each of
     ``num_workers`` Ray tasks writing its ``shard(workers, worker)`` of the pipeline into
     its share of the files (``shards // num_workers``, the first ``shards %
     num_workers`` one more); the union of the files' records is what a single-process
     ``sluice run --output`` writes. Returns the files' paths.
 
-    ``output``: a directory every node sees (made when missing); ``compression``:
-    ``"none"`` or ``"gzip"``; ``engine``, ``num_cpus`` and ``runtime_env`` as
-    :class:`Loader`'s. The pipeline yields records (no ``batch``), as ``--output`` asks.
+    ``output``: a directory every node sees (made when missing); ``format``:
+    ``"tfrecord"`` (the default) or ``"parquet"`` (WebDataset shards are not offered here:
+    each worker would number its samples' keys from 0); ``compression``: ``"none"`` or
+    ``"gzip"`` for TFRecord, ``"snappy"`` (the default), ``"zstd"``, ``"gzip"``,
+    ``"lz4"`` or ``"none"`` for Parquet; ``row_group``: Parquet's rows per row group;
+    ``engine``, ``num_cpus`` and ``runtime_env`` as :class:`Loader`'s. The pipeline yields
+    records (no ``batch``), as ``--output`` asks.
     """
-    options = _split_options(params, ("output", "shards", "num_workers", "compression", "engine", "num_cpus", "runtime_env"))
+    options = _split_options(params, ("output", "shards", "num_workers", "format", "compression", "row_group", "engine", "num_cpus", "runtime_env"))
     for required in ("output", "shards", "num_workers"):
         if required not in options:
             raise ParameterError(f"export: give {required}")
     output, shards, workers = os.path.abspath(os.fspath(options["output"])), int(options["shards"]), int(options["num_workers"])
     if shards < workers:
         raise ParameterError(f"export: shards={shards} is fewer than num_workers={workers}: each worker writes at least one")
+    fmt = options.get("format", "tfrecord")
+    if fmt not in ("tfrecord", "parquet"):
+        raise ParameterError(f"export: format={fmt!r}: expected 'tfrecord' or 'parquet'")
+    flags = {"--format": fmt, "--compression": options.get("compression", "snappy" if fmt == "parquet" else "none")}
+    if fmt == "tfrecord" and flags["--compression"] not in ("none", "gzip"):
+        raise ParameterError(f"export: compression={flags['--compression']!r}: expected 'none' or 'gzip' for TFRecord")
+    if options.get("row_group") is not None:
+        flags["--row-group"] = str(int(options["row_group"]))
     path = os.path.abspath(os.fspath(path))
     text = {k: _text(v) for k, v in params.items()}
     name = Pipeline(path, name, workers=workers, worker=0, engine="interpreted", format="numpy", **text).name
@@ -636,6 +659,6 @@ def export(path: str, name: Optional[str] = None, **params: Any) -> List[str]:
     refs, first = [], 0
     for w in range(workers):
         count = shards // workers + (1 if w < shards % workers else 0)
-        refs.append(task.remote(path, name, output, workers, w, first, count, shards, options.get("compression", "none"), options.get("engine", "interpreted"), text))
+        refs.append(task.remote(path, name, output, workers, w, first, count, shards, flags, options.get("engine", "interpreted"), text))
         first += count
     return [f for part in ray.get(refs) for f in part]

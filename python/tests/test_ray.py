@@ -271,3 +271,29 @@ def test_export_writes_the_single_process_records(cluster, pipe, data, tool, tmp
     single = _records(sorted((tmp_path / "one").glob("*.tfrecord")))
     assert len(single) == 600
     assert sorted(_records(written)) == sorted(single)
+
+
+def test_export_writes_parquet_files_holding_the_single_process_rows(cluster, pipe, data, tool, tmp_path):
+    import pyarrow.parquet as pq
+
+    files = f"{data}/tabular/*.tfrecord"
+    written = sluice.ray.export(
+        pipe, "records", output=tmp_path / "out", shards=4, num_workers=WORKERS, num_cpus=0.25, files=files,
+        format="parquet", compression="zstd", row_group=50,
+    )
+    assert [os.path.basename(p) for p in written] == [f"records-{k:05d}-of-00004.parquet" for k in range(4)]
+    assert sorted(os.listdir(tmp_path / "out")) == sorted(os.path.basename(p) for p in written)
+    rows = [r for p in written for r in pq.read_table(p).to_pylist()]
+    assert pq.ParquetFile(written[0]).metadata.num_row_groups >= 3  # 150 rows in groups of 50
+    subprocess.run(
+        [tool, "run", str(pipe), "records", "--engine", "interpreted", "--no-progress", "--output", str(tmp_path / "one"),
+         "--format", "parquet", "--set", f"files={files}"],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    single = [r for p in sorted((tmp_path / "one").glob("*.parquet")) for r in pq.read_table(p).to_pylist()]
+    assert len(single) == 600
+    key = lambda r: r["id"]
+    assert sorted(rows, key=key) == sorted(single, key=key)
+    with pytest.raises(sluice.ParameterError, match="format='webdataset'"):
+        sluice.ray.export(pipe, "records", output=tmp_path / "w", shards=4, num_workers=WORKERS, files=files, format="webdataset")

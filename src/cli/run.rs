@@ -76,9 +76,9 @@ pub struct RunArgs {
     /// With `--output`: `tfrecord` (`tf.train.Example`s: one feature per field, tensors
     /// flattened with `FIELD.shape`; `.idx` sidecars), `parquet` (a column per field,
     /// tensors as fixed-size lists) or `webdataset` (tar shards, a member `KEY.FIELD` per
-    /// field, lists and tensors as `.npy`).
-    #[arg(long, value_name = "FORMAT", default_value = "tfrecord")]
-    format: String,
+    /// field, lists and tensors as `.npy`). Default: tfrecord.
+    #[arg(long, value_name = "FORMAT")]
+    format: Option<String>,
     /// With `--output`: how many shards; records are dealt to them round-robin.
     #[arg(long, value_name = "N")]
     shards: Option<u32>,
@@ -112,7 +112,7 @@ pub(super) fn name_value(s: &str) -> Result<String, String> {
 pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     // Parquet output needs the runner's `parquet` feature whatever the pipeline reads.
     let features: &[&str] =
-        if args.output.is_some() && args.format == "parquet" { &["parquet"] } else { &[] };
+        if args.output.is_some() && args.format.as_deref() == Some("parquet") { &["parquet"] } else { &[] };
     let bin = match backend(&args.file, args.pipeline.as_deref(), args.engine, args.verbose, features)? {
         Backend::Runner(bin) => bin,
         Backend::Exit(code) => return Ok(code),
@@ -315,8 +315,8 @@ fn passthrough(args: &RunArgs) -> Vec<OsString> {
     if let Some(c) = &args.compression {
         out.extend(["--compression".into(), c.into()]);
     }
-    if args.output.is_some() || args.format != "tfrecord" {
-        out.extend(["--format".into(), args.format.clone().into()]);
+    if let Some(f) = &args.format {
+        out.extend(["--format".into(), f.into()]);
     }
     if let Some(n) = args.row_group {
         out.extend(["--row-group".into(), n.to_string().into()]);

@@ -79,6 +79,14 @@ impl Eval<'_> {
         {
             return self.structural(op, e);
         }
+        // A string or byte-string field copied (`key = name;`): its value as it is, as the
+        // generated code clones it (the evaluation below computes numbers only).
+        if let ExprKind::Field(name) = &e.kind
+            && let Some(v) = self.row.get(name)
+            && matches!(v.data, Data::Str(_) | Data::Bytes(_))
+        {
+            return Ok(v.clone());
+        }
         if e.nodes().iter().skip(1).any(|n| n.op().is_some_and(hoisted)) {
             // Operations that make whole values inside an expression: each computed once,
             // in the order the generated code computes them, as a field of their own.

@@ -471,6 +471,39 @@ pub(crate) mod tests {
     /// Map batches of records row by row, never straight into columns.
     pub(crate) static ROWS_ONLY: AtomicBool = AtomicBool::new(false);
 
+    /// A `str` or `bytes` field assigned to another is copied as it is (it failed as "`k` is
+    /// not a number" in the engine, while the generated code clones it).
+    #[test]
+    fn a_string_field_copies_as_it_is() {
+        let csv = std::env::temp_dir().join(format!("sluice-engine-map-copy-{}.csv", std::process::id()));
+        std::fs::write(&csv, "k,v\na,1\n../é,2\n").unwrap();
+        let c = sluice_compiler::compile(
+            "pipeline q(files: glob) { schema { k: str, v: i64 } csv(files); map { key = k; w = v * 2; } select(key, w); }",
+        );
+        assert!(!c.has_errors(), "{:?}", c.diagnostics);
+        let p = &c.pipelines[0];
+        crate::check(p).unwrap();
+        let set = [("files".to_string(), csv.display().to_string())];
+        let ds = crate::dataset(p, &crate::params(p, &set).unwrap()).unwrap();
+        let shown: Vec<String> = ds
+            .stream()
+            .unwrap()
+            .map(|x| {
+                let mut json = Json::new();
+                x.unwrap().show(&mut json);
+                json.as_str().to_string()
+            })
+            .collect();
+        let _ = std::fs::remove_file(&csv);
+        assert_eq!(
+            shown,
+            [
+                r#"{"key":"a","w":{"dtype":"i64","shape":[],"values":[2]}}"#,
+                r#"{"key":"../é","w":{"dtype":"i64","shape":[],"values":[4]}}"#
+            ]
+        );
+    }
+
     const SOURCE: &str = r#"
         pipeline p(files: glob) {
             schema { image: bytes, label: i64, x: f32[4] }

@@ -39,6 +39,7 @@ pub mod dist;
 pub mod error;
 pub mod example;
 pub mod image;
+pub mod npy;
 pub mod output;
 #[cfg(feature = "parquet")]
 pub mod parquet;

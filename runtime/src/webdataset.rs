@@ -11,7 +11,10 @@
 //! Each sample becomes one [`Record`] in the row encoding of [`abi::table`](crate::abi::table),
 //! holding the [`WebDatasetOptions::columns`] in order: `bytes` the member's bytes, `str` its
 //! text (UTF-8), a number its text parsed (`cls` holding `3\n` is 3, as `webdataset` reads
-//! it). A sample without a declared member takes the schema default; without one, or with
+//! it) or a one-value NumPy `.npy` array. A list (`T[]`) or tensor (`T[a, b]`) field is a
+//! `.npy` array of the field's type ([`npy`]), of one dimension or of the tensor's number
+//! of values in C order; such a field `x` is the member `x` or `x.npy` (as
+//! `--format webdataset` writes it, and `webdataset`'s `TarWriter` writes a NumPy array). A sample without a declared member takes the schema default; without one, or with
 //! a value that does not convert, its column holds an error naming the key, which fails the
 //! parse (the stage adds the shard and sample index), or is counted under `on_error: skip`.
 //! A tar cut short, or damaged, is an error naming the shard and the last key read.
@@ -26,13 +29,14 @@ use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 
 use crate::abi::table::{ColumnShape, ColumnType, RowWriter, TableColumn};
 use crate::error::{Error, Result};
+use crate::npy;
 use crate::stage::{Ctx, DataIter, Dataset, FileId, InterleaveFn, Origin, Record};
 use crate::tfrecord::{self, Compression, ReaderStats};
 
 /// How to read WebDataset shards.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WebDatasetOptions {
-    /// The fields of each sample, in the order each row holds them (each a scalar).
+    /// The fields of each sample, in the order each row holds them.
     pub columns: Arc<[TableColumn]>,
     /// Whole-file compression; `Auto` decides by the name (`.gz`), else the GZIP magic.
     pub compression: Compression,
@@ -224,17 +228,20 @@ fn row(s: &Sample, options: &WebDatasetOptions) -> Vec<u8> {
             put(&mut w, c, s.key.as_bytes(), &s.key);
             continue;
         }
-        match s.members.iter().find(|(f, _)| *f == c.name) {
+        // A list or tensor field `x` is also the member `x.npy` (field `x_npy`), as
+        // `--format webdataset` writes it.
+        let npy = (c.shape != ColumnShape::Scalar).then(|| format!("{}_npy", c.name));
+        let member = s.members.iter().find(|(f, _)| *f == c.name || Some(f) == npy.as_ref());
+        match member {
             Some((_, bytes)) => put(&mut w, c, bytes, &s.key),
             None if c.has_default => w.null(),
             None => {
                 let have: Vec<&str> = s.members.iter().map(|(f, _)| f.as_str()).collect();
-                w.error(&format!(
-                    "sample `{}` has no `{}` member (it has: {})",
-                    s.key,
-                    c.name,
-                    have.join(", ")
-                ));
+                let wanted = match &npy {
+                    Some(_) => format!("`{0}` or `{0}.npy`", c.name),
+                    None => format!("`{}`", c.name),
+                };
+                w.error(&format!("sample `{}` has no {wanted} member (it has: {})", s.key, have.join(", ")));
             }
         }
     }
@@ -244,8 +251,12 @@ fn row(s: &Sample, options: &WebDatasetOptions) -> Vec<u8> {
 /// Writes a member's bytes as column `c`'s value.
 fn put(w: &mut RowWriter, c: &TableColumn, bytes: &[u8], key: &str) {
     let fail = |w: &mut RowWriter, why: String| w.error(&format!("sample `{key}`: {why}"));
-    if c.shape != ColumnShape::Scalar {
-        return fail(w, "a list field".into());
+    let text = !matches!(c.dtype, ColumnType::Str | ColumnType::Bytes);
+    if c.shape != ColumnShape::Scalar || (text && bytes.starts_with(npy::MAGIC)) {
+        if let Err(why) = put_array(w, c, bytes) {
+            fail(w, format!("`{}`: {why}", c.name));
+        }
+        return;
     }
     let result = match c.dtype {
         ColumnType::Bytes => w.bytes(bytes),
@@ -283,6 +294,34 @@ fn put(w: &mut RowWriter, c: &TableColumn, bytes: &[u8], key: &str) {
     };
     if let Err(why) = result {
         fail(w, format!("`{}`: {why}", c.name));
+    }
+}
+
+/// Writes a `.npy` member as column `c`'s values: an array of the field's type, of one
+/// value for a scalar, of one dimension for a list, of the shape's number of values for
+/// a tensor (in C order).
+fn put_array(w: &mut RowWriter, c: &TableColumn, bytes: &[u8]) -> std::result::Result<(), String> {
+    let a = npy::Array::parse(bytes)?;
+    if a.dtype != Some(c.dtype) {
+        let holds = a.dtype.map_or("values no schema type holds", ColumnType::name);
+        return Err(format!(
+            "a .npy array of {holds} (`{}`), where the field is {}",
+            a.descr,
+            c.dtype.name()
+        ));
+    }
+    let (n, shape) = (a.len(), a.shape_text());
+    match c.shape {
+        ColumnShape::Scalar if n != 1 => {
+            Err(format!("a .npy array of shape {shape}, where the field is one value"))
+        }
+        ColumnShape::List if a.shape.len() > 1 => Err(format!(
+            "a .npy array of shape {shape}, where the field is a list (declare its shape: `T[a, b]`)"
+        )),
+        ColumnShape::Fixed(want) if n != want => {
+            Err(format!("a .npy array of shape {shape} ({n} values), where the field has {want}"))
+        }
+        _ => w.raw_values(n, &a.le_bytes()),
     }
 }
 
@@ -415,5 +454,75 @@ mod tests {
         std::fs::write(&junk, vec![0x41u8; 1024]).unwrap();
         let e = read(&webdataset_file(&junk, options()), 0).unwrap_err().to_string();
         assert!(e.contains("junk.tar"), "{e}");
+    }
+
+    #[test]
+    fn lists_tensors_and_npy_scalars_are_npy_members() {
+        use crate::abi::export::Nums;
+        use crate::npy::write;
+        let dir = tempfile::tempdir().unwrap();
+        let array =
+            |name: &str, dtype, shape| TableColumn { name: name.into(), dtype, shape, has_default: false };
+        let options = WebDatasetOptions {
+            columns: Arc::from(vec![
+                array("x", ColumnType::F32, ColumnShape::List),
+                array("m", ColumnType::I64, ColumnShape::Fixed(6)),
+                array("y", ColumnType::F64, ColumnShape::Scalar),
+                array("flags_npy", ColumnType::Bool, ColumnShape::List),
+            ]),
+            ..Default::default()
+        };
+        type Row = (Vec<f32>, Vec<i64>, f64, Vec<bool>);
+        let decode = |r: &Record| -> Result<Row, String> {
+            let mut row = RowReader::new(r)?;
+            let x = row.list("x", None)?;
+            let m = row.tensor::<i64>("m", &[2, 3], None)?.into_parts().1;
+            Ok((x, m, row.scalar("y", None)?, row.list("flags_npy", None)?))
+        };
+        let (x, m) = (write(&Nums::F32(vec![1.5, -2.0]), &[2]), write(&Nums::I64((0..6).collect()), &[2, 3]));
+        let (y, flags) = (write(&Nums::F64(vec![0.25]), &[1]), write(&Nums::Bool(vec![true, false]), &[2]));
+        let long = write(&Nums::I64((0..6).collect()), &[6]);
+        let (wrong_type, matrix) =
+            (write(&Nums::F64(vec![1.0]), &[1]), write(&Nums::F32(vec![0.0; 4]), &[2, 2]));
+        let path = shard(
+            dir.path(),
+            "n.tar",
+            &[
+                // As --format webdataset writes them: `x.npy`, `m.npy`; `y` a one-value array.
+                ("k1.x.npy", &x),
+                ("k1.m.npy", &m),
+                ("k1.y", &y),
+                ("k1.flags.npy", &flags),
+                // `m` of 6 values in one dimension is the tensor's values in C order; `y` text.
+                ("k2.x", &x),
+                ("k2.m", &long),
+                ("k2.y", b"0.5"),
+                ("k2.flags.npy", &flags),
+                ("k3.x.npy", &wrong_type),
+                ("k4.x.npy", &matrix),
+                ("k5.x.npy", &x),
+                ("k5.m.npy", &x),
+                ("k6.x.npy", &x),
+                ("k6.m.npy", &m),
+                ("k6.y", &write(&Nums::F64(vec![0.0; 4]), &[2, 2])),
+                ("k7.x.npy", b"\x93NUMPY\x01\x00\x08"),
+            ],
+        );
+        let records = read(&webdataset_file(&path, options), 0).unwrap();
+        let got: Vec<_> = records.iter().map(decode).collect();
+        let ok = (vec![1.5, -2.0], (0..6).collect::<Vec<i64>>(), 0.25, vec![true, false]);
+        assert_eq!(got[0], Ok(ok.clone()));
+        assert_eq!(got[1], Ok((ok.0, ok.1, 0.5, ok.3)));
+        let errors: Vec<String> = got[2..].iter().map(|r| r.clone().unwrap_err()).collect();
+        assert_eq!(
+            errors,
+            [
+                "column `x`: sample `k3`: `x`: a .npy array of f64 (`<f8`), where the field is f32",
+                "column `x`: sample `k4`: `x`: a .npy array of shape (2, 2), where the field is a list (declare its shape: `T[a, b]`)",
+                "column `m`: sample `k5`: `m`: a .npy array of f32 (`<f4`), where the field is i64",
+                "column `y`: sample `k6`: `y`: a .npy array of shape (2, 2), where the field is one value",
+                "column `x`: sample `k7`: `x`: a .npy file cut short in its header",
+            ]
+        );
     }
 }

@@ -1,21 +1,28 @@
 """WebDataset shards written by the `webdataset` package's TarWriter (plain and gzip'ed,
-keys in folders, extra members, a missing optional member) read by `webdataset(files)`
-equal to `webdataset.WebDataset`'s own samples: every key, every declared member.
+keys in folders, extra members, a missing optional member, NumPy arrays saved as `.npy`
+members of every dtype a schema declares, big-endian ones too) read by
+`webdataset(files)` equal to `webdataset.WebDataset`'s own samples (the arrays as
+`numpy.load` reads them): every key, every declared member.
 
 Usage: webdataset_check.py --sluice BIN --work DIR
 """
 import argparse
 import base64
+import io
 import json
 import os
 import subprocess
 import sys
 
+import numpy as np
 import webdataset as wds
 
 PIPE = """
 pipeline samples(files: glob) {
-    schema { __key__: str, bin: bytes, cls: i64, json: str, txt: str = "(none)", score: f64 = -1.0 }
+    schema {
+        __key__: str, bin: bytes, cls: i64, json: str, txt: str = "(none)", score: f64 = -1.0,
+        vec: f32[], mat: i32[2, 3], pix: u8[], big: f64[], ids: u64[], flags: bool[2],
+    }
     webdataset(files);
 }
 """
@@ -33,6 +40,13 @@ def write(work):
                     "cls": i % 10,
                     "json": {"i": i, "name": f"n{i}"},
                     "extra.npy": b"not declared",
+                    # Values exact in binary: sluice prints an f32 as itself, numpy widens it.
+                    "vec.npy": np.arange(i % 6, dtype=np.float32) / 4 - i,
+                    "mat.npy": np.arange(6, dtype=np.int32).reshape(2, 3) * (i - 60),
+                    "pix.npy": np.full(i % 4, i % 256, dtype=np.uint8),
+                    "big.npy": np.array([i / 8, -i], dtype=">f8"),
+                    "ids.npy": np.array([2**63 + i], dtype=np.uint64),
+                    "flags.npy": np.array([i % 2 == 0, i % 3 == 0]),
                 }
                 if i % 7:
                     s["txt"] = f"text {i} ü"
@@ -41,6 +55,15 @@ def write(work):
                 w.write(s)
         shards.append(path)
     return shards
+
+
+ARRAYS = ["vec", "mat", "pix", "big", "ids", "flags"]
+DTYPES = {"float32": "f32", "int32": "i32", "uint8": "u8", "float64": "f64", "uint64": "u64", "bool": "bool"}
+
+
+def array(a):
+    """An array as `sluice show` prints a field: its dtype, shape and values."""
+    return (DTYPES[a.dtype.name], list(a.shape), a.flatten().tolist())
 
 
 def main():
@@ -63,6 +86,7 @@ def main():
                     "json": s["json"].decode(),
                     "txt": s["txt"].decode() if "txt" in s else "(none)",
                     "score": float(s["score"]) if "score" in s else -1.0,
+                    **{f: array(np.load(io.BytesIO(s[f + ".npy"]))) for f in ARRAYS},
                 }
             )
         for engine in ["interpreted", "compiled"]:
@@ -81,6 +105,7 @@ def main():
                         "json": j["json"],
                         "txt": j["txt"],
                         "score": j["score"]["values"][0],
+                        **{f: (j[f]["dtype"], j[f]["shape"], j[f]["values"]) for f in ARRAYS},
                     }
                 )
             if got != want:
@@ -89,7 +114,7 @@ def main():
                         sys.exit(f"{os.path.basename(shard)} ({engine}) sample {i}: sluice {g}, webdataset {w}")
                 sys.exit(f"{os.path.basename(shard)} ({engine}): {len(got)} samples, webdataset reads {len(want)}")
         total += len(want)
-    print(f"webdataset: 3 shards ({total} samples) x 2 backends equal to webdataset.WebDataset's samples")
+    print(f"webdataset: 3 shards ({total} samples, {len(ARRAYS)} .npy fields) x 2 backends equal to webdataset.WebDataset's samples")
 
 
 if __name__ == "__main__":

@@ -10,8 +10,9 @@ use serde_json::Value;
 use crate::support::{pipes_and_tabular, sluice_in, stderr, stdout};
 
 /// `rec` yields records with a tensor field, `train` batches, `bad` fails on every
-/// record (the files hold 16 floats, not 15), `flat` scalars, `raw` serialized records;
-/// `rec_back` and `flat_back` read the Parquet and WebDataset exports of `rec` and `flat`.
+/// record (the files hold 16 floats, not 15), `flat` scalars, `listed` lists, `raw`
+/// serialized records; `rec_back`, `flat_back`, `rec_wds_back` and `listed_back` read the
+/// Parquet and WebDataset exports of `rec`, `flat` and `listed`.
 const PIPES: &str = r#"
 pipeline rec(files: glob) {
     schema { x: f32[4, 4], label: i64, id: i64 }
@@ -46,6 +47,22 @@ pipeline raw(files: glob) {
 pipeline rec_back(files: glob) {
     schema { x: f32[4, 4], label: i64, id: i64 }
     parquet(files);
+}
+
+pipeline listed(files: glob) {
+    schema { x: f32[], label: i64, id: i64 }
+    tfrecords(files);
+    map { parse_example(); }
+}
+
+pipeline listed_back(files: glob) {
+    schema { x: f32[], label: i64, id: i64 }
+    webdataset(files);
+}
+
+pipeline rec_wds_back(files: glob) {
+    schema { x: f32[4, 4], label: i64, id: i64 }
+    webdataset(files);
 }
 
 pipeline flat_back(files: glob) {
@@ -208,7 +225,8 @@ fn shown_sorted(dir: &Path, file: &str, pipeline: &str, files: &str) -> Vec<Stri
 
 /// `--format parquet` and `--format webdataset`: the shards read back by `parquet(files)`
 /// and `webdataset(files)` show exactly the pipeline's own elements (tensors as
-/// fixed-size lists, `f64` and `bool` unchanged), in row groups of the size asked.
+/// fixed-size lists or `.npy` members, lists as lists or `.npy`, `f64` and `bool`
+/// unchanged), in row groups of the size asked.
 #[test]
 fn parquet_and_webdataset_exports_read_back_as_the_pipelines_elements() {
     let dir = tempfile::tempdir().unwrap();
@@ -247,6 +265,16 @@ fn parquet_and_webdataset_exports_read_back_as_the_pipelines_elements() {
     let flat = shown_sorted(dir.path(), file, "flat", &files);
     assert_eq!(shown_sorted(dir.path(), file, "flat_back", &back), flat);
     assert!(flat.iter().any(|l| l.contains("\"big\":{\"dtype\":\"bool\"")), "{flat:?}");
+
+    // Lists and tensors are `KEY.x.npy` members, read back by a list or tensor field `x`.
+    for (pipeline, back) in [("listed", "listed_back"), ("rec", "rec_wds_back")] {
+        let out = dir.path().join(pipeline);
+        run(pipeline, &out, &["--format", "webdataset", "--shards", "2"]);
+        let files_back = format!("files={}/*.tar", out.display());
+        let want = shown_sorted(dir.path(), file, pipeline, &files);
+        assert_eq!(shown_sorted(dir.path(), file, back, &files_back), want, "{pipeline}");
+        assert_eq!(want.len(), 31);
+    }
 }
 
 /// Serialized records have no typed fields to make columns or members of: exit 2 saying

@@ -207,6 +207,7 @@ const CASES: &[Case] = &[
     case("examples/parquet/parquet.pipe", "features", Data::Root),
     case("tests/pipes/webdataset.pipe", "images", Data::Root),
     case("tests/pipes/webdataset.pipe", "labels", Data::Root),
+    case("tests/pipes/webdataset.pipe", "arrays", Data::Root),
     case("examples/parquet/parquet.pipe", "reviews", Data::Root),
     case("tests/pipes/combine.pipe", "zipped", Data::None),
     case("tests/pipes/combine.pipe", "zipped_batches", Data::None),
@@ -351,6 +352,7 @@ const MIN_RUNS: &[&str] = &[
     "examples/parquet/parquet.pipe:features",
     "tests/pipes/webdataset.pipe:images",
     "tests/pipes/webdataset.pipe:labels",
+    "tests/pipes/webdataset.pipe:arrays",
     "examples/parquet/parquet.pipe:reviews",
 ];
 

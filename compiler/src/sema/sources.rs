@@ -80,19 +80,22 @@ pub(super) fn parquet_format(
 }
 
 /// The options of a `webdataset` source: every schema field is a member of each sample
-/// by extension (`jpg`, `cls`, `seg_png` for `seg.png`) or the sample's `__key__`, one
-/// value each: `bytes`, `str`, or a number or `bool` read from the member's text; E0325
+/// by extension (`jpg`, `cls`, `seg_png` for `seg.png`) or the sample's `__key__`: `bytes`,
+/// `str`, a number or `bool` read from the member's text or a `.npy`, or a list `T[]` or
+/// fixed shape `T[a, b]` of numbers read from a `.npy` (the member `x` or `x.npy`); E0325
 /// otherwise.
 pub(super) fn webdataset_format(
     s: &ast::Stage,
     decls: &Declarations,
     diags: &mut Vec<Diagnostic>,
 ) -> Option<ParquetFormat> {
-    use crate::ir::types::{DType, Shape};
+    use crate::ir::types::{DType, Dim, Shape};
     let help = "declare the members it reads by extension: `schema { jpg: bytes, cls: i64, __key__: str }`";
     table_format(s, decls, diags, ("E0325", "webdataset", help), |f| {
-        if f.ty.shape != Shape::scalar() {
-            Some("a member is one value: read it as `bytes` and decode it (`decode_raw`, `parse_tensor`)")
+        if matches!(f.ty.dtype, DType::Str | DType::Bytes) && f.ty.shape != Shape::scalar() {
+            Some("a `str` or `bytes` member is one value; a list or tensor of numbers is a `.npy` member")
+        } else if matches!(&f.ty.shape, Shape::Dims(d) if d.iter().any(|d| matches!(d, Dim::Named(_)))) {
+            Some("the sizes of a fixed shape must be numbers (or read a list: `T[]`)")
         } else if f.name == "__key__" && f.ty.dtype != DType::Str {
             Some("`__key__` is the sample's key, a `str`")
         } else {

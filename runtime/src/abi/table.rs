@@ -317,6 +317,15 @@ impl RowWriter {
         self.out.extend_from_slice(value);
     }
 
+    /// A column of `n` values given as their little-endian bytes (`n` × the type's
+    /// size: a `.npy` array's values).
+    pub fn raw_values(&mut self, n: usize, le_bytes: &[u8]) -> Result<(), String> {
+        let n = u32::try_from(n).ok().filter(|&n| n < ERROR).ok_or("more than 2^32 - 3 values in one row")?;
+        self.out.extend_from_slice(&n.to_le_bytes());
+        self.out.extend_from_slice(le_bytes);
+        Ok(())
+    }
+
     /// A column holding one byte string (or string).
     pub fn bytes(&mut self, b: &[u8]) -> Result<(), String> {
         let n = u32::try_from(b.len()).ok().filter(|&n| n < ERROR).ok_or("a value longer than 4 GiB")?;

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use flate2::write::GzEncoder;
 
-use crate::abi::export::{Features, FieldValue, Nums, Shape};
+use crate::abi::export::{Features, FieldValue, Shape};
 use crate::error::{Error, Result};
 use crate::storage::PartialFile;
 
@@ -97,8 +97,12 @@ impl TarShard {
                 FieldValue::Bytes(b) => (format!("{key}.{name}"), b.clone()),
                 FieldValue::Text(t) => (format!("{key}.{name}"), t.as_bytes().to_vec()),
                 FieldValue::Nums(n, Shape::Scalar) => (format!("{key}.{name}"), n.text(0).into_bytes()),
-                FieldValue::Nums(n, Shape::List) => (format!("{key}.{name}.npy"), npy(n, &[n.len()])),
-                FieldValue::Nums(n, Shape::Tensor(dims)) => (format!("{key}.{name}.npy"), npy(n, dims)),
+                FieldValue::Nums(n, Shape::List) => {
+                    (format!("{key}.{name}.npy"), crate::npy::write(n, &[n.len()]))
+                }
+                FieldValue::Nums(n, Shape::Tensor(dims)) => {
+                    (format!("{key}.{name}.npy"), crate::npy::write(n, dims))
+                }
             };
             let mut header = tar::Header::new_gnu();
             header.set_size(data.len() as u64);
@@ -122,75 +126,11 @@ impl TarShard {
     }
 }
 
-/// `values` of `dims` as a NumPy `.npy` file (format 1.0, C order, little-endian).
-pub fn npy(values: &Nums, dims: &[usize]) -> Vec<u8> {
-    let descr = match values {
-        Nums::U8(_) => "|u1",
-        Nums::I8(_) => "|i1",
-        Nums::U16(_) => "<u2",
-        Nums::I16(_) => "<i2",
-        Nums::U32(_) => "<u4",
-        Nums::I32(_) => "<i4",
-        Nums::U64(_) => "<u8",
-        Nums::I64(_) => "<i8",
-        Nums::F32(_) => "<f4",
-        Nums::F64(_) => "<f8",
-        Nums::Bool(_) => "|b1",
-    };
-    let shape = match dims {
-        [d] => format!("({d},)"),
-        d => format!("({})", d.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")),
-    };
-    let mut header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
-    // Magic (6) + version (2) + length (2) + header, a multiple of 64 ending in '\n'.
-    let unpadded = 10 + header.len() + 1;
-    header.push_str(&" ".repeat(unpadded.next_multiple_of(64) - unpadded));
-    header.push('\n');
-    let mut out = Vec::with_capacity(10 + header.len() + values.len() * 8);
-    out.extend_from_slice(b"\x93NUMPY\x01\x00");
-    out.extend_from_slice(&(header.len() as u16).to_le_bytes());
-    out.extend_from_slice(header.as_bytes());
-    macro_rules! le {
-        ($v:expr) => {
-            for x in $v {
-                out.extend_from_slice(&x.to_le_bytes());
-            }
-        };
-    }
-    match values {
-        Nums::U8(v) => out.extend_from_slice(v),
-        Nums::I8(v) => le!(v),
-        Nums::U16(v) => le!(v),
-        Nums::I16(v) => le!(v),
-        Nums::U32(v) => le!(v),
-        Nums::I32(v) => le!(v),
-        Nums::U64(v) => le!(v),
-        Nums::I64(v) => le!(v),
-        Nums::F32(v) => le!(v),
-        Nums::F64(v) => le!(v),
-        Nums::Bool(v) => out.extend(v.iter().map(|&b| u8::from(b))),
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::abi::export;
     use crate::column::Tensor;
-
-    #[test]
-    fn npy_headers_are_aligned_and_hold_dtype_and_shape() {
-        let out = npy(&Nums::F32(vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]), &[2, 3]);
-        let len = u16::from_le_bytes([out[8], out[9]]) as usize;
-        assert_eq!((10 + len) % 64, 0);
-        let header = std::str::from_utf8(&out[10..10 + len]).unwrap();
-        assert_eq!(header.trim_end(), "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }");
-        assert_eq!(&out[10 + len..10 + len + 4], &1.0f32.to_le_bytes());
-        assert_eq!(out.len(), 10 + len + 24);
-        let list = npy(&Nums::I64(vec![7]), &[1]);
-        assert!(std::str::from_utf8(&list[10..74]).unwrap().contains("'shape': (1,)"));
-    }
 
     fn members(path: &Path) -> Vec<(String, Vec<u8>)> {
         let mut a = tar::Archive::new(std::fs::File::open(path).unwrap());

@@ -208,6 +208,8 @@ const CASES: &[Case] = &[
     case("tests/pipes/webdataset.pipe", "images", Data::Root),
     case("tests/pipes/webdataset.pipe", "labels", Data::Root),
     case("tests/pipes/webdataset.pipe", "arrays", Data::Root),
+    case("examples/webdataset/webdataset.pipe", "images", Data::Root),
+    case("examples/webdataset/webdataset.pipe", "embeddings", Data::Root),
     case("examples/parquet/parquet.pipe", "reviews", Data::Root),
     case("tests/pipes/combine.pipe", "zipped", Data::None),
     case("tests/pipes/combine.pipe", "zipped_batches", Data::None),
@@ -353,6 +355,8 @@ const MIN_RUNS: &[&str] = &[
     "tests/pipes/webdataset.pipe:images",
     "tests/pipes/webdataset.pipe:labels",
     "tests/pipes/webdataset.pipe:arrays",
+    "examples/webdataset/webdataset.pipe:images",
+    "examples/webdataset/webdataset.pipe:embeddings",
     "examples/parquet/parquet.pipe:reviews",
 ];
 

@@ -57,22 +57,37 @@ pub enum Nums {
     Bool(Vec<bool>),
 }
 
+/// `$body` for the values of `$n` (a `Nums`, or a reference to one) bound to `$v`, the
+/// same code for every variant; with `=> Nums`, `$body` makes the values of a `Nums` of
+/// the same variant.
+macro_rules! each_nums {
+    ($n:expr, $v:ident => Nums($body:expr)) => {
+        $crate::abi::export::each_nums!(@arms $n, $v, (U8, I8, U16, I16, U32, I32, U64, I64, F32, F64, Bool), Nums($body))
+    };
+    ($n:expr, $v:ident => $body:expr) => {
+        $crate::abi::export::each_nums!(@arms $n, $v, (U8, I8, U16, I16, U32, I32, U64, I64, F32, F64, Bool), $body)
+    };
+    (@arms $n:expr, $v:ident, ($($t:ident),*), Nums($body:expr)) => {
+        match $n { $($crate::abi::export::Nums::$t($v) => $crate::abi::export::Nums::$t($body),)* }
+    };
+    (@arms $n:expr, $v:ident, ($($t:ident),*), $body:expr) => {
+        match $n { $($crate::abi::export::Nums::$t($v) => $body,)* }
+    };
+}
+pub(crate) use each_nums;
+
 impl Nums {
     /// How many values.
     pub fn len(&self) -> usize {
-        match self {
-            Nums::U8(v) => v.len(),
-            Nums::I8(v) => v.len(),
-            Nums::U16(v) => v.len(),
-            Nums::I16(v) => v.len(),
-            Nums::U32(v) => v.len(),
-            Nums::I32(v) => v.len(),
-            Nums::U64(v) => v.len(),
-            Nums::I64(v) => v.len(),
-            Nums::F32(v) => v.len(),
-            Nums::F64(v) => v.len(),
-            Nums::Bool(v) => v.len(),
-        }
+        each_nums!(self, v => v.len())
+    }
+
+    /// No values, of the same type.
+    pub fn empty_like(&self) -> Nums {
+        each_nums!(self, v => Nums({
+            let _ = v;
+            Vec::new()
+        }))
     }
 
     /// Whether there are none.
@@ -100,17 +115,8 @@ impl Nums {
     /// Value `i` as text (`3`, `0.5`, `true`): how a WebDataset member holds a number.
     pub fn text(&self, i: usize) -> String {
         match self {
-            Nums::U8(v) => v[i].to_string(),
-            Nums::I8(v) => v[i].to_string(),
-            Nums::U16(v) => v[i].to_string(),
-            Nums::I16(v) => v[i].to_string(),
-            Nums::U32(v) => v[i].to_string(),
-            Nums::I32(v) => v[i].to_string(),
-            Nums::U64(v) => v[i].to_string(),
-            Nums::I64(v) => v[i].to_string(),
-            Nums::F32(v) => v[i].to_string(),
-            Nums::F64(v) => v[i].to_string(),
             Nums::Bool(v) => u8::from(v[i]).to_string(),
+            n => each_nums!(n, v => v[i].to_string()),
         }
     }
 

@@ -168,7 +168,7 @@ impl ParquetShard {
                 _ => field,
             });
             let values = match value {
-                FieldValue::Nums(n, _) => Values::Nums(empty_like(n)),
+                FieldValue::Nums(n, _) => Values::Nums(n.empty_like()),
                 _ => Values::Bytes(Vec::new()),
             };
             self.columns.push(Column { name: name.clone(), first: value.clone(), values, offsets: vec![0] });
@@ -266,22 +266,6 @@ fn data_type(value: &FieldValue) -> DataType {
     }
 }
 
-fn empty_like(n: &Nums) -> Nums {
-    match n {
-        Nums::U8(_) => Nums::U8(Vec::new()),
-        Nums::I8(_) => Nums::I8(Vec::new()),
-        Nums::U16(_) => Nums::U16(Vec::new()),
-        Nums::I16(_) => Nums::I16(Vec::new()),
-        Nums::U32(_) => Nums::U32(Vec::new()),
-        Nums::I32(_) => Nums::I32(Vec::new()),
-        Nums::U64(_) => Nums::U64(Vec::new()),
-        Nums::I64(_) => Nums::I64(Vec::new()),
-        Nums::F32(_) => Nums::F32(Vec::new()),
-        Nums::F64(_) => Nums::F64(Vec::new()),
-        Nums::Bool(_) => Nums::Bool(Vec::new()),
-    }
-}
-
 /// Appends `from` to `to` (of the same variant: checked by the caller); gives the bytes.
 fn append(to: &mut Nums, from: Nums) -> usize {
     macro_rules! cat {
@@ -297,7 +281,7 @@ fn append(to: &mut Nums, from: Nums) -> usize {
 
 /// `n` as an Arrow array (emptied).
 fn array(n: &mut Nums) -> ArrayRef {
-    let n = std::mem::replace(n, empty_like(n));
+    let n = std::mem::replace(n, n.empty_like());
     match n {
         Nums::U8(v) => Arc::new(UInt8Array::from(v)),
         Nums::I8(v) => Arc::new(Int8Array::from(v)),
@@ -349,7 +333,10 @@ impl Column {
     fn take(&mut self) -> ArrayRef {
         let offsets = std::mem::replace(&mut self.offsets, vec![0]);
         let item = |n: &Nums| {
-            Arc::new(Field::new_list_field(data_type(&FieldValue::Nums(empty_like(n), Shape::Scalar)), false))
+            Arc::new(Field::new_list_field(
+                data_type(&FieldValue::Nums(n.empty_like(), Shape::Scalar)),
+                false,
+            ))
         };
         match (&mut self.values, &self.first) {
             (Values::Nums(n), FieldValue::Nums(_, Shape::Scalar)) => array(n),

@@ -138,7 +138,7 @@ impl StageStats {
     #[inline]
     pub fn time_busy<R>(&self, f: impl FnOnce() -> R) -> R {
         let stride = self.busy_stride.load(Relaxed);
-        if self.busy_calls.fetch_add(1, Relaxed) % stride != 0 {
+        if !self.busy_calls.fetch_add(1, Relaxed).is_multiple_of(stride) {
             return f();
         }
         let t = Instant::now();
@@ -350,7 +350,7 @@ mod tests {
         }
         assert_eq!(stride(), BUSY_STRIDE, "short calls are sampled");
         // Calls up to the next multiple of the stride are not timed, the one there is.
-        while s.busy_calls.load(Relaxed) % BUSY_STRIDE != 0 {
+        while !s.busy_calls.load(Relaxed).is_multiple_of(BUSY_STRIDE) {
             s.time_busy(|| ());
         }
         let before = s.snapshot().busy;

@@ -34,11 +34,7 @@ pub fn write(values: &Nums, dims: &[usize]) -> Vec<u8> {
         Nums::F64(_) => "<f8",
         Nums::Bool(_) => "|b1",
     };
-    let shape = match dims {
-        [d] => format!("({d},)"),
-        d => format!("({})", d.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")),
-    };
-    let mut header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
+    let mut header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {}, }}", show(dims));
     // Magic (6) + version (2) + length (2) + header, a multiple of 64 ending in '\n'.
     let unpadded = 10 + header.len() + 1;
     header.push_str(&" ".repeat(unpadded.next_multiple_of(64) - unpadded));
@@ -183,6 +179,7 @@ fn size(t: ColumnType) -> usize {
     }
 }
 
+/// A shape as numpy writes and prints it: `(2, 3)`, `(4,)`, `()`.
 fn show(shape: &[usize]) -> String {
     match shape {
         [d] => format!("({d},)"),

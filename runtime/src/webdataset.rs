@@ -14,7 +14,8 @@
 //! it) or a one-value NumPy `.npy` array. A list (`T[]`) or tensor (`T[a, b]`) field is a
 //! `.npy` array of the field's type ([`npy`]), of one dimension or of the tensor's number
 //! of values in C order; such a field `x` is the member `x` or `x.npy` (as
-//! `--format webdataset` writes it, and `webdataset`'s `TarWriter` writes a NumPy array). A sample without a declared member takes the schema default; without one, or with
+//! `--format webdataset` writes it, and `webdataset`'s `TarWriter` writes a NumPy array).
+//! A sample without a declared member takes the schema default; without one, or with
 //! a value that does not convert, its column holds an error naming the key, which fails the
 //! parse (the stage adds the shard and sample index), or is counted under `on_error: skip`.
 //! A tar cut short, or damaged, is an error naming the shard and the last key read.
@@ -251,8 +252,8 @@ fn row(s: &Sample, options: &WebDatasetOptions) -> Vec<u8> {
 /// Writes a member's bytes as column `c`'s value.
 fn put(w: &mut RowWriter, c: &TableColumn, bytes: &[u8], key: &str) {
     let fail = |w: &mut RowWriter, why: String| w.error(&format!("sample `{key}`: {why}"));
-    let text = !matches!(c.dtype, ColumnType::Str | ColumnType::Bytes);
-    if c.shape != ColumnShape::Scalar || (text && bytes.starts_with(npy::MAGIC)) {
+    let numeric = !matches!(c.dtype, ColumnType::Str | ColumnType::Bytes);
+    if c.shape != ColumnShape::Scalar || (numeric && bytes.starts_with(npy::MAGIC)) {
         if let Err(why) = put_array(w, c, bytes) {
             fail(w, format!("`{}`: {why}", c.name));
         }

@@ -66,16 +66,11 @@ pub(super) fn parquet_format(
     decls: &Declarations,
     diags: &mut Vec<Diagnostic>,
 ) -> Option<ParquetFormat> {
-    use crate::ir::types::{DType, Dim, Shape};
+    use crate::ir::types::{DType, Shape};
     let help = "declare the columns it reads: `schema { label: i64, x: f32[16], text: str }`";
     table_format(s, decls, diags, ("E0324", "parquet", help), |f| {
-        if matches!(f.ty.dtype, DType::Str | DType::Bytes) && f.ty.shape != Shape::scalar() {
-            Some("a column of strings is read one string per row")
-        } else if matches!(&f.ty.shape, Shape::Dims(d) if d.iter().any(|d| matches!(d, Dim::Named(_)))) {
-            Some("the sizes of a fixed shape must be numbers (or read a list: `T[]`)")
-        } else {
-            None
-        }
+        (matches!(f.ty.dtype, DType::Str | DType::Bytes) && f.ty.shape != Shape::scalar())
+            .then_some("a column of strings is read one string per row")
     })
 }
 
@@ -89,13 +84,11 @@ pub(super) fn webdataset_format(
     decls: &Declarations,
     diags: &mut Vec<Diagnostic>,
 ) -> Option<ParquetFormat> {
-    use crate::ir::types::{DType, Dim, Shape};
+    use crate::ir::types::{DType, Shape};
     let help = "declare the members it reads by extension: `schema { jpg: bytes, cls: i64, __key__: str }`";
     table_format(s, decls, diags, ("E0325", "webdataset", help), |f| {
         if matches!(f.ty.dtype, DType::Str | DType::Bytes) && f.ty.shape != Shape::scalar() {
             Some("a `str` or `bytes` member is one value; a list or tensor of numbers is a `.npy` member")
-        } else if matches!(&f.ty.shape, Shape::Dims(d) if d.iter().any(|d| matches!(d, Dim::Named(_)))) {
-            Some("the sizes of a fixed shape must be numbers (or read a list: `T[]`)")
         } else if f.name == "__key__" && f.ty.dtype != DType::Str {
             Some("`__key__` is the sample's key, a `str`")
         } else {
@@ -105,8 +98,9 @@ pub(super) fn webdataset_format(
 }
 
 /// The fields of a table source (`parquet`, `webdataset`): the whole schema, which it
-/// needs; a `sequence` field, half floats, and any field `refuse` gives a reason for are
-/// errors of `code` (`what`: the source's name, `help`: what to declare).
+/// needs; a `sequence` field, half floats, a shape with named sizes, and any field
+/// `refuse` gives a reason for are errors of `code` (`what`: the source's name, `help`:
+/// what to declare).
 fn table_format(
     s: &ast::Stage,
     decls: &Declarations,
@@ -114,7 +108,7 @@ fn table_format(
     (code, what, help): (&'static str, &str, &str),
     refuse: impl Fn(&crate::ir::decls::FieldDecl) -> Option<&'static str>,
 ) -> Option<ParquetFormat> {
-    use crate::ir::types::DType;
+    use crate::ir::types::{DType, Dim, Shape};
     if decls.schema.is_empty() {
         diags.push(
             Diagnostic::error(code, format!("`{what}` needs a `schema`"), s.name.span, "no schema declared")
@@ -128,6 +122,8 @@ fn table_format(
             Some("a `sequence` field is a feature list of a SequenceExample")
         } else if matches!(f.ty.dtype, DType::F16 | DType::Bf16) {
             Some("read it as `f32` and `cast` it")
+        } else if matches!(&f.ty.shape, Shape::Dims(d) if d.iter().any(|d| matches!(d, Dim::Named(_)))) {
+            Some("the sizes of a fixed shape must be numbers (or read a list: `T[]`)")
         } else {
             refuse(f)
         };

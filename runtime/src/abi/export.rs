@@ -84,10 +84,7 @@ impl Nums {
 
     /// No values, of the same type.
     pub fn empty_like(&self) -> Nums {
-        each_nums!(self, v => Nums({
-            let _ = v;
-            Vec::new()
-        }))
+        each_nums!(self, v => Nums(v[..0].to_vec()))
     }
 
     /// Whether there are none.

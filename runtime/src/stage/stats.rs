@@ -5,8 +5,9 @@
 //! work per element (map, interleave, batch, shuffle, prefetch) time it; trivial stages
 //! (filter, take, skip, shard) only count, so statistics cost little where elements are
 //! cheap. Busy time is sampled where calls are short ([`StageStats::time_busy`]): reading
-//! the clock twice costs ~40 ns, a tenth of a Parquet row. A `map(on_error: skip)` also counts the elements it dropped because its
-//! function failed, keeping the first few messages ([`StageStats::skipped_error`]).
+//! the clock twice costs ~40 ns, a tenth of a Parquet row. A `map(on_error: skip)` also
+//! counts the elements it dropped because its function failed, keeping the first few
+//! messages ([`StageStats::skipped_error`]).
 
 use std::fmt;
 use std::sync::Mutex;

@@ -485,6 +485,12 @@ mod tests {
         let long = write(&Nums::I64((0..6).collect()), &[6]);
         let (wrong_type, matrix) =
             (write(&Nums::F64(vec![1.0]), &[1]), write(&Nums::F32(vec![0.0; 4]), &[2, 2]));
+        // A string array (`<U1`): no type a schema declares.
+        let mut strings = crate::npy::MAGIC.to_vec();
+        let header = "{'descr': '<U1', 'fortran_order': False, 'shape': (1,), }\n";
+        strings.extend_from_slice(&[1, 0, header.len() as u8, 0]);
+        strings.extend_from_slice(header.as_bytes());
+        strings.extend_from_slice(&[b'a', 0, 0, 0]);
         let path = shard(
             dir.path(),
             "n.tar",
@@ -507,6 +513,9 @@ mod tests {
                 ("k6.m.npy", &m),
                 ("k6.y", &write(&Nums::F64(vec![0.0; 4]), &[2, 2])),
                 ("k7.x.npy", b"\x93NUMPY\x01\x00\x08"),
+                ("k8.x.npy", &x),
+                ("k8.m.npy", &write(&Nums::I64((0..4).collect()), &[4])),
+                ("k9.x.npy", &strings),
             ],
         );
         let records = read(&webdataset_file(&path, options), 0).unwrap();
@@ -523,6 +532,8 @@ mod tests {
                 "column `m`: sample `k5`: `m`: a .npy array of f32 (`<f4`), where the field is i64",
                 "column `y`: sample `k6`: `y`: a .npy array of shape (2, 2), where the field is one value",
                 "column `x`: sample `k7`: `x`: a .npy file cut short in its header",
+                "column `m`: sample `k8`: `m`: a .npy array of shape (4,) (4 values), where the field has 6",
+                "column `x`: sample `k9`: `x`: a .npy array of values no schema type holds (`<U1`), where the field is f32",
             ]
         );
     }

@@ -74,6 +74,7 @@ pub fn state(
         epoch,
         position,
         stages: Vec::new(),
+        redeal: Vec::new(),
     })
 }
 

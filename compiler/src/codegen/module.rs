@@ -217,6 +217,7 @@ pub(super) fn resume_items(plan: &Plan, physical: &crate::physical::PhysicalPlan
                 epoch,
                 position,
                 stages: ::std::vec::Vec::new(),
+                redeal: ::std::vec::Vec::new(),
             })
         }
 

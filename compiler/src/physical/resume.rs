@@ -9,22 +9,27 @@
 //!   `shuffle(global)` permutation (`on_corrupt: fail`; a skipping policy pulls).
 //! - **fast-forward**: the stage hands the position to its input, computing nothing for
 //!   what it skips: maps (one result per input), `batch` (p × size), `window` (p × shift),
-//!   `take`/`skip`/`enumerate` (counts), `prefetch`, `zip`; a `filter` (and a map that
-//!   drops elements) goes to the input position the state recorded for it; a reader reads
-//!   the records before p and delivers them to no one (`interleave`, the file list).
+//!   `take`/`skip`/`enumerate` (counts), `prefetch`, `zip`, a `shard` that keeps or drops
+//!   its last round (about p × num_shards: exactly `index + (p - 1)·num_shards + 1`, or
+//!   `p·num_shards`); a `filter` (and a map that drops elements) goes to the input
+//!   position the state recorded for it; a reader reads the records before p and delivers
+//!   them to no one (`interleave`, the file list).
 //! - **replay**: the stage pulls its first p elements again, and everything beneath it
-//!   computes them again: a local `shuffle` buffer, `shard`, `repeat`, `cache`, `pack`,
+//!   computes them again: a local `shuffle` buffer, a padding `shard` (it keeps the first
+//!   elements for its padding), `repeat`, `cache`, `pack`,
 //!   `bucket_by_length`, `unbatch`, `flat_map`, `take_while`, `sample_from`, `concatenate`,
 //!   the batched reader (`ReadBatchesExec`, which runs its maps).
 //! - **blocked**: the position cannot be saved exactly (what `resume_blocker` reports:
 //!   no seed, or an order left to timing); the reason is printed.
 //!
-//! Elastic: a `shard` must exist. It is elastic when the stream it deals from is the same
-//! for any number of shards and the stages after it only map, filter or batch its share:
-//! `shuffle(global)` dealt by blocks of its permutation, or a record-level `shard` over
-//! readers, `range` and maps. A local shuffle buffer before the shard mixes records of
-//! every shard; a shard of the file list deals whole files. Redealing a saved state
-//! (`PipelineState::reshard`) is not implemented: this only says whether it could be.
+//! Elastic: a `shard` must exist, its count and index parameters (the generated `reshard`
+//! sets them for each rank of the old and the new run). It is elastic when the stream it
+//! deals from is the same for any number of shards and the stages after it only map,
+//! filter or batch its share (their positions lead the saved state down to the shard's
+//! count): `shuffle(global)` dealt by blocks of its permutation, or a record-level `shard`
+//! over readers, `range` and maps. A local shuffle buffer before the shard mixes records of
+//! every shard; a shard of the file list deals whole files. The runtime's
+//! `PipelineState::reshard` redeals the states of an elastic pipeline (`reshard.rs`).
 
 use std::fmt;
 
@@ -84,6 +89,8 @@ pub struct Resumption {
     pub cost: String,
     /// Whether a state saved by N shards could be redealt to M.
     pub elastic: Elastic,
+    /// When elastic: the parameters the shard's count and index are.
+    pub shard_params: Option<(String, String)>,
 }
 
 impl Resumption {
@@ -118,8 +125,8 @@ pub fn classify(plan: &PhysicalPlan) -> Resumption {
     let tail =
         plan.tail.as_ref().map(|(t, _)| unseeded_ops(&t.ops).map_or(Resume::FastForward, Resume::Blocked));
     let (pipeline, cost) = walk(plan, &stages, tail.as_ref());
-    let elastic = elastic(&plan.stages, &pipeline);
-    Resumption { stages, tail, pipeline, cost, elastic }
+    let (elastic, shard_params) = elastic(&plan.stages, &pipeline);
+    Resumption { stages, tail, pipeline, cost, elastic, shard_params }
 }
 
 /// Why a map blocks resumption, if it does.
@@ -176,6 +183,8 @@ fn stage(exec: &Exec) -> Resume {
         | Exec::Enumerate { .. }
         | Exec::Zip(_)
         | Exec::Window { .. } => Resume::FastForward,
+        // Its input position is arithmetic unless it pads (it keeps the first elements).
+        Exec::Shard { remainder, .. } if *remainder != super::exec::Remainder::Pad => Resume::FastForward,
         Exec::Shuffle { seed, .. } | Exec::ShuffleBatches { seed, .. } | Exec::ShuffleRepeat { seed, .. } => {
             unseeded(seed, Resume::Replay)
         }
@@ -329,6 +338,7 @@ fn walk(plan: &PhysicalPlan, stages: &[Resume], tail: Option<&Resume>) -> (Resum
                 pos.times(size);
             }
             (Exec::Batch { size, .. } | Exec::ChunkedMap { size, .. }, _) => pos.times(size),
+            (Exec::Shard { num_shards, .. }, _) => pos.times(num_shards),
             (Exec::MapBatch { size, batched: false, .. }, _) => pos.times(size),
             (Exec::Window { shift, .. }, _) => pos.times(shift),
             (Exec::Skip(n), _) => pos.plus(n),
@@ -338,14 +348,39 @@ fn walk(plan: &PhysicalPlan, stages: &[Resume], tail: Option<&Resume>) -> (Resum
     (Resume::FastForward, format!("reaches {}{}", pos.text, filters(recorded)))
 }
 
-/// Whether a state saved by N shards could be redealt to M (module doc).
-fn elastic(stages: &[ExecNode], pipeline: &Resume) -> Elastic {
+/// Whether a state saved by N shards could be redealt to M (module doc), and then the
+/// parameters of the shard's count and index.
+fn elastic(stages: &[ExecNode], pipeline: &Resume) -> (Elastic, Option<(String, String)>) {
     let Some(at) = stages
         .iter()
         .position(|s| matches!(s.exec, Exec::Shard { .. } | Exec::GlobalShuffle { shard: Some(_), .. }))
     else {
-        return Elastic::NoShard;
+        return (Elastic::NoShard, None);
     };
+    let why = elastic_why(stages, at, pipeline);
+    let params = match &stages[at].exec {
+        Exec::Shard { num_shards, index, .. }
+        | Exec::GlobalShuffle { shard: Some((num_shards, index, _)), .. } => match (num_shards, index) {
+            (ArgValue::Param(n), ArgValue::Param(i)) => Some((n.clone(), i.clone())),
+            _ => None,
+        },
+        _ => None,
+    };
+    match (why, params) {
+        (Elastic::Yes(_), None) => (
+            Elastic::No(format!(
+                "the count and index of {} are not both parameters: another number of ranks is another pipeline",
+                stages[at].exec.name()
+            )),
+            None,
+        ),
+        (yes @ Elastic::Yes(_), params) => (yes, params),
+        (no, _) => (no, None),
+    }
+}
+
+/// [`elastic`] of the shard at `at`, its parameters aside.
+fn elastic_why(stages: &[ExecNode], at: usize, pipeline: &Resume) -> Elastic {
     if let Resume::Blocked(_) = pipeline {
         return Elastic::No("its position cannot be saved exactly (resume: blocked)".into());
     }
@@ -372,10 +407,11 @@ fn elastic(stages: &[ExecNode], pipeline: &Resume) -> Elastic {
             | Exec::Rust { .. }
             | Exec::Select { .. }
             | Exec::Batch { .. }
-            | Exec::Unbatch
-            | Exec::UnbatchFields { .. }
-            | Exec::Prefetch(_)
-            | Exec::Repeat(_) => continue,
+            | Exec::Prefetch(_) => continue,
+            Exec::Repeat(_) => "passes over the shard again within one position: each pass would be redealt",
+            Exec::Unbatch | Exec::UnbatchFields { .. } => {
+                "delivers parts of its input's elements: the state does not lead down to the shard's count"
+            }
             Exec::Shuffle { .. } | Exec::ShuffleBatches { .. } | Exec::ShuffleRepeat { .. } => {
                 "holds this shard's records in its buffer"
             }
@@ -437,7 +473,8 @@ mod tests {
             "tfrecords(files); shuffle(100, seed: seed); shard(n, i); {PARSE} batch(8);"
         ));
         assert_eq!(r.pipeline, Resume::Replay);
-        assert!(r.cost.contains("ShardExec"), "{}", r.cost);
+        // The shard hands about p × n to the shuffle, which replays them.
+        assert!(r.cost.contains("replays p × 8 × `n` elements of ShuffleExec"), "{}", r.cost);
         let Elastic::No(why) = &r.elastic else { panic!("{}", r.elastic) };
         assert!(why.contains("ShuffleExec before the shard"), "{why}");
         // A record-level shard over the reader is.
@@ -486,6 +523,35 @@ mod tests {
         assert_eq!(r.pipeline, Resume::Blocked(UNORDERED_MAP.into()));
         let r = resumption("tfrecords(files); shard(n, i); shuffle(100); batch(4);");
         assert!(matches!(r.elastic, Elastic::No(_)), "{}", r.elastic);
+    }
+
+    #[test]
+    fn a_shard_fast_forwards_unless_it_pads_and_its_parameters_are_named() {
+        let r = resumption(&format!("tfrecords(files); shard(n, i, remainder: drop); {PARSE} batch(8);"));
+        assert_eq!(r.pipeline, Resume::FastForward);
+        assert_eq!(r.cost, "reads p × 8 × `n` records, decodes none");
+        assert_eq!(r.shard_params, Some(("n".into(), "i".into())));
+        let r = resumption(&format!("tfrecords(files); shard(n, i, remainder: pad); {PARSE} batch(8);"));
+        assert_eq!(r.pipeline, Resume::Replay);
+        assert!(
+            r.cost.contains("replays p × 8 elements of ShardExec (p × 8 × `n` of its input)"),
+            "{}",
+            r.cost
+        );
+    }
+
+    #[test]
+    fn a_constant_shard_a_repeat_or_an_unbatch_after_it_is_not_elastic() {
+        let r = resumption(&format!("tfrecords(files); shard(4, i, remainder: drop); {PARSE} batch(8);"));
+        let Elastic::No(why) = &r.elastic else { panic!("{}", r.elastic) };
+        assert!(why.contains("count and index of ShardExec are not both parameters"), "{why}");
+        assert_eq!(r.shard_params, None);
+        let r = resumption(&format!("range(100); shard(n, i); repeat(2); batch(8);"));
+        let Elastic::No(why) = &r.elastic else { panic!("{}", r.elastic) };
+        assert!(why.contains("RepeatExec after the shard passes over the shard again"), "{why}");
+        let r = resumption("range(100); shard(n, i); batch(8); unbatch();");
+        let Elastic::No(why) = &r.elastic else { panic!("{}", r.elastic) };
+        assert!(why.contains("after the shard delivers parts"), "{why}");
     }
 
     #[test]

@@ -145,7 +145,12 @@ impl<T: Element, I: DataIter<Item = Option<T>>> DataIter for SomesIter<I> {
     fn next(&mut self) -> Result<Option<T>> {
         loop {
             match self.input.next()? {
-                None => return Ok(None),
+                None => {
+                    if let Some(p) = &self.positions {
+                        p.finish(self.output, self.consumed);
+                    }
+                    return Ok(None);
+                }
                 Some(Some(x)) => {
                     self.consumed += 1;
                     self.output += 1;

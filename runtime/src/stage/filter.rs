@@ -139,6 +139,9 @@ impl<I: DataIter, P: FilterFn<I::Item>> DataIter for FilterIter<I, P> {
                 return Ok(Some(x));
             }
         }
+        if let Some(p) = &self.positions {
+            p.finish(self.output, self.consumed);
+        }
         Ok(None)
     }
 }

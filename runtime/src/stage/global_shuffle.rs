@@ -59,7 +59,8 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-use super::{Ctx, DataIter, Dataset, FileId, Origin, Parallelism, Record, StageStats};
+use super::reshard::{self, Deal, ShardOf};
+use super::{Ctx, DataIter, Dataset, FileId, Origin, Parallelism, Record, StagePosition, StageStats};
 use crate::error::{CorruptKind, Error, Result};
 use crate::permutation::Permutation;
 use crate::tfrecord::{
@@ -97,6 +98,8 @@ pub struct GlobalShuffle {
     window: Option<u64>,
     parallelism: Parallelism,
     positions: Range<u64>,
+    /// Worker `index` of `shards`, the remainder dropped or not ([`shard`](Self::shard)).
+    sharded: Option<(u64, u64, bool)>,
     read: CoalesceOptions,
     on_corrupt: CorruptPolicy,
     stats: Arc<StageStats>,
@@ -135,6 +138,7 @@ impl GlobalShuffle {
             window: None,
             parallelism: Parallelism::Auto,
             positions: 0..u64::MAX,
+            sharded: None,
             read: CoalesceOptions::default(),
             on_corrupt: CorruptPolicy::Fail,
             stats: Arc::new(StageStats::new("global_shuffle")),
@@ -202,21 +206,17 @@ impl GlobalShuffle {
     /// `drop_remainder` every worker gets `N / num_shards` positions (the last `N mod
     /// num_shards` positions of the permutation go to none), else the first `N mod
     /// num_shards` workers get one more. Every worker must be built over the same files
-    /// with the same seed (they then draw the same permutation).
-    pub fn shard(self, num_shards: u64, index: u64, drop_remainder: bool) -> Result<Self> {
+    /// with the same seed (they then draw the same permutation). A pass resumed from a
+    /// resharded state reads its block of the positions the workers before had not taken
+    /// ([`PipelineState::reshard`](super::PipelineState::reshard)).
+    pub fn shard(mut self, num_shards: u64, index: u64, drop_remainder: bool) -> Result<Self> {
         if num_shards == 0 || index >= num_shards {
             return Err(crate::error::Error::Invalid(format!(
                 "shard index {index} out of range for {num_shards} shards (need 0 <= index < num_shards)"
             )));
         }
-        let n = self.len();
-        let (per, extra) = (n / num_shards, n % num_shards);
-        let range = if drop_remainder {
-            index * per..(index + 1) * per
-        } else {
-            let start = index * per + index.min(extra);
-            start..start + per + u64::from(index < extra)
-        };
+        let range = reshard::block(self.len(), num_shards, index, drop_remainder);
+        self.sharded = Some((num_shards, index, drop_remainder));
         Ok(self.positions(range))
     }
 
@@ -287,6 +287,20 @@ impl Dataset for GlobalShuffle {
         }
         self.pass(ctx, skip)
     }
+
+    /// A sharded pass records its count of positions and which shard it is (under the
+    /// `fail` policy, where an element is a position).
+    fn positions(&self, _epoch: u64, output: u64, found: &mut Vec<StagePosition>) {
+        if let Some((shards, index, drop)) = self.sharded
+            && self.on_corrupt == CorruptPolicy::Fail
+        {
+            found.push(StagePosition {
+                output,
+                input: output,
+                shard: Some(ShardOf { shards, index, deal: Deal::Blocks { drop } }),
+            });
+        }
+    }
 }
 
 impl GlobalShuffle {
@@ -297,14 +311,33 @@ impl GlobalShuffle {
             f.check_len()?;
         }
         let n = self.len();
-        let end = self.positions.end.min(n);
-        let start = self.positions.start.saturating_add(skip).min(end);
+        let mut spans = match (ctx.redeal(), self.sharded) {
+            (Some(layers), Some((shards, index, drop))) => {
+                reshard::blocks_rest(n, layers, shards, index, drop)?
+            }
+            _ => {
+                let end = self.positions.end.min(n);
+                vec![self.positions.start.min(end)..end]
+            }
+        };
+        let mut skip = skip;
+        spans.retain_mut(|s| {
+            let cut = skip.min(s.end - s.start);
+            s.start += cut;
+            skip -= cut;
+            s.start < s.end
+        });
+        let mut offsets = Vec::with_capacity(spans.len() + 1);
+        offsets.push(0u64);
+        for s in &spans {
+            offsets.push(offsets.last().copied().unwrap_or(0) + (s.end - s.start));
+        }
         let plan = Arc::new(Plan {
             files: self.files.clone(),
             starts: self.starts.clone(),
             perm: self.permutation(ctx.epoch()),
-            start,
-            end,
+            spans: spans.into(),
+            offsets: offsets.into(),
             window: self.window_len(),
             read: self.read,
             stats: self.stats.clone(),
@@ -336,13 +369,15 @@ impl GlobalShuffle {
     }
 }
 
-/// What one pass reads: the permutation, its range of positions, the window.
+/// What one pass reads: the permutation, its positions (spans of them, in order: one,
+/// but for a pass redealt after a reshard), the window.
 struct Plan {
     files: Arc<[IndexedFile]>,
     starts: Arc<[u64]>,
     perm: Permutation,
-    start: u64,
-    end: u64,
+    spans: Arc<[Range<u64>]>,
+    /// `offsets[i]`: the pass's positions before span `i` (one more entry: all of them).
+    offsets: Arc<[u64]>,
     window: u64,
     read: CoalesceOptions,
     stats: Arc<StageStats>,
@@ -374,18 +409,31 @@ struct Buffers {
 
 impl Plan {
     fn windows(&self) -> u64 {
-        (self.end - self.start).div_ceil(self.window)
+        self.offsets.last().copied().unwrap_or(0).div_ceil(self.window)
+    }
+
+    /// The permutation positions of the pass's elements `lo..hi`, in order.
+    fn positions(&self, lo: u64, hi: u64) -> impl Iterator<Item = u64> + '_ {
+        let first = self.offsets.partition_point(|&o| o <= lo).saturating_sub(1);
+        self.spans[first.min(self.spans.len())..]
+            .iter()
+            .zip(&self.offsets[first.min(self.spans.len())..])
+            .flat_map(move |(s, &o)| {
+                let from = s.start + lo.saturating_sub(o);
+                let to = s.end.min(s.start + hi.saturating_sub(o));
+                from..to.max(from)
+            })
     }
 
     /// Reads window `w`: its records in permutation order.
     fn read(&self, w: u64, buf: &mut Buffers) -> Result<Window> {
         let t = Instant::now();
-        let lo = self.start + w * self.window;
-        let hi = (lo + self.window).min(self.end);
+        let lo = w * self.window;
+        let hi = (lo + self.window).min(self.offsets.last().copied().unwrap_or(0));
         let mut window = std::mem::take(&mut buf.spare);
         window.slots.clear();
         buf.requests.clear();
-        for (slot, p) in (lo..hi).enumerate() {
+        for (slot, p) in self.positions(lo, hi).enumerate() {
             let g = self.perm.get(p);
             let (file, record) = locate(&self.starts, g)
                 .ok_or_else(|| Error::Invalid(format!("global record {g} is past the dataset's end")))?;

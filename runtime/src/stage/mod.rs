@@ -45,6 +45,7 @@ mod read_file;
 mod record;
 mod record_batch;
 mod repeat;
+mod reshard;
 mod sample;
 mod shuffle;
 mod shuffle_batches;
@@ -87,6 +88,7 @@ pub use read_file::{FileContents, ReadFileOptions, ReadFiles, ReadFilesIter, rea
 pub use record::{FileId, Origin, Record, Unit};
 pub use record_batch::{BatchFn, RecordBatch, TfRecordBatches, TfRecordBatchesIter, tfrecord_batches};
 pub use repeat::Repeat;
+pub use reshard::{Deal, Layer, ShardOf};
 pub use sample::{SampleFrom, sample_from};
 pub use shuffle::Shuffle;
 pub use shuffle_batches::{ShuffleBatches, ShuffleBatchesIter, shuffle_batches};
@@ -169,6 +171,8 @@ pub struct Ctx {
 struct Resume {
     stages: Vec<StagePosition>,
     next: std::sync::atomic::AtomicUsize,
+    /// The redeal of a resharded state: what the ranks before had taken of this epoch.
+    redeal: Vec<Layer>,
 }
 
 impl Ctx {
@@ -201,13 +205,20 @@ impl Ctx {
         Ctx { epoch, resume: None, ..self.clone() }
     }
 
-    /// The same context for a pass resumed with these stage positions (those of a
-    /// [`PipelineState`]); [`Dataset::stream_from`] in it starts each recorded filter at its
-    /// input position.
-    pub fn resuming(&self, stages: &[StagePosition]) -> Ctx {
-        let resume = (!stages.is_empty())
-            .then(|| Arc::new(Resume { stages: stages.to_vec(), next: Default::default() }));
+    /// The same context for a pass resumed with these stage positions and this redeal
+    /// (those of a [`PipelineState`]); [`Dataset::stream_from`] in it starts each recorded
+    /// filter at its input position, and its shard deals only what the redeal left.
+    pub fn resuming(&self, stages: &[StagePosition], redeal: &[Layer]) -> Ctx {
+        let resume = (!stages.is_empty() || !redeal.is_empty()).then(|| {
+            Arc::new(Resume { stages: stages.to_vec(), next: Default::default(), redeal: redeal.to_vec() })
+        });
         Ctx { resume, ..self.clone() }
+    }
+
+    /// The redeal of the resharded state this pass resumes (not in a nested context):
+    /// what the ranks before the reshard had taken of this epoch ([`PipelineState::reshard`]).
+    pub fn redeal(&self) -> Option<&[Layer]> {
+        self.resume.as_ref().filter(|r| !self.nested && !r.redeal.is_empty()).map(|r| r.redeal.as_slice())
     }
 
     /// For the next stage (top-down) that records its position, starting a resumed pass

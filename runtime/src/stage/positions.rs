@@ -48,7 +48,7 @@ impl PassPositions {
     /// at that input position.
     pub fn descend<D: Dataset>(&self, input: &D, epoch: u64, output: u64, found: &mut Vec<StagePosition>) {
         if let Some(at) = self.input_at(epoch, output) {
-            found.push(StagePosition { output, input: at });
+            found.push(StagePosition::filter(output, at));
             input.positions(epoch, at, found);
         }
     }
@@ -68,6 +68,10 @@ pub struct Positions {
     slots: Box<[AtomicU64]>,
     /// The output and input counts the pass started from.
     start: (u64, u64),
+    /// Once the pass has ended: its last output and the inputs it consumed in all
+    /// (`u64::MAX` before). A consumer of batches asks for more outputs than a pass that
+    /// ended in a partial batch delivered: they come from the end.
+    end: [AtomicU64; 2],
 }
 
 const LAP_SHIFT: u32 = 40;
@@ -75,7 +79,17 @@ const DROPPED: u64 = (1 << LAP_SHIFT) - 1;
 
 impl Positions {
     pub(crate) fn new(output: u64, input: u64) -> Self {
-        Positions { slots: (0..WINDOW).map(|_| AtomicU64::new(u64::MAX)).collect(), start: (output, input) }
+        Positions {
+            slots: (0..WINDOW).map(|_| AtomicU64::new(u64::MAX)).collect(),
+            start: (output, input),
+            end: [AtomicU64::new(u64::MAX), AtomicU64::new(u64::MAX)],
+        }
+    }
+
+    /// The pass ended after `output` outputs made of `input` inputs.
+    pub(crate) fn finish(&self, output: u64, input: u64) {
+        self.end[1].store(input, Ordering::Release);
+        self.end[0].store(output, Ordering::Release);
     }
 
     fn lap(output: u64) -> u64 {
@@ -90,10 +104,15 @@ impl Positions {
         self.slots[(output % WINDOW) as usize].store(v, Ordering::Release);
     }
 
-    /// The inputs consumed when output `output` was delivered, if still remembered.
+    /// The inputs consumed when output `output` was delivered, if still remembered; past
+    /// the end of an ended pass, all of them.
     pub fn input_at(&self, output: u64) -> Option<u64> {
         if output == self.start.0 {
             return Some(self.start.1);
+        }
+        let end = self.end[0].load(Ordering::Acquire);
+        if end != u64::MAX && output > end {
+            return Some(self.end[1].load(Ordering::Acquire));
         }
         if output < self.start.0 {
             return None;
@@ -122,6 +141,9 @@ mod tests {
         assert_eq!(p.input_at(last), Some(input));
         assert_eq!(p.input_at(last - WINDOW), None, "overwritten by a later lap");
         assert_eq!(p.input_at(last + 1), None, "not delivered yet");
+        p.finish(last, input + 3);
+        assert_eq!(p.input_at(last + 1), Some(input + 3), "past the end: all");
+        assert_eq!(p.input_at(last), Some(input), "the last output's own");
         let mut want = 9;
         for output in 6..=last {
             want += 1 + output % 3;

@@ -2,7 +2,10 @@
 //! (plus, for `shard`, the element a round holds back, or the elements before the
 //! worker's first position, kept for padding: see [`Remainder`]).
 
-use super::{Ctx, DataIter, Dataset};
+use std::sync::Mutex;
+
+use super::reshard::{Deal, RoundsRest, ShardOf};
+use super::{Ctx, DataIter, Dataset, StagePosition};
 use crate::error::{Error, Result};
 
 /// The first `n` elements.
@@ -139,6 +142,13 @@ impl std::fmt::Display for Remainder {
 /// Worker `index` of `num_shards`: elements `index`, `index + num_shards`,
 /// `index + 2·num_shards`, … of the input, with the last partial round kept, dropped or
 /// padded as its [`Remainder`] says.
+///
+/// A resumed pass with `keep` or `drop` starts its input where the position says, by
+/// arithmetic (`keep`: `index + (c - 1)·num_shards + 1` inputs make the first `c` outputs;
+/// `drop`: `c·num_shards`); with `pad` it pulls the elements before the position again
+/// (it keeps the first ones for the padding). A saved state records the count it had
+/// delivered and which shard it is, and a pass resumed from a resharded state deals only
+/// what the ranks before had not taken ([`PipelineState::reshard`](super::PipelineState::reshard)).
 #[must_use = "datasets are lazy: iterate them"]
 #[derive(Debug)]
 pub struct Shard<D> {
@@ -146,6 +156,8 @@ pub struct Shard<D> {
     num_shards: u64,
     index: u64,
     remainder: Remainder,
+    /// The epochs whose last pass here was redealt (its positions are then not arithmetic).
+    redealt: Mutex<Vec<u64>>,
 }
 
 impl<D> Shard<D> {
@@ -155,7 +167,29 @@ impl<D> Shard<D> {
                 "shard index {index} out of range for {num_shards} shards (need 0 <= index < num_shards)"
             )));
         }
-        Ok(Shard { input, num_shards, index, remainder })
+        Ok(Shard { input, num_shards, index, remainder, redealt: Mutex::new(Vec::new()) })
+    }
+
+    /// The inputs consumed when `output` elements were delivered, when that is arithmetic
+    /// (`keep`, `drop`).
+    fn input_at(&self, output: u64) -> Option<u64> {
+        let n = self.num_shards;
+        match self.remainder {
+            Remainder::Keep if output == 0 => Some(0),
+            Remainder::Keep => {
+                Some(self.index.saturating_add((output - 1).saturating_mul(n)).saturating_add(1))
+            }
+            Remainder::Drop => Some(output.saturating_mul(n)),
+            Remainder::Pad => None,
+        }
+    }
+
+    fn of(&self) -> ShardOf {
+        ShardOf { shards: self.num_shards, index: self.index, deal: Deal::Rounds(self.remainder) }
+    }
+
+    fn was_redealt(&self, epoch: u64) -> bool {
+        self.redealt.lock().expect("shard lock").contains(&epoch)
     }
 }
 
@@ -163,16 +197,57 @@ impl<D: Dataset> Dataset for Shard<D> {
     type Item = D::Item;
     type Iter = ShardIter<D::Iter, D::Item>;
     fn iter(&self, ctx: &Ctx) -> Result<Self::Iter> {
-        Ok(ShardIter {
-            input: self.input.iter(ctx)?,
+        self.iter_from(ctx, 0)
+    }
+
+    fn iter_from(&self, ctx: &Ctx, skip: u64) -> Result<Self::Iter> {
+        // Its own position, if the state recorded one (taken, so that a filter below
+        // takes its own next); the count is all it needs.
+        let _ = ctx.take_stage_position(skip);
+        let rest = ctx.redeal().map(RoundsRest::new).transpose()?;
+        if !ctx.is_nested() {
+            let mut redealt = self.redealt.lock().expect("shard lock");
+            redealt.retain(|&e| e != ctx.epoch());
+            if rest.is_some() {
+                redealt.push(ctx.epoch());
+                if redealt.len() > 2 {
+                    redealt.remove(0);
+                }
+            }
+        }
+        let at = if rest.is_none() { self.input_at(skip) } else { None };
+        let mut it = ShardIter {
+            input: match at {
+                Some(at) => self.input.iter_from(ctx, at)?,
+                None => self.input.iter(ctx)?,
+            },
             num_shards: self.num_shards,
             index: self.index,
             remainder: self.remainder,
-            pos: 0,
+            pos: at.unwrap_or(0),
             held: None,
             first: Vec::new(),
             done: false,
-        })
+            rest,
+        };
+        if at.is_none() {
+            for _ in 0..skip {
+                if it.next()?.is_none() {
+                    break;
+                }
+            }
+        }
+        Ok(it)
+    }
+
+    /// Records its count and which shard it is; goes on below when its input position is
+    /// arithmetic (`keep`, `drop`, a pass not redealt).
+    fn positions(&self, epoch: u64, output: u64, found: &mut Vec<StagePosition>) {
+        let input = if self.was_redealt(epoch) { None } else { self.input_at(output) };
+        found.push(StagePosition { output, input: input.unwrap_or(0), shard: Some(self.of()) });
+        if let Some(input) = input {
+            self.input.positions(epoch, input, found);
+        }
     }
 }
 
@@ -183,7 +258,7 @@ pub struct ShardIter<I, T> {
     num_shards: u64,
     index: u64,
     remainder: Remainder,
-    /// Position in the input of the next element to read.
+    /// Position in the (redealt) input of the next element to read.
     pos: u64,
     /// `Drop`: this worker's element of the current round, until the round completes.
     held: Option<T>,
@@ -191,14 +266,29 @@ pub struct ShardIter<I, T> {
     first: Vec<T>,
     /// `Drop`, `Pad`: the input has ended (and the padding, if any, was delivered).
     done: bool,
+    /// A resharded pass: which input elements are left to deal (the others were taken
+    /// before the reshard).
+    rest: Option<RoundsRest>,
 }
 
 impl<I: DataIter> ShardIter<I, I::Item> {
+    /// The next input element to deal: of the rest, in a redealt pass.
+    #[inline]
+    fn next_input(&mut self) -> Result<Option<I::Item>> {
+        let Some(rest) = &mut self.rest else { return self.input.next() };
+        while let Some(x) = self.input.next()? {
+            if rest.admit() {
+                return Ok(Some(x));
+            }
+        }
+        Ok(None)
+    }
+
     /// `Keep`: the next element at one of this worker's positions.
     #[inline]
     fn next_keep(&mut self) -> Result<Option<I::Item>> {
         loop {
-            let Some(x) = self.input.next()? else { return Ok(None) };
+            let Some(x) = self.next_input()? else { return Ok(None) };
             let mine = self.pos % self.num_shards == self.index;
             self.pos += 1;
             if mine {
@@ -210,7 +300,7 @@ impl<I: DataIter> ShardIter<I, I::Item> {
     /// `Drop`: this worker's element of a round, once the round's last element is read.
     fn next_drop(&mut self) -> Result<Option<I::Item>> {
         loop {
-            let Some(x) = self.input.next()? else {
+            let Some(x) = self.next_input()? else {
                 // The round in progress, if any, is partial: its element is dropped.
                 self.held = None;
                 self.done = true;
@@ -233,7 +323,7 @@ impl<I: DataIter> ShardIter<I, I::Item> {
     /// last round was partial and this worker's position in it is past the end.
     fn next_pad(&mut self) -> Result<Option<I::Item>> {
         loop {
-            let Some(x) = self.input.next()? else {
+            let Some(x) = self.next_input()? else {
                 self.done = true;
                 return Ok(self.padding());
             };

@@ -10,34 +10,54 @@
 //! positions), which fast-forwards without decoding what it skips: a filter goes straight
 //! to its recorded input position instead of testing every element before it again.
 //!
-//! The file format (`to_bytes`), version 2: `SLST`, a version byte, then the name's length
+//! A state also names the shard it was saved on (its [`ShardOf`]: how many shards, which
+//! one, how they are dealt) with the count that shard had delivered, so that the states of
+//! every rank of a run can be redealt to another number of ranks
+//! ([`PipelineState::reshard`], `reshard.rs`); a resharded state carries the redeal
+//! ([`Layer`]s) its first epoch applies.
+//!
+//! The file format (`to_bytes`), version 3: `SLST`, a version byte, then the name's length
 //! (u16 LE) and bytes, the fingerprint, epoch and position (u64 LE each), the number of
-//! stage positions (u16 LE) and each one's output and input counts (u64 LE each), then a
-//! masked CRC32C of everything before it. Version 1 states (no stage positions, written
-//! before them) are still read: they resume exactly, recomputing each filter's position.
-//! Anything else, a bad checksum or a state of another pipeline or fingerprint is an
-//! error that says which.
+//! stage positions (u16 LE) and each one's kind (a byte: 0 a filter's, 1 a shard's), output
+//! and input counts (u64 LE each) and, for a shard's, the number of shards and its index
+//! (u64 LE each) and its deal (a byte), then the number of redeal layers (u16 LE) and each
+//! one's deal (a byte), number of ranks (u32 LE) and their counts (u64 LE each), then a
+//! masked CRC32C of everything before it. Version 2 states (a filter's positions only, no
+//! redeal) and version 1 states (no stage positions: they resume exactly, recomputing each
+//! filter's position) are still read. Anything else, a bad checksum or a state of another
+//! pipeline or fingerprint is an error that says which.
 
 use std::path::Path;
 
+use super::reshard::{Deal, Layer, ShardOf};
 use super::{Dataset, files};
 use crate::error::{Error, Result};
 
 const MAGIC: &[u8; 4] = b"SLST";
-const VERSION: u8 = 2;
-/// The version before stage positions: still read.
+const VERSION: u8 = 3;
+/// The versions before: stage positions of filters only (2), none (1). Still read.
+const VERSION_2: u8 = 2;
 const VERSION_1: u8 = 1;
 
 /// Where one stage of a pass was when the state was saved: it had delivered `output`
 /// elements after consuming `input` elements of its input. Recorded, top-down, for each
-/// `filter` on the pipeline's chain from the consumer down to the first stage that does
-/// not map output positions to input positions (see [`Dataset::positions`]).
+/// `filter` and `shard` on the pipeline's chain from the consumer down to the first stage
+/// that does not map output positions to input positions (see [`Dataset::positions`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StagePosition {
     /// Elements the stage had delivered.
     pub output: u64,
     /// Elements of its input it had consumed to deliver them.
     pub input: u64,
+    /// A shard's position: which shard (`None`: a filter's).
+    pub shard: Option<ShardOf>,
+}
+
+impl StagePosition {
+    /// A filter's position.
+    pub fn filter(output: u64, input: u64) -> StagePosition {
+        StagePosition { output, input, shard: None }
+    }
 }
 
 /// Where a pipeline is: see the [module doc](self).
@@ -51,9 +71,12 @@ pub struct PipelineState {
     pub epoch: u64,
     /// Elements of that pass already consumed.
     pub position: u64,
-    /// Each filter's input position at `position`, top-down ([`with_stage_positions`](Self::with_stage_positions));
-    /// empty when none was recorded (the resume then recomputes them).
+    /// Each filter's input position at `position`, top-down ([`with_stage_positions`](Self::with_stage_positions)),
+    /// and the shard's count; empty when none was recorded (the resume then recomputes them).
     pub stages: Vec<StagePosition>,
+    /// What the ranks before a reshard had taken of this epoch ([`reshard`](Self::reshard)):
+    /// the pass of `epoch` deals only the rest. Empty for a state that was not resharded.
+    pub redeal: Vec<Layer>,
 }
 
 impl PipelineState {
@@ -62,7 +85,7 @@ impl PipelineState {
         let name = self.pipeline.as_bytes();
         let len = u16::try_from(name.len()).unwrap_or(u16::MAX);
         let stages = &self.stages[..self.stages.len().min(usize::from(u16::MAX))];
-        let mut b = Vec::with_capacity(4 + 1 + 2 + name.len() + 24 + 2 + 16 * stages.len() + 4);
+        let mut b = Vec::with_capacity(4 + 1 + 2 + name.len() + 24 + 2 + 34 * stages.len() + 2 + 4);
         b.extend_from_slice(MAGIC);
         b.push(VERSION);
         b.extend_from_slice(&len.to_le_bytes());
@@ -72,25 +95,40 @@ impl PipelineState {
         }
         b.extend_from_slice(&(stages.len() as u16).to_le_bytes());
         for s in stages {
+            b.push(u8::from(s.shard.is_some()));
             b.extend_from_slice(&s.output.to_le_bytes());
             b.extend_from_slice(&s.input.to_le_bytes());
+            if let Some(of) = s.shard {
+                b.extend_from_slice(&of.shards.to_le_bytes());
+                b.extend_from_slice(&of.index.to_le_bytes());
+                b.push(of.deal.byte());
+            }
+        }
+        // Every layer is kept: a redeal cut short would deal taken elements again.
+        b.extend_from_slice(&(self.redeal.len() as u16).to_le_bytes());
+        for layer in &self.redeal {
+            b.push(layer.deal.byte());
+            b.extend_from_slice(&(layer.taken.len() as u32).to_le_bytes());
+            for t in &layer.taken {
+                b.extend_from_slice(&t.to_le_bytes());
+            }
         }
         let crc = crate::tfrecord::mask_crc(crc32c::crc32c(&b));
         b.extend_from_slice(&crc.to_le_bytes());
         b
     }
 
-    /// A state from its bytes (version 2, or version 1 without stage positions); `what`
-    /// names them in errors (a path, say).
+    /// A state from its bytes (version 3, 2 or 1); `what` names them in errors (a path,
+    /// say).
     pub fn from_bytes(b: &[u8], what: &str) -> Result<PipelineState> {
         let bad = |why: &str| Error::Invalid(format!("{what}: not a pipeline state: {why}"));
         if b.len() < 4 + 1 + 2 + 24 + 4 || &b[..4] != MAGIC {
             return Err(bad("no SLST header"));
         }
-        if b[4] != VERSION && b[4] != VERSION_1 {
+        let version = b[4];
+        if !(VERSION_1..=VERSION).contains(&version) {
             return Err(bad(&format!(
-                "version {} (this sluice reads versions {VERSION_1} and {VERSION})",
-                b[4]
+                "version {version} (this sluice reads versions {VERSION_1} to {VERSION})"
             )));
         }
         let (body, crc) = b.split_at(b.len() - 4);
@@ -98,32 +136,52 @@ impl PipelineState {
         if crate::tfrecord::mask_crc(crc32c::crc32c(body)) != crc {
             return Err(bad("its checksum does not match (damaged)"));
         }
-        let len = usize::from(u16::from_le_bytes([b[5], b[6]]));
-        let fixed = 7 + len + 24;
-        let n = if b[4] == VERSION_1 {
-            0
-        } else if body.len() >= fixed + 2 {
-            usize::from(u16::from_le_bytes([body[fixed], body[fixed + 1]]))
-        } else {
-            return Err(bad("its length does not match its name's"));
-        };
-        let want = if b[4] == VERSION_1 { fixed } else { fixed + 2 + 16 * n };
-        if body.len() != want {
-            return Err(bad("its length does not match its name's and its stage positions'"));
+        let short = || bad("it ends inside a field (its lengths do not match)");
+        let mut r = Cursor { b: body, at: 5 };
+        let len = usize::from(r.u16().ok_or_else(short)?);
+        let name = r.take(len).ok_or_else(short)?;
+        let pipeline = String::from_utf8(name.to_vec()).map_err(|_| bad("a name that is not UTF-8"))?;
+        let (fingerprint, epoch, position) =
+            (r.u64().ok_or_else(short)?, r.u64().ok_or_else(short)?, r.u64().ok_or_else(short)?);
+        let mut stages = Vec::new();
+        let mut redeal = Vec::new();
+        if version >= VERSION_2 {
+            let n = r.u16().ok_or_else(short)?;
+            for _ in 0..n {
+                let kind = if version == VERSION { r.u8().ok_or_else(short)? } else { 0 };
+                let (output, input) = (r.u64().ok_or_else(short)?, r.u64().ok_or_else(short)?);
+                let shard = match kind {
+                    0 => None,
+                    1 => {
+                        let (shards, index) = (r.u64().ok_or_else(short)?, r.u64().ok_or_else(short)?);
+                        let deal = Deal::from_byte(r.u8().ok_or_else(short)?)
+                            .ok_or_else(|| bad("an unknown deal"))?;
+                        if index >= shards {
+                            return Err(bad(&format!("shard {index} of {shards}")));
+                        }
+                        Some(ShardOf { shards, index, deal })
+                    }
+                    k => return Err(bad(&format!("a stage position of unknown kind {k}"))),
+                };
+                stages.push(StagePosition { output, input, shard });
+            }
         }
-        let pipeline =
-            String::from_utf8(body[7..7 + len].to_vec()).map_err(|_| bad("a name that is not UTF-8"))?;
-        let u = |at: usize| u64::from_le_bytes(body[at..at + 8].try_into().expect("8 bytes"));
-        let stages = (0..n)
-            .map(|i| StagePosition { output: u(fixed + 2 + 16 * i), input: u(fixed + 2 + 16 * i + 8) })
-            .collect();
-        Ok(PipelineState {
-            pipeline,
-            fingerprint: u(7 + len),
-            epoch: u(7 + len + 8),
-            position: u(7 + len + 16),
-            stages,
-        })
+        if version == VERSION {
+            for _ in 0..r.u16().ok_or_else(short)? {
+                let deal =
+                    Deal::from_byte(r.u8().ok_or_else(short)?).ok_or_else(|| bad("an unknown deal"))?;
+                let ranks = r.u32().ok_or_else(short)? as usize;
+                if ranks == 0 || ranks > (body.len() - r.at) / 8 {
+                    return Err(short());
+                }
+                let taken = (0..ranks).map(|_| r.u64().ok_or_else(short)).collect::<Result<_>>()?;
+                redeal.push(Layer { deal, taken });
+            }
+        }
+        if r.at != body.len() {
+            return Err(bad("its length does not match its fields'"));
+        }
+        Ok(PipelineState { pipeline, fingerprint, epoch, position, stages, redeal })
     }
 
     /// The state with the input positions of `dataset`'s filters at this state's epoch and
@@ -184,7 +242,37 @@ impl PipelineState {
     /// `ctx` at this state's epoch, carrying its stage positions for the pass that
     /// [`Dataset::stream_from`] starts at [`position`](Self::position) in it.
     pub fn ctx(&self, ctx: &super::Ctx) -> super::Ctx {
-        ctx.with_epoch(self.epoch).resuming(&self.stages)
+        ctx.with_epoch(self.epoch).resuming(&self.stages, &self.redeal)
+    }
+}
+
+/// Little-endian fields read in turn; `None` past the end.
+struct Cursor<'a> {
+    b: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let s = self.b.get(self.at..self.at.checked_add(n)?)?;
+        self.at += n;
+        Some(s)
+    }
+
+    fn u8(&mut self) -> Option<u8> {
+        Some(self.take(1)?[0])
+    }
+
+    fn u16(&mut self) -> Option<u16> {
+        Some(u16::from_le_bytes(self.take(2)?.try_into().ok()?))
+    }
+
+    fn u32(&mut self) -> Option<u32> {
+        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
+    }
+
+    fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
     }
 }
 
@@ -238,14 +326,26 @@ mod tests {
             fingerprint: 0xfeed,
             epoch: 3,
             position: 12_345,
-            stages: vec![StagePosition { output: 98_760, input: 110_003 }],
+            stages: vec![
+                StagePosition::filter(98_760, 110_003),
+                StagePosition {
+                    output: 33,
+                    input: 100,
+                    shard: Some(ShardOf {
+                        shards: 3,
+                        index: 1,
+                        deal: Deal::Rounds(super::super::Remainder::Drop),
+                    }),
+                },
+            ],
+            redeal: vec![Layer { deal: Deal::Blocks { drop: false }, taken: vec![7, 9] }],
         }
     }
 
     #[test]
     fn round_trips_and_stays_small() {
         let b = state().to_bytes();
-        assert_eq!(b.len(), 4 + 1 + 2 + 5 + 24 + 2 + 16 + 4);
+        assert_eq!(b.len(), 4 + 1 + 2 + 5 + 24 + 2 + 17 + (17 + 17) + 2 + (1 + 4 + 16) + 4);
         assert_eq!(PipelineState::from_bytes(&b, "s").unwrap(), state());
     }
 
@@ -261,12 +361,34 @@ mod tests {
         let crc = crate::tfrecord::mask_crc(crc32c::crc32c(&b));
         b.extend_from_slice(&crc.to_le_bytes());
         let old = PipelineState::from_bytes(&b, "old.state").unwrap();
-        assert_eq!(old, PipelineState { stages: Vec::new(), ..state() });
-        let mut v3 = state().to_bytes();
-        v3[4] = 3;
-        let e = PipelineState::from_bytes(&v3, "new.state").unwrap_err().to_string();
+        assert_eq!(old, PipelineState { stages: Vec::new(), redeal: Vec::new(), ..state() });
+        // Version 2: filter positions (output, input), no kinds and no redeal.
+        let mut b = b"SLST\x02".to_vec();
+        b.extend_from_slice(&5u16.to_le_bytes());
+        b.extend_from_slice(b"train");
+        for v in [0xfeedu64, 3, 12_345] {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+        b.extend_from_slice(&1u16.to_le_bytes());
+        for v in [98_760u64, 110_003] {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+        let crc = crate::tfrecord::mask_crc(crc32c::crc32c(&b));
+        b.extend_from_slice(&crc.to_le_bytes());
+        let v2 = PipelineState::from_bytes(&b, "v2.state").unwrap();
+        assert_eq!(
+            v2,
+            PipelineState {
+                stages: vec![StagePosition::filter(98_760, 110_003)],
+                redeal: Vec::new(),
+                ..state()
+            }
+        );
+        let mut v4 = state().to_bytes();
+        v4[4] = 4;
+        let e = PipelineState::from_bytes(&v4, "new.state").unwrap_err().to_string();
         assert!(
-            e.contains("new.state") && e.contains("version 3 (this sluice reads versions 1 and 2)"),
+            e.contains("new.state") && e.contains("version 4 (this sluice reads versions 1 to 3)"),
             "{e}"
         );
     }

@@ -16,6 +16,7 @@ mod stage_batch;
 mod stage_interleave;
 mod stage_parallel;
 mod stage_pipeline;
+mod stage_reshard;
 mod stage_resume;
 mod stage_resume_positions;
 mod stage_shard;

@@ -15,7 +15,14 @@ fn ctx() -> Ctx {
 }
 
 fn blank(epoch: u64, position: u64) -> PipelineState {
-    PipelineState { pipeline: "p".into(), fingerprint: 1, epoch, position, stages: Vec::new() }
+    PipelineState {
+        pipeline: "p".into(),
+        fingerprint: 1,
+        epoch,
+        position,
+        stages: Vec::new(),
+        redeal: Vec::new(),
+    }
 }
 
 /// Pulls `k` elements of pass `epoch`, saves the state there (with the stage positions,
@@ -110,7 +117,7 @@ fn without_stage_positions_a_resume_recomputes_them_exactly() {
     for k in [0, 3, 50, full.len() as u64] {
         assert_eq!(resume(&ds, &blank(1, k)), full[k as usize..], "from {k}");
         let mut wrong = blank(1, k);
-        wrong.stages = vec![StagePosition { output: 4 * k + 1, input: 0 }];
+        wrong.stages = vec![StagePosition::filter(4 * k + 1, 0)];
         assert_eq!(resume(&ds, &wrong), full[k as usize..], "from {k}, positions of another place");
     }
 }
@@ -127,5 +134,5 @@ fn the_state_does_not_grow_with_the_dataset() {
         })
         .collect();
     assert_eq!(sizes[0], sizes[1]);
-    assert_eq!(sizes[0], 4 + 1 + 2 + 1 + 24 + 2 + 16 + 4);
+    assert_eq!(sizes[0], 4 + 1 + 2 + 1 + 24 + 2 + 17 + 2 + 4);
 }

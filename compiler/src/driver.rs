@@ -296,11 +296,11 @@ mod tests {
         };
         assert_eq!(
             holds("keep").as_deref(),
-            Some("ShardExec: threads=1, holds=0, memory=0 B, resume=replay")
+            Some("ShardExec: threads=1, holds=0, memory=0 B, resume=fast-forward")
         );
         assert_eq!(
             holds("drop").as_deref(),
-            Some("ShardExec: threads=1, holds=1, memory=64.0 KiB, resume=replay")
+            Some("ShardExec: threads=1, holds=1, memory=64.0 KiB, resume=fast-forward")
         );
         assert_eq!(
             holds("pad").as_deref(),

@@ -216,6 +216,21 @@ impl Params {
         Ok(())
     }
 
+    /// These values with the number parameter `name` set to `v` (in its type, as the
+    /// generated `reshard` sets a shard's count and index).
+    pub fn with_count(&self, name: &str, v: u64) -> Result<Params, String> {
+        let mut p = self.clone();
+        match p.values.get_mut(name) {
+            Some(Param::Num(old)) => {
+                *old = Num::U64(v)
+                    .cast(old.dtype())
+                    .map_err(|e| format!("{v} does not fit parameter `{name}`: {e}"))?;
+                Ok(p)
+            }
+            _ => Err(format!("parameter `{name}` is not a number")),
+        }
+    }
+
     /// The value of parameter `name`.
     pub fn get(&self, name: &str) -> Option<&Param> {
         self.values.get(name)

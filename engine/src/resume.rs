@@ -88,3 +88,29 @@ pub fn check_state(
 ) -> Result<()> {
     state.check(pipeline.name(), fingerprint(pipeline, all, params)?)
 }
+
+/// The states of the ranks of a run with `params` that go on from `states`, saved by every
+/// rank of a run with another number of ranks (the generated `reshard`): an error when the
+/// pipeline is not elastic or the states do not belong together.
+pub fn reshard(
+    pipeline: &Pipeline,
+    all: &[Pipeline],
+    params: &Params,
+    states: &[PipelineState],
+) -> Result<Vec<PipelineState>> {
+    let r = pipeline.physical.resumption();
+    let Some((n, i)) = r.shard_params.clone().filter(|_| r.is_elastic()) else {
+        return Err(Error::Invalid(format!(
+            "pipeline `{}` cannot resume on another number of ranks: elastic: {}",
+            pipeline.name(),
+            r.elastic
+        )));
+    };
+    let ranks = params
+        .u64(&ArgValue::Param(n.clone()))
+        .map_err(|_| Error::Invalid(format!("parameter `{n}` is not a number of ranks")))?;
+    PipelineState::reshard(states, ranks, |a, b| {
+        let p = params.with_count(&n, a).and_then(|p| p.with_count(&i, b)).map_err(Error::Invalid)?;
+        fingerprint(pipeline, all, &p)
+    })
+}

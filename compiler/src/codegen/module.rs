@@ -151,7 +151,7 @@ pub fn generate(c: &Unit<'_>, all: &[Unit<'_>]) -> R<(TokenStream, Vec<crate::ir
 /// What saves and restores the pipeline's position: `RESUME_BLOCKER` (why it cannot be,
 /// from the plan), `RESUME` and `ELASTIC` (how it resumes, from the physical plan: what
 /// `explain` prints), `fingerprint` (the plan's text, the parameters and the files its
-/// globs match), `state` and `check_state`.
+/// globs match), `state`, `check_state` and `reshard` (to another number of ranks).
 pub(super) fn resume_items(plan: &Plan, physical: &crate::physical::PhysicalPlan) -> R<TokenStream> {
     let blocker = match crate::ir::plan::resume_blocker(plan) {
         Some(why) => quote!(::std::option::Option::Some(#why)),
@@ -160,6 +160,31 @@ pub(super) fn resume_items(plan: &Plan, physical: &crate::physical::PhysicalPlan
     let resumption = physical.resumption();
     let resume_text = resumption.explain();
     let elastic = resumption.is_elastic();
+    let not_elastic = format!("cannot resume on another number of ranks: elastic: {}", resumption.elastic);
+    let reshard = match &resumption.shard_params {
+        Some((n, i)) if elastic => {
+            let (n_name, i_name) = (n.as_str(), i.as_str());
+            let (n, i) = (field_ident(n), field_ident(i));
+            quote! {
+                let ranks = ::std::convert::TryFrom::try_from(params.#n).map_err(|_| {
+                    __sl::Error::Invalid(::std::format!("parameter `{}` is not a number of ranks", #n_name))
+                })?;
+                reshard_with(states, ranks, |n, i| {
+                    let mut p = params.clone();
+                    let too_big = |v: u64, name: &str| {
+                        __sl::Error::Invalid(::std::format!("{v} does not fit parameter `{name}`"))
+                    };
+                    p.#n = ::std::convert::TryFrom::try_from(n).map_err(|_| too_big(n, #n_name))?;
+                    p.#i = ::std::convert::TryFrom::try_from(i).map_err(|_| too_big(i, #i_name))?;
+                    ::std::result::Result::Ok(p)
+                })
+            }
+        }
+        _ => quote! {
+            let _ = (params, states);
+            ::std::result::Result::Err(__sl::Error::Invalid(::std::format!("pipeline `{NAME}` {}", #not_elastic)))
+        },
+    };
     let text = plan.explain();
     let mut globs = Vec::new();
     let mut auto_cycle = false;
@@ -225,6 +250,36 @@ pub(super) fn resume_items(plan: &Plan, physical: &crate::physical::PhysicalPlan
         /// same files.
         pub fn check_state(params: &Params, state: &__sl::PipelineState) -> __sl::Result<()> {
             state.check(NAME, fingerprint(params)?)
+        }
+
+        /// The states of the ranks of a run with `params` (its shard's count parameter:
+        /// the new number of ranks; the index is set for each) that go on from `states`,
+        /// saved by every rank of a run with another number of ranks and otherwise these
+        /// parameters: together they deliver what those had not of their epoch, each
+        /// element once (`PipelineState::reshard`). An error when the pipeline is not
+        /// elastic (`ELASTIC`) or the states do not belong together.
+        pub fn reshard(
+            params: &Params,
+            states: &[__sl::PipelineState],
+        ) -> __sl::Result<::std::vec::Vec<__sl::PipelineState>> {
+            #reshard
+        }
+
+        /// [`reshard`] to `ranks` ranks when the ranks' parameters differ otherwise too (a
+        /// batch size per rank): `params_of(n, i)` are those of rank `i` of `n`, for the
+        /// old run's ranks and the new.
+        pub fn reshard_with(
+            states: &[__sl::PipelineState],
+            ranks: u64,
+            params_of: impl ::std::ops::Fn(u64, u64) -> __sl::Result<Params>,
+        ) -> __sl::Result<::std::vec::Vec<__sl::PipelineState>> {
+            if !ELASTIC {
+                return ::std::result::Result::Err(__sl::Error::Invalid(::std::format!(
+                    "pipeline `{NAME}` {}",
+                    #not_elastic
+                )));
+            }
+            __sl::PipelineState::reshard(states, ranks, |n, i| fingerprint(&params_of(n, i)?))
         }
     })
 }

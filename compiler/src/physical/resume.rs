@@ -546,7 +546,7 @@ mod tests {
         let Elastic::No(why) = &r.elastic else { panic!("{}", r.elastic) };
         assert!(why.contains("count and index of ShardExec are not both parameters"), "{why}");
         assert_eq!(r.shard_params, None);
-        let r = resumption(&format!("range(100); shard(n, i); repeat(2); batch(8);"));
+        let r = resumption("range(100); shard(n, i); repeat(2); batch(8);");
         let Elastic::No(why) = &r.elastic else { panic!("{}", r.elastic) };
         assert!(why.contains("RepeatExec after the shard passes over the shard again"), "{why}");
         let r = resumption("range(100); shard(n, i); batch(8); unbatch();");

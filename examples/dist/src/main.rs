@@ -9,7 +9,9 @@
 //!   between GPUs). Each rank writes the ids it trained on, step by step
 //!   (`OUT/ids.rankR.txt`); rank 0 saves the model (`OUT/model.safetensors`).
 //!   `--stop-after-steps N` stops there with a checkpoint (`OUT/ckpt.safetensors` and
-//!   each rank's pipeline position); `--resume` goes on from it.
+//!   each rank's pipeline position); `--resume` goes on from it, under `mpirun` with
+//!   the same number of ranks or another (the positions are redealt: `dist.pipe` is
+//!   elastic, its shards are blocks of a global permutation).
 //! - `dist-check train --reference W ...`: one process, one replica, training on the same
 //!   global batches: at each step, the concatenation of the W shards' batches.
 //! - `dist-check compare A B`: the largest difference between two saved models.
@@ -236,12 +238,24 @@ fn train(args: &TrainArgs, world: Option<Rc<dyn Collective>>) -> sluice::Result<
     }
     let ckpt = args.out.join("ckpt.safetensors");
     let (mut first, mut skip) = (0, 0);
+    let mut ctx = Ctx::new(&RuntimeOptions::default());
     if args.resume {
-        let state = trainer.load_checkpoint(&ckpt)?.ok_or_else(|| {
-            sluice::Error::Invalid(format!("{}: no pipeline position beside the model", ckpt.display()))
-        })?;
+        // A checkpoint of a job of another size: every rank's position is redealt to this
+        // job's ranks (each rank's batch size is its part of the global batch).
+        let state = trainer
+            .load_checkpoint_resharded(&ckpt, |states| {
+                dist_train::reshard_with(states, size as u64, |n, i| {
+                    let n = u32::try_from(n).map_err(|_| sluice::Error::Invalid(format!("{n} ranks")))?;
+                    Ok(params(args, n, i as u32))
+                })
+            })?
+            .ok_or_else(|| {
+                sluice::Error::Invalid(format!("{}: no pipeline position beside the model", ckpt.display()))
+            })?;
         dist_train::check_state(&p, &state)?;
         (first, skip) = (state.epoch, state.position);
+        // The context of its epoch carries the state's stage positions and redeal.
+        ctx = state.ctx(&ctx);
     }
     if rank == 0 {
         println!(
@@ -252,7 +266,6 @@ fn train(args: &TrainArgs, world: Option<Rc<dyn Collective>>) -> sluice::Result<
         );
     }
     let ids = args.out.join(format!("ids.rank{rank}.txt"));
-    let ctx = Ctx::new(&RuntimeOptions::default());
     let mut steps = 0;
     for epoch in first..args.epochs {
         let mut stopped = None;

@@ -1,6 +1,7 @@
 //! Multi-process training under `mpirun -np N` on this machine (shared memory and
 //! loopback only): `dist-check` ranks against one process on the same global batches,
-//! every record once per epoch across the ranks, resume per rank, and the errors that
+//! every record once per epoch across the ranks, resume per rank and on another number of
+//! ranks (the positions redealt), and the errors that
 //! must stop every rank instead of leaving the others waiting.
 //!
 //! Needs Open MPI's `mpirun` (scripts/setup-mpi). Without it these tests say so and pass,
@@ -89,6 +90,18 @@ fn steps(path: &Path) -> BTreeMap<(u64, u64), Vec<u64>> {
         .map(|line| {
             let v: Vec<u64> = line.split(' ').map(|x| x.parse().unwrap()).collect();
             ((v[0], v[1]), v[2..].to_vec())
+        })
+        .collect()
+}
+
+/// The lines of one ids file in order: `(epoch, ids)` (a resumed run writes the steps of
+/// its epoch again from 0).
+fn rows(path: &Path) -> Vec<(u64, Vec<u64>)> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text.lines()
+        .map(|line| {
+            let v: Vec<u64> = line.split(' ').map(|x| x.parse().unwrap()).collect();
+            (v[0], v[2..].to_vec())
         })
         .collect()
 }
@@ -182,6 +195,16 @@ fn a_stopped_job_resumes_each_rank_where_it_stopped() {
     for r in 0..2 {
         assert!(parts.join(format!("ckpt.safetensors.rank{r}-of-2.state")).exists(), "rank {r}'s state");
     }
+    // The same checkpoint, to be resumed by three ranks and by one (below).
+    let copies = [3, 1].map(|n| {
+        let to = dir.path().join(format!("resume-on-{n}"));
+        std::fs::create_dir(&to).unwrap();
+        for e in std::fs::read_dir(&parts).unwrap() {
+            let e = e.unwrap();
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+        (n, to)
+    });
     ok(mpirun(2, &[&common[..], &["--out", s(&parts), "--resume"]].concat()), "resume");
     for r in 0..2 {
         let ids = format!("ids.rank{r}.txt");
@@ -198,11 +221,31 @@ fn a_stopped_job_resumes_each_rank_where_it_stopped() {
         "compare",
     );
 
-    // The checkpoint of two ranks, resumed by three: refused on every rank, no hang.
-    let out = mpirun(3, &[&common[..], &["--out", s(&parts), "--resume"]].concat());
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success());
-    assert!(err.contains("a checkpoint of a job of 2 rank(s); this job has 3"), "{err}");
+    // The checkpoint of two ranks, resumed by three and by one: the positions are redealt.
+    // Epoch 2 (interrupted at its step 5 by both ranks): what the two ranks trained on
+    // before and what the new ranks trained on after are every record, each once. Epoch
+    // 3: each new rank trains on what a fresh run of that many ranks does.
+    for (n, to) in &copies {
+        let resumed = [&common[..], &["--out", s(to), "--resume"]].concat();
+        let out = if *n == 1 { exe(&resumed) } else { mpirun(*n, &resumed) };
+        ok(out, &format!("resume on {n} rank(s)"));
+        let fresh = dir.path().join(format!("fresh-{n}"));
+        let args = [&common[..], &["--out", s(&fresh)]].concat();
+        ok(if *n == 1 { exe(&args) } else { mpirun(*n, &args) }, &format!("a fresh run on {n}"));
+        let mut epoch2: Vec<u64> = (0..2.max(*n))
+            .flat_map(|r| rows(&to.join(format!("ids.rank{r}.txt"))))
+            .filter(|(epoch, _)| *epoch == 1)
+            .flat_map(|(_, ids)| ids)
+            .collect();
+        epoch2.sort_unstable();
+        assert_eq!(epoch2, (0..RECORDS).collect::<Vec<_>>(), "resumed on {n}: epoch 2 is not every record once");
+        for r in 0..*n {
+            let last = |d: &Path| -> Vec<Vec<u64>> {
+                rows(&d.join(format!("ids.rank{r}.txt"))).into_iter().filter(|(e, _)| *e == 2).map(|(_, i)| i).collect()
+            };
+            assert_eq!(last(to), last(&fresh), "resumed on {n}: rank {r}'s epoch 3 is not a fresh run's");
+        }
+    }
 
     // One rank's position lost: that rank says which file, and the job stops.
     let lost = parts.join("ckpt.safetensors.rank1-of-2.state");

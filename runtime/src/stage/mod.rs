@@ -201,8 +201,11 @@ impl Ctx {
     }
 
     /// The same context at another epoch.
+    /// At its own epoch, a resumed context ([`PipelineState::ctx`]) stays one: a trainer
+    /// given it starts that epoch's pass as the state says, and the next plainly.
     pub fn with_epoch(&self, epoch: u64) -> Ctx {
-        Ctx { epoch, resume: None, ..self.clone() }
+        let resume = if epoch == self.epoch { self.resume.clone() } else { None };
+        Ctx { epoch, resume, ..self.clone() }
     }
 
     /// The same context for a pass resumed with these stage positions and this redeal

@@ -332,7 +332,23 @@ impl<M: Send> Trainer<M> {
         if let Some(cross) = &self.cross {
             cross.comm().barrier()?;
         }
-        saved
+        saved?;
+        // The states of an earlier job of another size beside the same model are stale:
+        // rank 0 removes them once every rank's own is written.
+        if self.rank() == 0 {
+            for (ranks, _) in saved_states(path)?.into_iter().filter(|(r, _)| *r != self.world_size()) {
+                for r in 0..ranks {
+                    let stale = state_path(path, r, ranks);
+                    match std::fs::remove_file(&stale) {
+                        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                            return Err(Error::Io { path: stale, source: e });
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Loads a checkpoint of [`save_checkpoint`](Self::save_checkpoint): the model into
@@ -346,10 +362,11 @@ impl<M: Send> Trainer<M> {
         if state.exists() {
             return PipelineState::load(state).map(Some);
         }
-        match saved_by(path) {
+        match saved_by(path)? {
             Some(ranks) if ranks != self.world_size() => Err(Error::Invalid(format!(
                 "{}: a checkpoint of a job of {ranks} rank(s); this job has {}: each rank's pipeline position is \
-                 for its own shard, so resume it with {ranks}",
+                 for its own shard, so resume it with {ranks}, or redeal the positions to this job's ranks \
+                 (`load_checkpoint_resharded`, for an elastic pipeline)",
                 path.display(),
                 self.world_size()
             ))),
@@ -360,6 +377,36 @@ impl<M: Send> Trainer<M> {
             ))),
             None => Ok(None),
         }
+    }
+
+    /// Loads a checkpoint of [`save_checkpoint`](Self::save_checkpoint) saved by a job of
+    /// any number of ranks: the model into every replica, and this rank's pipeline
+    /// position. When the checkpoint's job had another number of ranks, every rank reads
+    /// all of that job's states and `reshard` (the generated `reshard` or `reshard_with`,
+    /// with this job's parameters) redeals them to this job's ranks: the position returned
+    /// is this rank's of those, from which the ranks together deliver the rest of the
+    /// interrupted epoch, each element once. The states must lie where every rank reads
+    /// them (one machine, or a shared file system). `None` for a model saved alone.
+    pub fn load_checkpoint_resharded(
+        &mut self,
+        path: impl AsRef<Path>,
+        reshard: impl FnOnce(&[PipelineState]) -> Result<Vec<PipelineState>>,
+    ) -> Result<Option<PipelineState>> {
+        let path = path.as_ref();
+        let world = self.world_size();
+        let Some(ranks) = saved_by(path)?.filter(|&r| r != world) else { return self.load_checkpoint(path) };
+        self.load(path)?;
+        let states = (0..ranks).map(|r| PipelineState::load(state_path(path, r, ranks))).collect::<Result<Vec<_>>>()?;
+        let mut new = reshard(&states)?;
+        if new.len() != world {
+            return Err(Error::Invalid(format!(
+                "{}: the states of {ranks} rank(s) were redealt to {} rank(s), but this job has {world}: set the \
+                 pipeline's count of shards to the job's size",
+                path.display(),
+                new.len()
+            )));
+        }
+        Ok(Some(new.swap_remove(self.rank())))
     }
 
     /// Loads parameters saved by [`save`](Self::save) into every replica.
@@ -721,15 +768,44 @@ fn state_path(model: &Path, rank: usize, ranks: usize) -> std::path::PathBuf {
     name.into()
 }
 
-/// The number of ranks whose states lie beside `model` (their rank 0's), if any.
-fn saved_by(model: &Path) -> Option<usize> {
-    if state_path(model, 0, 1).exists() {
-        return Some(1);
+/// The states beside `model`, by the number of ranks of the job that saved them (1: the
+/// `.state` of a one-rank job), as `(ranks, rank 0's path)`.
+fn saved_states(model: &Path) -> Result<Vec<(usize, std::path::PathBuf)>> {
+    let mut found = Vec::new();
+    let one = state_path(model, 0, 1);
+    if one.exists() {
+        found.push((1, one));
     }
     let dir = model.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let prefix = format!("{}.rank0-of-", model.file_name()?.to_string_lossy());
-    std::fs::read_dir(dir).ok()?.flatten().find_map(|e| {
+    let Some(file) = model.file_name() else { return Ok(found) };
+    let prefix = format!("{}.rank0-of-", file.to_string_lossy());
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(found),
+        Err(e) => return Err(Error::Io { path: dir.to_path_buf(), source: e }),
+    };
+    for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
-        name.strip_prefix(&prefix)?.strip_suffix(".state")?.parse().ok()
-    })
+        if let Some(ranks) = name.strip_prefix(&prefix).and_then(|n| n.strip_suffix(".state")?.parse().ok()) {
+            found.push((ranks, e.path()));
+        }
+    }
+    found.sort();
+    Ok(found)
+}
+
+/// The number of ranks of the job whose states lie beside `model`, if any; an error when
+/// states of jobs of several sizes do (a checkpoint interrupted while it was written).
+fn saved_by(model: &Path) -> Result<Option<usize>> {
+    let found = saved_states(model)?;
+    match found.as_slice() {
+        [] => Ok(None),
+        [(ranks, _)] => Ok(Some(*ranks)),
+        [(a, p), (b, q), ..] => Err(Error::Invalid(format!(
+            "{}: the pipeline positions of jobs of {a} and {b} ranks lie beside it ({}, {}): remove the stale ones",
+            model.display(),
+            p.display(),
+            q.display()
+        ))),
+    }
 }

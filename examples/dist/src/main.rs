@@ -282,7 +282,10 @@ fn train(args: &TrainArgs, world: Option<Rc<dyn Collective>>) -> sluice::Result<
             println!("{r}");
         }
         if let Some(done) = stopped {
-            trainer.save_checkpoint(&ckpt, &dist_train::state(&p, epoch, done)?)?;
+            // With the stage positions: the shard's count, which a resume on another number
+            // of ranks redeals from.
+            let state = dist_train::state(&p, epoch, done)?.with_stage_positions(&dataset);
+            trainer.save_checkpoint(&ckpt, &state)?;
             if rank == 0 {
                 println!(
                     "stopped after {steps} steps at epoch {} step {done}: {}",

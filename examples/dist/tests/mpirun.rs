@@ -238,10 +238,18 @@ fn a_stopped_job_resumes_each_rank_where_it_stopped() {
             .flat_map(|(_, ids)| ids)
             .collect();
         epoch2.sort_unstable();
-        assert_eq!(epoch2, (0..RECORDS).collect::<Vec<_>>(), "resumed on {n}: epoch 2 is not every record once");
+        assert_eq!(
+            epoch2,
+            (0..RECORDS).collect::<Vec<_>>(),
+            "resumed on {n}: epoch 2 is not every record once"
+        );
         for r in 0..*n {
             let last = |d: &Path| -> Vec<Vec<u64>> {
-                rows(&d.join(format!("ids.rank{r}.txt"))).into_iter().filter(|(e, _)| *e == 2).map(|(_, i)| i).collect()
+                rows(&d.join(format!("ids.rank{r}.txt")))
+                    .into_iter()
+                    .filter(|(e, _)| *e == 2)
+                    .map(|(_, i)| i)
+                    .collect()
             };
             assert_eq!(last(to), last(&fresh), "resumed on {n}: rank {r}'s epoch 3 is not a fresh run's");
         }

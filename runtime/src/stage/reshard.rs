@@ -256,9 +256,9 @@ impl PipelineState {
             }
             let Some((of, taken)) = s.shard_position() else {
                 return Err(bad(format!(
-                    "state {k} records no shard position (its pipeline has no `shard`, it was saved by an \
-                     older sluice, or its consumer lagged more than 65536 elements behind a filter above the \
-                     shard)"
+                    "state {k} records no shard position: it was saved without `.with_stage_positions(&dataset)` \
+                     or by an older sluice, its pipeline has no `shard`, or its consumer lagged more than 65536 \
+                     elements behind a filter above the shard"
                 )));
             };
             shards.push((of, taken));

@@ -396,7 +396,9 @@ impl<M: Send> Trainer<M> {
         let world = self.world_size();
         let Some(ranks) = saved_by(path)?.filter(|&r| r != world) else { return self.load_checkpoint(path) };
         self.load(path)?;
-        let states = (0..ranks).map(|r| PipelineState::load(state_path(path, r, ranks))).collect::<Result<Vec<_>>>()?;
+        let states = (0..ranks)
+            .map(|r| PipelineState::load(state_path(path, r, ranks)))
+            .collect::<Result<Vec<_>>>()?;
         let mut new = reshard(&states)?;
         if new.len() != world {
             return Err(Error::Invalid(format!(

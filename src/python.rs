@@ -12,7 +12,10 @@
 //! - `sluice_python_open(pipeline, set, resume, budget)` makes a session: the parameters
 //!   from `NAME=VALUE` pairs (the generated `Params::from_args`, as `sluice run --set`),
 //!   the dataset, one runtime context for every pass (the statistics add up), and a
-//!   resumed position when `resume` holds `PipelineState` bytes.
+//!   resumed position when `resume` holds `PipelineState` bytes, or the states of every
+//!   rank of a run with another number of ranks (`SLSS`, a count and each state's length
+//!   and bytes, u32 LE): they are redealt to this run's ranks (the pipeline's `reshard`)
+//!   and the session resumes from its own.
 //! - `sluice_python_next(session, passes)` pulls the next element (of pass `epoch`, then
 //!   the next pass while fewer than `passes` have run): an [`Element`] handle, its fields
 //!   by name. The extension calls it with the GIL released; no pipeline thread ever calls
@@ -272,6 +275,13 @@ pub trait Plan: Send + 'static {
     ) -> sluice_runtime::Result<PipelineState>;
     /// Checks that `state` was saved by this pipeline with these parameters.
     fn check_state(&self, params: &Self::Params, state: &PipelineState) -> sluice_runtime::Result<()>;
+    /// The states of this run's ranks (`params` say how many) from those of every rank of
+    /// a run with another number of ranks (the generated `reshard`).
+    fn reshard(
+        &self,
+        params: &Self::Params,
+        states: &[PipelineState],
+    ) -> sluice_runtime::Result<Vec<PipelineState>>;
     /// The declared memory budget.
     fn budget(&self) -> Option<usize>;
 }
@@ -302,6 +312,8 @@ pub struct Generated<P, D> {
     pub state: fn(&P, u64, u64) -> sluice_runtime::Result<PipelineState>,
     /// `check_state`.
     pub check_state: fn(&P, &PipelineState) -> sluice_runtime::Result<()>,
+    /// `reshard`.
+    pub reshard: fn(&P, &[PipelineState]) -> sluice_runtime::Result<Vec<PipelineState>>,
     /// The declared budget (`BUDGET`).
     pub budget: Option<usize>,
 }
@@ -335,6 +347,9 @@ impl<P: Send + 'static, D: Dataset> Plan for Generated<P, D> {
     fn check_state(&self, params: &P, state: &PipelineState) -> sluice_runtime::Result<()> {
         (self.check_state)(params, state)
     }
+    fn reshard(&self, params: &P, states: &[PipelineState]) -> sluice_runtime::Result<Vec<PipelineState>> {
+        (self.reshard)(params, states)
+    }
     fn budget(&self) -> Option<usize> {
         self.budget
     }
@@ -345,7 +360,7 @@ impl<P: Send + 'static, D: Dataset> Plan for Generated<P, D> {
 pub struct Request {
     /// `NAME=VALUE` pairs.
     pub set: Vec<(String, String)>,
-    /// `PipelineState` bytes to resume from.
+    /// `PipelineState` bytes to resume from, or a set of them (`SLSS`: see the module doc).
     pub resume: Option<Vec<u8>>,
     /// A memory budget overriding the declared one.
     pub budget: Option<usize>,
@@ -426,9 +441,11 @@ where
     }
 
     fn state(&self) -> Result<Vec<u8>, Failure> {
+        // With the stage positions of the pass running: the filters' and the shard's (what
+        // a resume on another number of ranks redeals from).
         self.g
             .state(&self.params, self.epoch, self.position)
-            .map(|s| s.to_bytes())
+            .map(|s| s.with_stage_positions(&self.ds).to_bytes())
             .map_err(|e| Failure::param(self.g.name(), e))
     }
 }
@@ -461,9 +478,8 @@ where
     };
     if let Some(bytes) = &request.resume {
         let name = run.g.name();
-        let state = PipelineState::from_bytes(bytes, "the state given to resume")
-            .map_err(|e| Failure::param(name, e))?;
-        run.g.check_state(&run.params, &state).map_err(|e| Failure::param(name, e))?;
+        let states = states_of(bytes).map_err(|e| Failure::param(name, e))?;
+        let state = resumed(&run.g, &run.params, states).map_err(|e| Failure::param(name, e))?;
         let stream = state.resume(&run.ds, &run.ctx).map_err(|e| Failure::data(name, e))?;
         run.stream = Some(stream);
         run.epoch = state.epoch;
@@ -471,6 +487,55 @@ where
         run.started = 1;
     }
     Ok(Box::new(run))
+}
+
+/// The states `bytes` hold: one `PipelineState`, or a set (`SLSS`, a count, then each
+/// state's length and bytes, u32 LE).
+fn states_of(bytes: &[u8]) -> sluice_runtime::Result<Vec<PipelineState>> {
+    let Some(mut rest) = bytes.strip_prefix(b"SLSS") else {
+        return Ok(vec![PipelineState::from_bytes(bytes, "the state given to resume")?]);
+    };
+    let bad = || sluice_runtime::Error::Invalid("the states given to resume: a set cut short".into());
+    let u32_at = |rest: &mut &[u8]| -> sluice_runtime::Result<usize> {
+        let (n, tail) = rest.split_first_chunk::<4>().ok_or_else(bad)?;
+        *rest = tail;
+        Ok(u32::from_le_bytes(*n) as usize)
+    };
+    let count = u32_at(&mut rest)?;
+    let mut states = Vec::with_capacity(count.min(1 << 16));
+    for k in 0..count {
+        let len = u32_at(&mut rest)?;
+        let (state, tail) = rest.split_at_checked(len).ok_or_else(bad)?;
+        states.push(PipelineState::from_bytes(state, &format!("state {k} of those given to resume"))?);
+        rest = tail;
+    }
+    if !rest.is_empty() {
+        return Err(sluice_runtime::Error::Invalid(
+            "the states given to resume: bytes after the last".into(),
+        ));
+    }
+    Ok(states)
+}
+
+/// The state this session resumes from: the one given, when it is this run's; else the
+/// states of every rank of a run of another size, redealt to this run's ranks (the one
+/// that is this rank's).
+fn resumed<G: Plan>(
+    g: &G,
+    params: &G::Params,
+    states: Vec<PipelineState>,
+) -> sluice_runtime::Result<PipelineState> {
+    if let [state] = states.as_slice() {
+        match g.check_state(params, state) {
+            Ok(()) => return Ok(states.into_iter().next().expect("one state")),
+            // A state that names no shard is not of another number of ranks.
+            Err(e) if state.shard_position().is_none() => return Err(e),
+            Err(_) => {}
+        }
+    }
+    g.reshard(params, &states)?.into_iter().find(|s| g.check_state(params, s).is_ok()).ok_or_else(|| {
+        sluice_runtime::Error::Invalid("no state redealt to this run's ranks is this rank's".into())
+    })
 }
 
 /// A pipeline's opener, as [`python_module!`](crate::python_module) lists them.
@@ -706,6 +771,7 @@ macro_rules! python_module {
                 dataset: pipelines::$name::dataset,
                 state: pipelines::$name::state,
                 check_state: pipelines::$name::check_state,
+                reshard: pipelines::$name::reshard,
                 budget: pipelines::$name::BUDGET,
             }, r)),)*
         ];

@@ -8,6 +8,7 @@ import json
 import os
 import re
 import shutil
+import struct
 import subprocess
 from typing import Any, Dict, Iterator, List, Optional
 
@@ -130,7 +131,11 @@ class Pipeline:
     - ``epochs`` (default 1): the passes each ``iter(pipeline)`` runs; the next ``iter``
       goes on with the following passes (a new epoch: new shuffles).
     - ``resume``: ``PipelineState`` bytes from :meth:`state`: the run goes on exactly
-      where the one that saved them was (same parameters and files).
+      where the one that saved them was (same parameters and files). Or a list of the
+      states of every rank of a run with another number of ranks (``workers``): for an
+      elastic pipeline (``sluice explain`` says ``elastic: yes``) they are redealt to this
+      run's ``workers``, and the ranks together go on with what those had not delivered
+      of their epoch, each element once.
     - ``workers``, ``worker``: the shard to read, for a pipeline with ``shard(workers,
       worker)``; when left out and ``torch.distributed`` is initialised, its world size
       and rank.
@@ -206,7 +211,7 @@ class Pipeline:
         self._session = self._library.open(
             name,
             [f"{k}={v}" for k, v in self.params.items()],
-            options.get("resume"),
+            _resume_bytes(options.get("resume")),
             int(budget * 2**20) if budget else 0,
         )
         self._passes = 0
@@ -264,6 +269,18 @@ class Pipeline:
 
     def __repr__(self) -> str:
         return f"sluice.Pipeline({self.path!r}, {self.name!r}, epochs={self.epochs}, engine={self.engine!r})"
+
+
+def _resume_bytes(resume: Any) -> Optional[bytes]:
+    """The ``resume`` option as the native side reads it: one state's bytes, or a list of
+    states framed as a set (``SLSS``, a count, each state's length and bytes, u32 LE)."""
+    if resume is None or isinstance(resume, (bytes, bytearray, memoryview)):
+        return resume
+    states = [bytes(s) for s in resume]
+    framed = [b"SLSS", struct.pack("<I", len(states))]
+    for s in states:
+        framed += [struct.pack("<I", len(s)), s]
+    return b"".join(framed)
 
 
 def _text(value: Any) -> str:

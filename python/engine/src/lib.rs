@@ -156,6 +156,14 @@ impl Plan for Engine {
         sluice_engine::resume::check_state(self.pipeline(), &self.pipelines.0, params, state)
     }
 
+    fn reshard(
+        &self,
+        params: &Self::Params,
+        states: &[PipelineState],
+    ) -> sluice_runtime::Result<Vec<PipelineState>> {
+        sluice_engine::resume::reshard(self.pipeline(), &self.pipelines.0, params, states)
+    }
+
     fn budget(&self) -> Option<usize> {
         self.pipeline().decls.budget.map(|b| b as usize)
     }

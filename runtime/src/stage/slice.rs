@@ -4,6 +4,7 @@
 
 use std::sync::Mutex;
 
+pub use super::reshard::Remainder;
 use super::reshard::{Deal, RoundsRest, ShardOf};
 use super::{Ctx, DataIter, Dataset, StagePosition};
 use crate::error::{Error, Result};
@@ -99,43 +100,6 @@ impl<I: DataIter> DataIter for SkipIter<I> {
             }
         }
         self.input.next()
-    }
-}
-
-/// What [`Shard`] does with the last, partial round of a pass: the `N mod num_shards`
-/// elements left when the `N` elements of the pass are dealt out in rounds of
-/// `num_shards`, one to each worker in turn (worker `index` gets positions `index`,
-/// `index + num_shards`, …).
-///
-/// The length `N` is not known in advance: every worker reads the whole input and
-/// decides as the pass streams by.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Remainder {
-    /// Deal the partial round out too: across all workers each element once, and the
-    /// counts differ by at most one (`ceil(N / n)` or `floor(N / n)`).
-    #[default]
-    Keep,
-    /// Drop the partial round: every worker gets exactly `floor(N / n)` elements, and
-    /// together the first `n · floor(N / n)` of the pass, each once. A worker's element
-    /// of a round is delivered only once the round is complete (it holds back one
-    /// element).
-    Drop,
-    /// Pad the partial round: every worker gets exactly `ceil(N / n)` elements. A worker
-    /// whose position `p` in the last round is past the end (`p >= N`) gets, when the
-    /// input ends, the element at position `p mod N` (`p - N` when `N >= n`): the
-    /// padding repeats the first elements of the pass, as PyTorch's `DistributedSampler`
-    /// does. That position is always below `index`, so worker `index` keeps the first
-    /// `min(index, N)` elements of the pass (never its own: moved, not copied).
-    Pad,
-}
-
-impl std::fmt::Display for Remainder {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Remainder::Keep => "keep",
-            Remainder::Drop => "drop",
-            Remainder::Pad => "pad",
-        })
     }
 }
 

@@ -19,6 +19,7 @@
 //! libtorch comes from `scripts/setup-torch` (PyPI's `torch==2.11.0`, what tch 0.24
 //! wants); see the repository's README.
 
+mod checkpoint;
 mod dist;
 mod feed;
 mod handoff;

@@ -59,7 +59,8 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-use super::reshard::{self, Deal, ShardOf};
+use super::reshard;
+use super::state::{Deal, ShardOf};
 use super::{Ctx, DataIter, Dataset, FileId, Origin, Parallelism, Record, StagePosition, StageStats};
 use crate::error::{CorruptKind, Error, Result};
 use crate::permutation::Permutation;

@@ -88,7 +88,6 @@ pub use read_file::{FileContents, ReadFileOptions, ReadFiles, ReadFilesIter, rea
 pub use record::{FileId, Origin, Record, Unit};
 pub use record_batch::{BatchFn, RecordBatch, TfRecordBatches, TfRecordBatchesIter, tfrecord_batches};
 pub use repeat::Repeat;
-pub use reshard::{Deal, Layer, ShardOf};
 pub use sample::{SampleFrom, sample_from};
 pub use shuffle::Shuffle;
 pub use shuffle_batches::{ShuffleBatches, ShuffleBatchesIter, shuffle_batches};
@@ -97,7 +96,7 @@ pub use slice::{Remainder, Shard, Skip, Take};
 pub use source::{
     Files, FromVec, Range, Steps, TfRecordFile, files, from_vec, range, range_step, tfrecord_file,
 };
-pub use state::{PipelineState, StagePosition, fingerprint};
+pub use state::{Deal, Layer, PipelineState, ShardOf, StagePosition, fingerprint};
 pub use stats::{StageReport, StageStats, StatsReport};
 pub use take_while::{TakeWhile, TakeWhileIter, take_while};
 pub use unbatch_fields::{UnbatchFields, UnbatchFieldsIter, row_count, unbatch_fields};

@@ -4,8 +4,9 @@
 
 use std::sync::Mutex;
 
-pub use super::reshard::Remainder;
-use super::reshard::{Deal, RoundsRest, ShardOf};
+use super::reshard::RoundsRest;
+pub use super::state::Remainder;
+use super::state::{Deal, ShardOf};
 use super::{Ctx, DataIter, Dataset, StagePosition};
 use crate::error::{Error, Result};
 

@@ -29,7 +29,6 @@
 
 use std::path::Path;
 
-use super::reshard::{Deal, Layer, ShardOf};
 use super::{Dataset, files};
 use crate::error::{Error, Result};
 
@@ -38,6 +37,121 @@ const VERSION: u8 = 3;
 /// The versions before: stage positions of filters only (2), none (1). Still read.
 const VERSION_2: u8 = 2;
 const VERSION_1: u8 = 1;
+
+/// What [`Shard`](super::Shard) does with the last, partial round of a pass: the `N mod num_shards`
+/// elements left when the `N` elements of the pass are dealt out in rounds of
+/// `num_shards`, one to each worker in turn (worker `index` gets positions `index`,
+/// `index + num_shards`, …).
+///
+/// The length `N` is not known in advance: every worker reads the whole input and
+/// decides as the pass streams by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Remainder {
+    /// Deal the partial round out too: across all workers each element once, and the
+    /// counts differ by at most one (`ceil(N / n)` or `floor(N / n)`).
+    #[default]
+    Keep,
+    /// Drop the partial round: every worker gets exactly `floor(N / n)` elements, and
+    /// together the first `n · floor(N / n)` of the pass, each once. A worker's element
+    /// of a round is delivered only once the round is complete (it holds back one
+    /// element).
+    Drop,
+    /// Pad the partial round: every worker gets exactly `ceil(N / n)` elements. A worker
+    /// whose position `p` in the last round is past the end (`p >= N`) gets, when the
+    /// input ends, the element at position `p mod N` (`p - N` when `N >= n`): the
+    /// padding repeats the first elements of the pass, as PyTorch's `DistributedSampler`
+    /// does. That position is always below `index`, so worker `index` keeps the first
+    /// `min(index, N)` elements of the pass (never its own: moved, not copied).
+    Pad,
+}
+
+impl std::fmt::Display for Remainder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Remainder::Keep => "keep",
+            Remainder::Drop => "drop",
+            Remainder::Pad => "pad",
+        })
+    }
+}
+
+/// How a shard stage deals its input to `n` workers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Deal {
+    /// In rounds: worker `i` gets elements `i`, `i + n`, `i + 2n`, … (`shard`), the last
+    /// partial round kept, dropped or padded.
+    Rounds(Remainder),
+    /// In contiguous blocks of the pass (a sharded `shuffle(global)`'s permutation);
+    /// `drop`: the last `len mod n` positions go to none, else the first `len mod n`
+    /// blocks are one longer.
+    Blocks {
+        /// Whether the remainder goes to none.
+        drop: bool,
+    },
+}
+
+impl Deal {
+    /// Its byte in a saved state.
+    pub(crate) fn byte(self) -> u8 {
+        match self {
+            Deal::Rounds(Remainder::Keep) => 0,
+            Deal::Rounds(Remainder::Drop) => 1,
+            Deal::Rounds(Remainder::Pad) => 2,
+            Deal::Blocks { drop: false } => 3,
+            Deal::Blocks { drop: true } => 4,
+        }
+    }
+
+    /// The deal of a byte of a saved state.
+    pub(crate) fn from_byte(b: u8) -> Option<Deal> {
+        Some(match b {
+            0 => Deal::Rounds(Remainder::Keep),
+            1 => Deal::Rounds(Remainder::Drop),
+            2 => Deal::Rounds(Remainder::Pad),
+            3 => Deal::Blocks { drop: false },
+            4 => Deal::Blocks { drop: true },
+            _ => return None,
+        })
+    }
+}
+
+impl std::fmt::Display for Deal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Deal::Rounds(r) => write!(f, "rounds, remainder {r}"),
+            Deal::Blocks { drop: true } => f.write_str("blocks, remainder dropped"),
+            Deal::Blocks { drop: false } => f.write_str("blocks"),
+        }
+    }
+}
+
+/// Which shard a stage position is of: worker `index` of `shards`, dealt as `deal`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShardOf {
+    /// The number of shards.
+    pub shards: u64,
+    /// This worker's.
+    pub index: u64,
+    /// How the stage deals.
+    pub deal: Deal,
+}
+
+/// What the ranks of one topology had taken of the stream dealt to them when their states
+/// were resharded: rank `i` had taken `taken[i]` elements (`taken.len()` ranks).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layer {
+    /// How they were dealt.
+    pub deal: Deal,
+    /// Each rank's count.
+    pub taken: Vec<u64>,
+}
+
+impl Layer {
+    /// The number of ranks.
+    pub fn ranks(&self) -> u64 {
+        self.taken.len() as u64
+    }
+}
 
 /// Where one stage of a pass was when the state was saved: it had delivered `output`
 /// elements after consuming `input` elements of its input. Recorded, top-down, for each
@@ -331,11 +445,7 @@ mod tests {
                 StagePosition {
                     output: 33,
                     input: 100,
-                    shard: Some(ShardOf {
-                        shards: 3,
-                        index: 1,
-                        deal: Deal::Rounds(super::super::Remainder::Drop),
-                    }),
+                    shard: Some(ShardOf { shards: 3, index: 1, deal: Deal::Rounds(Remainder::Drop) }),
                 },
             ],
             redeal: vec![Layer { deal: Deal::Blocks { drop: false }, taken: vec![7, 9] }],

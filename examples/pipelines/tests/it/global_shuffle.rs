@@ -100,3 +100,63 @@ fn sharded_after_a_global_shuffle_workers_partition_each_epoch_equally() {
         }
     }
 }
+
+#[test]
+fn three_workers_states_reshard_to_two_alike_in_both_backends() {
+    use sluice::runtime::stage::PipelineState;
+    use sluice_examples::corpus::global_sharded;
+    let dir = data(true);
+    let files = format!("{}/*.tfrecord", dir.path().display());
+    let params =
+        |workers: u32, worker: u32| global_sharded::Params { files: files.clone(), workers, worker, seed: 5 };
+    // Three workers stop at different positions of epoch 1, each saving its state with
+    // its stage positions (the shard's count).
+    let (mut before, mut states) = (Vec::new(), Vec::new());
+    for (worker, stop) in [(0u32, 11usize), (1, 0), (2, 333)] {
+        let p = params(3, worker);
+        let ds = global_sharded::dataset(&p).unwrap();
+        let ctx = Ctx::new(&RuntimeOptions::default()).with_epoch(1);
+        let mut pass = ds.stream_in(&ctx).unwrap();
+        before.extend(pass.by_ref().take(stop).map(|r| r.unwrap().id));
+        let state = global_sharded::state(&p, 1, stop as u64).unwrap().with_stage_positions(&ds);
+        states.push(PipelineState::from_bytes(&state.to_bytes(), "state").unwrap());
+    }
+    // The generated `reshard` and the engine's give the same two states.
+    let new = global_sharded::reshard(&params(2, 0), &states).unwrap();
+    let source = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/pipes/global_shuffle.pipe"),
+    )
+    .unwrap();
+    let all = sluice_compiler::compile(&source).pipelines;
+    let p = all.iter().find(|p| p.name() == "global_sharded").unwrap();
+    let set = [("files".to_string(), files.clone()), ("workers".into(), "2".into())];
+    let eparams = sluice_engine::params_in(&all, p, &set).unwrap();
+    assert_eq!(sluice_engine::resume::reshard(p, &all, &eparams, &states).unwrap(), new);
+    // The two go on with what the three had not taken, each record once: of the 1000,
+    // the three's blocks (333 each) left one to none (1000 mod 3), and of the 655 the three
+    // had not taken (322 of the first block, the whole second) the two drop one (655 mod 2).
+    let mut after = Vec::new();
+    for (worker, state) in new.iter().enumerate() {
+        let p = params(2, worker as u32);
+        global_sharded::check_state(&p, state).unwrap();
+        let ds = global_sharded::dataset(&p).unwrap();
+        let rest = state.resume(&ds, &Ctx::new(&RuntimeOptions::default())).unwrap();
+        after.extend(rest.map(|r| r.unwrap().id));
+    }
+    let mut ids: Vec<i64> = before.iter().chain(&after).copied().collect();
+    let total = ids.len();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), total, "a record twice");
+    assert_eq!(total, 1000 - 1 - 1);
+    // A pipeline without a shard says why it cannot.
+    let e = global_tabular::reshard(
+        &global_tabular::Params { files: files.clone(), batch_size: 64, seed: 5 },
+        &states,
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string().contains("cannot resume on another number of ranks: elastic: n/a (no shard)"),
+        "{e}"
+    );
+}

@@ -159,4 +159,8 @@ fn three_workers_states_reshard_to_two_alike_in_both_backends() {
         e.to_string().contains("cannot resume on another number of ranks: elastic: n/a (no shard)"),
         "{e}"
     );
+    // One that is not elastic names the stage that prevents it.
+    use sluice_examples::corpus::file_shards;
+    let e = file_shards::reshard(&file_shards::Params { files, workers: 2, worker: 0 }, &states).unwrap_err();
+    assert!(e.to_string().contains("elastic: no: ShardExec deals whole files"), "{e}");
 }

@@ -185,6 +185,15 @@ impl PipelineState {
             shards.push((of, taken));
         }
         let (n, deal) = (shards[0].0.shards, shards[0].0.deal);
+        // What a saved state can hold (`to_bytes`): u16 layers, u32 ranks a layer.
+        if first.redeal.len() >= usize::from(u16::MAX) || n > u64::from(u32::MAX) {
+            return Err(bad(format!(
+                "{} reshards of {n} ranks: a state holds at most {} of at most {} ranks",
+                first.redeal.len() + 1,
+                u16::MAX,
+                u32::MAX
+            )));
+        }
         let mut taken = vec![None; usize::try_from(n).map_err(|_| bad(format!("{n} shards")))?];
         for (k, (of, count)) in shards.iter().enumerate() {
             if of.shards != n || of.deal != deal {

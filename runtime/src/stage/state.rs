@@ -503,6 +503,38 @@ mod tests {
         );
     }
 
+    /// `b` with its checksum made right again (a well-formed state with bad fields).
+    fn resealed(mut b: Vec<u8>) -> Vec<u8> {
+        let n = b.len() - 4;
+        let crc = crate::tfrecord::mask_crc(crc32c::crc32c(&b[..n]));
+        b[n..].copy_from_slice(&crc.to_le_bytes());
+        b
+    }
+
+    #[test]
+    fn a_checksummed_state_with_bad_fields_says_which() {
+        let b = state().to_bytes();
+        // The second stage position (the shard's): its kind byte, then its fields.
+        let shard_at = 4 + 1 + 2 + 5 + 24 + 2 + 17;
+        let why = |b: Vec<u8>| PipelineState::from_bytes(&resealed(b), "s").unwrap_err().to_string();
+        let mut kind = b.clone();
+        kind[shard_at] = 7;
+        assert!(why(kind).contains("a stage position of unknown kind 7"));
+        let mut index = b.clone();
+        index[shard_at + 25..shard_at + 33].copy_from_slice(&9u64.to_le_bytes());
+        assert!(why(index).contains("shard 9 of 3"));
+        let mut deal = b.clone();
+        deal[shard_at + 33] = 5;
+        assert!(why(deal).contains("an unknown deal"));
+        let mut ranks = b.clone();
+        let layer_at = shard_at + 34 + 2;
+        ranks[layer_at + 1..layer_at + 5].copy_from_slice(&1000u32.to_le_bytes());
+        assert!(why(ranks).contains("it ends inside a field"));
+        let mut longer = b.clone();
+        longer.insert(b.len() - 4, 0);
+        assert!(why(longer).contains("its length does not match its fields'"));
+    }
+
     #[test]
     fn every_damage_is_an_error() {
         let b = state().to_bytes();

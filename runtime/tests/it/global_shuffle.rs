@@ -13,7 +13,7 @@ use sluice_runtime::{CorruptKind, Error};
 
 /// Writes indexed files of `lens[i]` records each; record `j` of file `i` is
 /// `"i/j"` padded to `size` bytes.
-fn dataset(dir: &Path, lens: &[usize], size: usize) -> Vec<PathBuf> {
+pub fn dataset(dir: &Path, lens: &[usize], size: usize) -> Vec<PathBuf> {
     lens.iter()
         .enumerate()
         .map(|(i, &n)| {

@@ -7,13 +7,12 @@
 //! at least once. The next epoch is a fresh run's. States of a run that do not belong
 //! together are refused with the reason.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use proptest::prelude::*;
 use sluice_runtime::stage::{
-    Ctx, Dataset, Deal, GlobalShuffle, PipelineState, Remainder, RuntimeOptions, global_shuffle, range,
+    Ctx, Dataset, Deal, GlobalShuffle, Layer, PipelineState, Remainder, RuntimeOptions, global_shuffle, range,
 };
-use sluice_runtime::tfrecord::{self, Compression, write_index};
 use sluice_runtime::{Error, Result};
 
 fn ctx() -> Ctx {
@@ -172,22 +171,11 @@ proptest! {
     }
 }
 
-/// Indexed TFRecord files of `lens[i]` records; record `j` of file `i` holds the number
-/// `1000 i + j`.
-fn dataset(dir: &Path, lens: &[u64]) -> Vec<PathBuf> {
-    lens.iter()
-        .enumerate()
-        .map(|(i, &n)| {
-            let path = dir.join(format!("part-{i}.tfrecord"));
-            let mut w = tfrecord::create(&path, Compression::None).unwrap();
-            for j in 0..n {
-                w.write_record((1000 * i as u64 + j).to_string().as_bytes()).unwrap();
-            }
-            w.finish().unwrap();
-            write_index(&path).unwrap();
-            path
-        })
-        .collect()
+/// Record `j` of file `i` of [`dataset`](super::global_shuffle::dataset) (`"i/j"`) as
+/// the number `1000 i + j`.
+fn number(record: &[u8]) -> u64 {
+    let (file, j) = std::str::from_utf8(record).unwrap().split_once('/').unwrap();
+    1000 * file.parse::<u64>().unwrap() + j.parse::<u64>().unwrap()
 }
 
 /// A global shuffle sharded in blocks → parse → filter → batches of 4.
@@ -208,7 +196,7 @@ impl Blocks {
             .source()
             .stream_in(&ctx().with_epoch(EPOCH))
             .unwrap()
-            .map(|r| std::str::from_utf8(&r.unwrap()).unwrap().parse::<u64>().unwrap())
+            .map(|r| number(&r.unwrap()))
             .filter(|x| x % 3 != 1)
             .collect();
         all.sort_unstable();
@@ -222,7 +210,7 @@ impl Ranked for Blocks {
         self.source()
             .shard(n, i, self.drop)
             .unwrap()
-            .map(|r| std::str::from_utf8(&r).unwrap().parse::<u64>().unwrap())
+            .map(|r| number(&r))
             .filter(|x| x % 3 != 1)
             .chunks(4, false)
             .boxed()
@@ -231,7 +219,7 @@ impl Ranked for Blocks {
 
 fn blocks_files() -> (tempfile::TempDir, Vec<PathBuf>) {
     let dir = tempfile::tempdir().unwrap();
-    let files = dataset(dir.path(), &[37, 0, 58, 11]);
+    let files = super::global_shuffle::dataset(dir.path(), &[37, 0, 58, 11], 0);
     (dir, files)
 }
 
@@ -337,6 +325,12 @@ fn states_that_do_not_belong_together_are_refused_with_the_reason() {
     unsharded.stages.clear();
     assert!(why(&[a.clone(), b.clone(), unsharded]).contains("state 2 records no shard position"));
     assert!(why(&[]).contains("no states"));
+    // A state holds at most u16::MAX - 1 layers before the next.
+    let deep = |s: &PipelineState| PipelineState {
+        redeal: vec![Layer { deal: Deal::Rounds(Remainder::Keep), taken: vec![0] }; usize::from(u16::MAX)],
+        ..s.clone()
+    };
+    assert!(why(&[deep(&a), deep(&b), deep(&c)]).contains("a state holds at most 65535 of at most"));
     assert!(PipelineState::reshard(&[a.clone(), b.clone(), c.clone()], 0, fp).is_err());
     // A redeal of blocks is refused by a stage that deals rounds.
     let mut blocks = PipelineState::reshard(&[a, b, c], 2, fp).unwrap().remove(0);

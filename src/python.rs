@@ -525,17 +525,27 @@ fn resumed<G: Plan>(
     params: &G::Params,
     states: Vec<PipelineState>,
 ) -> sluice_runtime::Result<PipelineState> {
-    if let [state] = states.as_slice() {
-        match g.check_state(params, state) {
+    // One state that does not fit this run: its own reason first, whether or not it is of
+    // another number of ranks (a state that names no shard cannot be).
+    let mismatch = match states.as_slice() {
+        [state] => match g.check_state(params, state) {
             Ok(()) => return Ok(states.into_iter().next().expect("one state")),
-            // A state that names no shard is not of another number of ranks.
             Err(e) if state.shard_position().is_none() => return Err(e),
-            Err(_) => {}
+            Err(e) => Some(e),
+        },
+        _ => None,
+    };
+    let redealt = g.reshard(params, &states).and_then(|new| {
+        new.into_iter().find(|s| g.check_state(params, s).is_ok()).ok_or_else(|| {
+            sluice_runtime::Error::Invalid("no state redealt to this run's ranks is this rank's".into())
+        })
+    });
+    match (redealt, mismatch) {
+        (Err(r), Some(e)) => {
+            Err(sluice_runtime::Error::Invalid(format!("{e}; nor is it one of another number of ranks: {r}")))
         }
+        (redealt, _) => redealt,
     }
-    g.reshard(params, &states)?.into_iter().find(|s| g.check_state(params, s).is_ok()).ok_or_else(|| {
-        sluice_runtime::Error::Invalid("no state redealt to this run's ranks is this rank's".into())
-    })
 }
 
 /// A pipeline's opener, as [`python_module!`](crate::python_module) lists them.
@@ -881,6 +891,34 @@ macro_rules! python_session_abi {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_set_of_states_is_read_whole_or_refused() {
+        let state = PipelineState {
+            pipeline: "p".into(),
+            fingerprint: 1,
+            epoch: 2,
+            position: 3,
+            stages: Vec::new(),
+            redeal: Vec::new(),
+        };
+        let one = state.to_bytes();
+        assert_eq!(states_of(&one).unwrap(), std::slice::from_ref(&state));
+        let mut set = b"SLSS".to_vec();
+        set.extend_from_slice(&2u32.to_le_bytes());
+        for _ in 0..2 {
+            set.extend_from_slice(&(one.len() as u32).to_le_bytes());
+            set.extend_from_slice(&one);
+        }
+        assert_eq!(states_of(&set).unwrap(), [state.clone(), state]);
+        let e = states_of(&set[..set.len() - 1]).unwrap_err().to_string();
+        assert!(e.contains("state 1 of those given to resume") || e.contains("cut short"), "{e}");
+        let e = states_of(&set[..10]).unwrap_err().to_string();
+        assert!(e.contains("a set cut short"), "{e}");
+        let mut longer = set.clone();
+        longer.push(0);
+        assert!(states_of(&longer).unwrap_err().to_string().contains("bytes after the last"));
+    }
 
     #[test]
     fn a_tensor_owns_its_buffer_until_its_deleter_runs() {

@@ -415,15 +415,12 @@ impl Plan {
 
     /// The permutation positions of the pass's elements `lo..hi`, in order.
     fn positions(&self, lo: u64, hi: u64) -> impl Iterator<Item = u64> + '_ {
-        let first = self.offsets.partition_point(|&o| o <= lo).saturating_sub(1);
-        self.spans[first.min(self.spans.len())..]
-            .iter()
-            .zip(&self.offsets[first.min(self.spans.len())..])
-            .flat_map(move |(s, &o)| {
-                let from = s.start + lo.saturating_sub(o);
-                let to = s.end.min(s.start + hi.saturating_sub(o));
-                from..to.max(from)
-            })
+        let first = self.offsets.partition_point(|&o| o <= lo).saturating_sub(1).min(self.spans.len());
+        self.spans[first..].iter().zip(&self.offsets[first..]).flat_map(move |(s, &o)| {
+            let from = s.start + lo.saturating_sub(o);
+            let to = s.end.min(s.start + hi.saturating_sub(o));
+            from..to.max(from)
+        })
     }
 
     /// Reads window `w`: its records in permutation order.

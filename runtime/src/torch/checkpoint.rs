@@ -75,3 +75,29 @@ pub(super) fn remove_stale(model: &Path, world: usize) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_job_that_saved_is_found_and_a_stale_one_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let model = dir.path().join("ckpt.safetensors");
+        assert_eq!(saved_by(&model).unwrap(), None);
+        let touch = |rank, ranks| std::fs::write(state_path(&model, rank, ranks), b"").unwrap();
+        (0..2).for_each(|r| touch(r, 2));
+        assert_eq!(saved_by(&model).unwrap(), Some(2));
+        // A job of three saved beside them: two sizes are an error naming both.
+        (0..3).for_each(|r| touch(r, 3));
+        let e = saved_by(&model).unwrap_err().to_string();
+        assert!(e.contains("jobs of 2 and 3 ranks") && e.contains("rank0-of-2.state"), "{e}");
+        // Once the job of three has written its own, the states of two are removed.
+        remove_stale(&model, 3).unwrap();
+        assert_eq!(saved_by(&model).unwrap(), Some(3));
+        assert!(!state_path(&model, 1, 2).exists());
+        touch(0, 1);
+        remove_stale(&model, 1).unwrap();
+        assert_eq!(saved_by(&model).unwrap(), Some(1));
+    }
+}

@@ -478,7 +478,8 @@ where
     };
     if let Some(bytes) = &request.resume {
         let name = run.g.name();
-        let states = states_of(bytes).map_err(|e| Failure::param(name, e))?;
+        let states = PipelineState::set_from_bytes(bytes, "the states given to resume")
+            .map_err(|e| Failure::param(name, e))?;
         let state = resumed(&run.g, &run.params, states).map_err(|e| Failure::param(name, e))?;
         let stream = state.resume(&run.ds, &run.ctx).map_err(|e| Failure::data(name, e))?;
         run.stream = Some(stream);
@@ -487,34 +488,6 @@ where
         run.started = 1;
     }
     Ok(Box::new(run))
-}
-
-/// The states `bytes` hold: one `PipelineState`, or a set (`SLSS`, a count, then each
-/// state's length and bytes, u32 LE).
-fn states_of(bytes: &[u8]) -> sluice_runtime::Result<Vec<PipelineState>> {
-    let Some(mut rest) = bytes.strip_prefix(b"SLSS") else {
-        return Ok(vec![PipelineState::from_bytes(bytes, "the state given to resume")?]);
-    };
-    let bad = || sluice_runtime::Error::Invalid("the states given to resume: a set cut short".into());
-    let u32_at = |rest: &mut &[u8]| -> sluice_runtime::Result<usize> {
-        let (n, tail) = rest.split_first_chunk::<4>().ok_or_else(bad)?;
-        *rest = tail;
-        Ok(u32::from_le_bytes(*n) as usize)
-    };
-    let count = u32_at(&mut rest)?;
-    let mut states = Vec::with_capacity(count.min(1 << 16));
-    for k in 0..count {
-        let len = u32_at(&mut rest)?;
-        let (state, tail) = rest.split_at_checked(len).ok_or_else(bad)?;
-        states.push(PipelineState::from_bytes(state, &format!("state {k} of those given to resume"))?);
-        rest = tail;
-    }
-    if !rest.is_empty() {
-        return Err(sluice_runtime::Error::Invalid(
-            "the states given to resume: bytes after the last".into(),
-        ));
-    }
-    Ok(states)
 }
 
 /// The state this session resumes from: the one given, when it is this run's; else the
@@ -891,34 +864,6 @@ macro_rules! python_session_abi {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_set_of_states_is_read_whole_or_refused() {
-        let state = PipelineState {
-            pipeline: "p".into(),
-            fingerprint: 1,
-            epoch: 2,
-            position: 3,
-            stages: Vec::new(),
-            redeal: Vec::new(),
-        };
-        let one = state.to_bytes();
-        assert_eq!(states_of(&one).unwrap(), std::slice::from_ref(&state));
-        let mut set = b"SLSS".to_vec();
-        set.extend_from_slice(&2u32.to_le_bytes());
-        for _ in 0..2 {
-            set.extend_from_slice(&(one.len() as u32).to_le_bytes());
-            set.extend_from_slice(&one);
-        }
-        assert_eq!(states_of(&set).unwrap(), [state.clone(), state]);
-        let e = states_of(&set[..set.len() - 1]).unwrap_err().to_string();
-        assert!(e.contains("state 1 of those given to resume") || e.contains("cut short"), "{e}");
-        let e = states_of(&set[..10]).unwrap_err().to_string();
-        assert!(e.contains("a set cut short"), "{e}");
-        let mut longer = set.clone();
-        longer.push(0);
-        assert!(states_of(&longer).unwrap_err().to_string().contains("bytes after the last"));
-    }
 
     #[test]
     fn a_tensor_owns_its_buffer_until_its_deleter_runs() {

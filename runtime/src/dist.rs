@@ -84,6 +84,33 @@ impl Collective for Single {
     }
 }
 
+/// Every rank's `mine`, in rank order, on every rank: the lengths summed over the ranks
+/// (each rank's in its own slot), then each rank's bytes broadcast from it. For small
+/// things: a trainer gathers its ranks' pipeline states into one checkpoint with it.
+pub fn all_gather_bytes(comm: &dyn Collective, mine: &[u8]) -> Result<Vec<Vec<u8>>> {
+    let mut lens = vec![0.0f64; comm.size()];
+    // An f64 holds a length exactly up to 2^53 bytes.
+    lens[comm.rank()] = mine.len() as f64;
+    comm.all_reduce_sum_f64(&mut lens)?;
+    let mut all = Vec::with_capacity(lens.len());
+    for (r, len) in lens.into_iter().enumerate() {
+        let mut buf = if r == comm.rank() { mine.to_vec() } else { vec![0; len as usize] };
+        comm.broadcast(r, &mut buf)?;
+        all.push(buf);
+    }
+    Ok(all)
+}
+
+/// Rank `root`'s `bytes` on every rank (the others' `bytes` are not read): their length,
+/// then them.
+pub fn broadcast_bytes(comm: &dyn Collective, root: usize, bytes: Vec<u8>) -> Result<Vec<u8>> {
+    let mut len = (bytes.len() as u64).to_le_bytes();
+    comm.broadcast(root, &mut len)?;
+    let mut buf = if comm.rank() == root { bytes } else { vec![0; u64::from_le_bytes(len) as usize] };
+    comm.broadcast(root, &mut buf)?;
+    Ok(buf)
+}
+
 /// A program's exit status for `result`: `Ok` is success; an error is printed on stderr
 /// (naming the rank in a job of several, in one write so that the ranks' lines do not
 /// interleave) and is a failure, and in a multi-process job it ends every rank

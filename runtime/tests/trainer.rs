@@ -11,7 +11,9 @@ use std::sync::atomic::Ordering::SeqCst;
 use sluice_runtime::Result;
 use sluice_runtime::column::{AnyColumn, Batchable, ColumnBuilder, Dense, IntoAnyColumn, NamedColumns};
 use sluice_runtime::dist::Single;
-use sluice_runtime::stage::{Ctx, DataIter, Dataset, Element, RuntimeOptions, from_vec, range};
+use sluice_runtime::stage::{
+    Ctx, DataIter, Dataset, Element, PipelineState, RuntimeOptions, from_vec, range,
+};
 use sluice_runtime::torch::tch::nn::{self, Module, OptimizerConfig};
 use sluice_runtime::torch::tch::{self, Device, Kind};
 use sluice_runtime::torch::{PassAhead, StepOutput, TensorBatch, Trainer, device_batches};
@@ -284,10 +286,34 @@ fn a_checkpoint_of_several_ranks_is_refused_by_one_process() {
     // A model saved alone resumes nothing.
     assert!(t.load_checkpoint(&path).unwrap().is_none());
     // The per-rank positions of a job of two ranks: not this process's to resume.
-    std::fs::write(dir.path().join("model.safetensors.rank0-of-2.state"), b"x").unwrap();
+    let state = |position| PipelineState {
+        pipeline: "p".into(),
+        fingerprint: 1,
+        epoch: 0,
+        position,
+        stages: Vec::new(),
+        redeal: Vec::new(),
+    };
+    let two = PipelineState::set_to_bytes(&[state(3), state(2)]).unwrap();
+    std::fs::write(dir.path().join("model.safetensors.state"), two).unwrap();
     let e = t.load_checkpoint(&path).unwrap_err().to_string();
-    assert!(e.contains("a checkpoint of a job of 2 rank(s); this job has 1"), "{e}");
+    assert!(e.contains("model.safetensors.state: a checkpoint of a job of 2 rank(s); this job has 1"), "{e}");
+    // Redealt by the caller's reshard: this rank's of them.
+    let got = t.load_checkpoint_resharded(&path, |states| Ok(vec![states[1].clone()])).unwrap();
+    assert_eq!(got, Some(state(2)));
+    let e = t.load_checkpoint_resharded(&path, |states| Ok(states.to_vec())).unwrap_err().to_string();
+    assert!(e.contains("redealt to 2 rank(s), but this job has 1"), "{e}");
+    // Damaged: the error names the file.
+    std::fs::write(dir.path().join("model.safetensors.state"), b"SLSS\x02").unwrap();
+    let e = t.load_checkpoint(&path).unwrap_err().to_string();
+    assert!(e.contains("model.safetensors.state: a set of pipeline states cut short"), "{e}");
     assert_eq!((t.rank(), t.world_size(), t.gradient_backend()), (0, 1, None));
+
+    // A joined trainer gathers its ranks' states (here one) and reads them back.
+    let mut joined = trainer(1, nn::Adam::default()).join(Rc::new(Single)).unwrap();
+    joined.save_checkpoint(&path, &state(5)).unwrap();
+    assert_eq!(PipelineState::load(dir.path().join("model.safetensors.state")).unwrap(), state(5));
+    assert_eq!(joined.load_checkpoint(&path).unwrap(), Some(state(5)));
 }
 
 #[test]

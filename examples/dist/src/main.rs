@@ -14,6 +14,8 @@
 //!   elastic, its shards are blocks of a global permutation).
 //! - `dist-check train --reference W ...`: one process, one replica, training on the same
 //!   global batches: at each step, the concatenation of the W shards' batches.
+//!   `--reshard STEPS:M` redeals the W shards' positions to M shards after STEPS steps,
+//!   as a job stopped there and resumed by M ranks does.
 //! - `dist-check compare A B`: the largest difference between two saved models.
 //!
 //! `examples/dist/tests/mpirun.rs` runs these under `mpirun -np 2` and checks the
@@ -94,6 +96,21 @@ struct TrainArgs {
     /// Goes on from OUT's checkpoint.
     #[arg(long)]
     resume: bool,
+    /// With --reference W: after STEPS steps, the W shards' positions are redealt to M
+    /// shards and the global batches are theirs from then on, as a job of W ranks stopped
+    /// there and resumed under `mpirun -np M` trains (`STEPS:M`).
+    #[arg(long, value_parser = parse_reshard, requires = "reference")]
+    reshard: Option<(u64, u32)>,
+}
+
+fn parse_reshard(s: &str) -> Result<(u64, u32), String> {
+    let (steps, m) = s.split_once(':').ok_or("STEPS:M, as 21:3")?;
+    let steps = steps.parse().map_err(|e| format!("STEPS `{steps}`: {e}"))?;
+    let m: u32 = m.parse().map_err(|e| format!("M `{m}`: {e}"))?;
+    if m == 0 {
+        return Err("M: at least one shard".into());
+    }
+    Ok((steps, m))
 }
 
 fn main() -> ExitCode {
@@ -300,17 +317,20 @@ fn train(args: &TrainArgs, world: Option<Rc<dyn Collective>>) -> sluice::Result<
 }
 
 /// One process, one replica, on the global batches of `workers` ranks: at each step, the
-/// rows of every shard's next batch, concatenated.
+/// rows of every shard's next batch, concatenated. With `--reshard STEPS:M`, the shards'
+/// positions after STEPS steps are redealt to M shards, whose batches make the global
+/// batches from then on.
 fn reference(args: &TrainArgs, workers: u32) -> sluice::Result<()> {
     std::fs::create_dir_all(&args.out)
         .map_err(|e| sluice::Error::Invalid(format!("{}: {e}", args.out.display())))?;
-    let shards = (0..workers)
-        .map(|w| dist_train::dataset(&params(args, workers, w)))
-        .collect::<sluice::Result<Vec<_>>>()?;
+    let shards_of =
+        |n: u32| (0..n).map(|w| dist_train::dataset(&params(args, n, w))).collect::<sluice::Result<Vec<_>>>();
+    let mut shards = shards_of(workers)?;
     tch::manual_seed(args.seed as i64);
     let mut trainer = Trainer::new(&[Device::Cpu], net, optimizer(args), args.lr)?.with_progress(false);
     let ctx = Ctx::new(&RuntimeOptions::default());
     let ids = args.out.join("ids.reference.txt");
+    let mut steps = 0;
     for epoch in 0..args.epochs {
         let mut streams = shards
             .iter()
@@ -332,6 +352,28 @@ fn reference(args: &TrainArgs, workers: u32) -> sluice::Result<()> {
             let totals = trainer.step(vec![global], &task)?;
             println!("epoch {} step {step}: {} rows, loss {:.4}", epoch + 1, totals.rows, totals.loss());
             step += 1;
+            steps += 1;
+            let Some((_, m)) = args.reshard.filter(|&(at, _)| at == steps) else { continue };
+            // Each shard's state there (its stage positions taken while its pass is alive),
+            // redealt to M shards, which go on with the rest of the epoch.
+            let n = shards.len() as u32;
+            let states = (0..n)
+                .map(|w| {
+                    Ok(dist_train::state(&params(args, n, w), epoch, step)?
+                        .with_stage_positions(&shards[w as usize]))
+                })
+                .collect::<sluice::Result<Vec<_>>>()?;
+            let redealt = dist_train::reshard_with(&states, u64::from(m), |n, i| {
+                let n = u32::try_from(n).map_err(|_| sluice::Error::Invalid(format!("{n} ranks")))?;
+                Ok(params(args, n, i as u32))
+            })?;
+            shards = shards_of(m)?;
+            streams = shards
+                .iter()
+                .zip(&redealt)
+                .map(|(d, state)| d.stream_from(&state.ctx(&ctx), state.position))
+                .collect::<sluice::Result<Vec<_>>>()?;
+            println!("redealt the positions of {n} shards to {m} after {steps} steps");
         }
     }
     trainer.save(args.out.join("model.safetensors"))

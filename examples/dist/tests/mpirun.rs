@@ -1,7 +1,8 @@
 //! Multi-process training under `mpirun -np N` on this machine (shared memory and
 //! loopback only): `dist-check` ranks against one process on the same global batches,
 //! every record once per epoch across the ranks, resume per rank and on another number of
-//! ranks (the positions redealt), and the errors that
+//! ranks (the positions redealt; the parameters those of one process on the same global
+//! batches), and the errors that
 //! must stop every rank instead of leaving the others waiting.
 //!
 //! Needs Open MPI's `mpirun` (scripts/setup-mpi). Without it these tests say so and pass,
@@ -192,9 +193,9 @@ fn a_stopped_job_resumes_each_rank_where_it_stopped() {
     let stopped =
         ok(mpirun(2, &[&common[..], &["--out", s(&parts), "--stop-after-steps", "21"]].concat()), "stop");
     assert!(stopped.contains("stopped after 21 steps at epoch 2 step 5"), "{stopped}");
-    for r in 0..2 {
-        assert!(parts.join(format!("ckpt.safetensors.rank{r}-of-2.state")).exists(), "rank {r}'s state");
-    }
+    // Every rank's position, gathered into rank 0's one file beside the model.
+    let states = std::fs::read(parts.join("ckpt.safetensors.state")).expect("the checkpoint's states");
+    assert_eq!(&states[..8], b"SLSS\x02\0\0\0", "not the states of two ranks");
     // The same checkpoint, to be resumed by three ranks and by one (below).
     let copies = [3, 1].map(|n| {
         let to = dir.path().join(format!("resume-on-{n}"));
@@ -253,15 +254,34 @@ fn a_stopped_job_resumes_each_rank_where_it_stopped() {
             };
             assert_eq!(last(to), last(&fresh), "resumed on {n}: rank {r}'s epoch 3 is not a fresh run's");
         }
+        // The parameters: those of one process whose global batches were the two shards'
+        // for 21 steps, then the redealt n shards' (plain SGD; the global batch of 64
+        // splits over 2, 3 and 1 ranks alike).
+        let reference = dir.path().join(format!("reference-2-then-{n}"));
+        let args =
+            [&common[..], &["--out", s(&reference), "--reference", "2", "--reshard", &format!("21:{n}")]];
+        let log = ok(exe(&args.concat()), &format!("the reference that reshards to {n}"));
+        assert!(log.contains(&format!("redealt the positions of 2 shards to {n} after 21 steps")), "{log}");
+        let cmp = exe(&[
+            "compare",
+            s(&to.join("model.safetensors")),
+            s(&reference.join("model.safetensors")),
+            "--tolerance",
+            "1e-5",
+        ]);
+        ok(
+            cmp,
+            &format!("resumed on {n}: the parameters differ from one process's on the same global batches"),
+        );
     }
 
-    // One rank's position lost: that rank says which file, and the job stops.
-    let lost = parts.join("ckpt.safetensors.rank1-of-2.state");
-    std::fs::remove_file(&lost).unwrap();
+    // The states cut short: every rank says which file, and the job stops.
+    let file = parts.join("ckpt.safetensors.state");
+    std::fs::write(&file, &states[..states.len() - 3]).unwrap();
     let out = mpirun(2, &[&common[..], &["--out", s(&parts), "--resume"]].concat());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
-    assert!(err.contains("this rank's pipeline position") && err.contains("rank1-of-2.state"), "{err}");
+    assert!(err.contains("ckpt.safetensors.state: a set of pipeline states cut short"), "{err}");
 }
 
 #[test]

@@ -33,6 +33,8 @@ use super::{Dataset, files};
 use crate::error::{Error, Result};
 
 const MAGIC: &[u8; 4] = b"SLST";
+/// The magic of a set of states, one per rank ([`PipelineState::set_to_bytes`]).
+const SET_MAGIC: &[u8; 4] = b"SLSS";
 const VERSION: u8 = 3;
 /// The versions before: stage positions of filters only (2), none (1). Still read.
 const VERSION_2: u8 = 2;
@@ -311,6 +313,51 @@ impl PipelineState {
         self
     }
 
+    /// The bytes of the states of every rank of a job, in rank order: `SLSS`, their count,
+    /// then each state's length and [`to_bytes`](Self::to_bytes) (u32 LE). A checkpoint
+    /// of a job of several ranks holds them in one file, and Python's `resume` takes them.
+    pub fn set_to_bytes(states: &[PipelineState]) -> Result<Vec<u8>> {
+        let too_many = |what: String| Error::Invalid(format!("a set of pipeline states: {what} over u32"));
+        let count = u32::try_from(states.len()).map_err(|_| too_many(format!("{} states", states.len())))?;
+        let mut b = SET_MAGIC.to_vec();
+        b.extend_from_slice(&count.to_le_bytes());
+        for s in states {
+            let one = s.to_bytes();
+            let len =
+                u32::try_from(one.len()).map_err(|_| too_many(format!("a state of {} bytes", one.len())))?;
+            b.extend_from_slice(&len.to_le_bytes());
+            b.extend_from_slice(&one);
+        }
+        Ok(b)
+    }
+
+    /// The states `b` holds: a set of [`set_to_bytes`](Self::set_to_bytes), or one state
+    /// of [`to_bytes`](Self::to_bytes) (a set of one). `what` names them in errors; a set
+    /// cut short or with bytes after its last state is refused.
+    pub fn set_from_bytes(b: &[u8], what: &str) -> Result<Vec<PipelineState>> {
+        let Some(mut rest) = b.strip_prefix(SET_MAGIC) else {
+            return Ok(vec![PipelineState::from_bytes(b, what)?]);
+        };
+        let bad = |why: &str| Error::Invalid(format!("{what}: a set of pipeline states {why}"));
+        let u32_at = |rest: &mut &[u8]| -> Result<usize> {
+            let (n, tail) = rest.split_first_chunk::<4>().ok_or_else(|| bad("cut short"))?;
+            *rest = tail;
+            Ok(u32::from_le_bytes(*n) as usize)
+        };
+        let count = u32_at(&mut rest)?;
+        let mut states = Vec::with_capacity(count.min(1 << 16));
+        for k in 0..count {
+            let len = u32_at(&mut rest)?;
+            let (one, tail) = rest.split_at_checked(len).ok_or_else(|| bad("cut short"))?;
+            states.push(PipelineState::from_bytes(one, &format!("{what}, state {k} of {count}"))?);
+            rest = tail;
+        }
+        if !rest.is_empty() {
+            return Err(bad("with bytes after its last state"));
+        }
+        Ok(states)
+    }
+
     /// Writes the state to `path` (a temporary file renamed into place: a crash leaves the
     /// old state or the new one, never half of one).
     pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
@@ -556,5 +603,32 @@ mod tests {
         assert!(s.check("train", 0xfeed).is_ok());
         assert!(s.check("eval", 0xfeed).unwrap_err().to_string().contains("of pipeline `train`, not `eval`"));
         assert!(s.check("train", 1).unwrap_err().to_string().contains("does not match"));
+    }
+
+    #[test]
+    fn a_set_of_states_is_read_whole_or_refused() {
+        let (a, mut b) = (state(), state());
+        b.position = 7;
+        assert_eq!(PipelineState::set_from_bytes(&a.to_bytes(), "x").unwrap(), std::slice::from_ref(&a));
+        let set = PipelineState::set_to_bytes(&[a.clone(), b.clone()]).unwrap();
+        assert_eq!(PipelineState::set_from_bytes(&set, "x").unwrap(), [a, b]);
+        let e = PipelineState::set_from_bytes(&set[..set.len() - 1], "ckpt.state").unwrap_err().to_string();
+        assert!(e.contains("ckpt.state: a set of pipeline states cut short"), "{e}");
+        let e = PipelineState::set_from_bytes(&set[..10], "x").unwrap_err().to_string();
+        assert!(e.contains("cut short"), "{e}");
+        let mut longer = set.clone();
+        longer.push(0);
+        let e = PipelineState::set_from_bytes(&longer, "x").unwrap_err().to_string();
+        assert!(e.contains("bytes after its last state"), "{e}");
+        // A damaged state inside is named by its place in the set.
+        let mut damaged = set.clone();
+        let last = damaged.len() - 10;
+        damaged[last] ^= 1;
+        let e = PipelineState::set_from_bytes(&damaged, "ckpt.state").unwrap_err().to_string();
+        assert!(e.contains("ckpt.state, state 1 of 2"), "{e}");
+        assert_eq!(
+            PipelineState::set_from_bytes(&PipelineState::set_to_bytes(&[]).unwrap(), "x").unwrap(),
+            []
+        );
     }
 }

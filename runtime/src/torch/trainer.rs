@@ -38,7 +38,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tch::nn::{self, OptimizerConfig};
 use tch::{Device, Tensor};
 
-use super::checkpoint::{remove_stale, saved_by, state_path};
+use super::checkpoint::{read_states, states_path, write_states};
 use super::dist::CrossRank;
 use super::feed::{DeviceBatches, Feed};
 use super::report::{EpochReport, PartResult, Totals};
@@ -322,21 +322,22 @@ impl<M: Send> Trainer<M> {
     }
 
     /// Saves the model as [`save`](Self::save) does, and beside it the training
-    /// pipeline's position (`PATH.state`; in a multi-process job each rank's own,
-    /// `PATH.rankR-of-W.state`, since each reads its own shard), so that
-    /// [`load_checkpoint`](Self::load_checkpoint) resumes both together. The states are
-    /// written last: a checkpoint with its states is whole.
+    /// pipeline's position, `PATH.state`: in a multi-process job every rank's (each reads
+    /// its own shard), gathered to rank 0, which writes them in rank order (no shared file
+    /// system needed). [`load_checkpoint`](Self::load_checkpoint) resumes both together.
+    /// The states are written last: a checkpoint with its states is whole.
     pub fn save_checkpoint(&self, path: impl AsRef<Path>, state: &PipelineState) -> Result<()> {
         let path = path.as_ref();
         self.save(path)?;
-        let saved = state.save(state_path(path, self.rank(), self.world_size()));
-        if let Some(cross) = &self.cross {
-            cross.comm().barrier()?;
-        }
-        saved?;
-        // The states of an earlier job of another size beside the same model are stale:
-        // rank 0 removes them once every rank's own is written.
-        if self.rank() == 0 { remove_stale(path, self.world_size()) } else { Ok(()) }
+        let Some(cross) = &self.cross else { return write_states(path, std::slice::from_ref(state)) };
+        let states = crate::dist::all_gather_bytes(cross.comm(), &state.to_bytes())?
+            .iter()
+            .enumerate()
+            .map(|(r, b)| PipelineState::from_bytes(b, &format!("rank {r}'s pipeline state")))
+            .collect::<Result<Vec<_>>>()?;
+        let saved = if self.rank() == 0 { write_states(path, &states) } else { Ok(()) };
+        cross.comm().barrier()?;
+        saved
     }
 
     /// Loads a checkpoint of [`save_checkpoint`](Self::save_checkpoint): the model into
@@ -344,59 +345,73 @@ impl<M: Send> Trainer<M> {
     /// A checkpoint of a job with another number of ranks is an error that says so: its
     /// shards are not this job's.
     pub fn load_checkpoint(&mut self, path: impl AsRef<Path>) -> Result<Option<PipelineState>> {
-        let path = path.as_ref();
-        self.load(path)?;
-        let state = state_path(path, self.rank(), self.world_size());
-        if state.exists() {
-            return PipelineState::load(state).map(Some);
-        }
-        match saved_by(path)? {
-            Some(ranks) if ranks != self.world_size() => Err(Error::Invalid(format!(
-                "{}: a checkpoint of a job of {ranks} rank(s); this job has {}: each rank's pipeline position is \
+        let world = self.world_size();
+        self.load_checkpoint_resharded(path, |states| {
+            let ranks = states.len();
+            Err(Error::Invalid(format!(
+                "a checkpoint of a job of {ranks} rank(s); this job has {world}: each rank's pipeline position is \
                  for its own shard, so resume it with {ranks}, or redeal the positions to this job's ranks \
-                 (`load_checkpoint_resharded`, for an elastic pipeline)",
-                path.display(),
-                self.world_size()
-            ))),
-            Some(_) => Err(Error::Invalid(format!(
-                "{}: this rank's pipeline position ({}) is missing",
-                path.display(),
-                state.display()
-            ))),
-            None => Ok(None),
-        }
+                 (`load_checkpoint_resharded`, for an elastic pipeline)"
+            )))
+        })
     }
 
     /// Loads a checkpoint of [`save_checkpoint`](Self::save_checkpoint) saved by a job of
     /// any number of ranks: the model into every replica, and this rank's pipeline
-    /// position. When the checkpoint's job had another number of ranks, every rank reads
-    /// all of that job's states and `reshard` (the generated `reshard` or `reshard_with`,
-    /// with this job's parameters) redeals them to this job's ranks: the position returned
-    /// is this rank's of those, from which the ranks together deliver the rest of the
-    /// interrupted epoch, each element once. The states must lie where every rank reads
-    /// them (one machine, or a shared file system). `None` for a model saved alone.
+    /// position. Rank 0 reads the states and sends them to every rank. When the
+    /// checkpoint's job had another number of ranks, `reshard` (the generated `reshard` or
+    /// `reshard_with`, with this job's parameters) redeals them to this job's ranks: the
+    /// position returned is this rank's of those, from which the ranks together deliver
+    /// the rest of the interrupted epoch, each element once. `None` for a model saved
+    /// alone.
     pub fn load_checkpoint_resharded(
         &mut self,
         path: impl AsRef<Path>,
         reshard: impl FnOnce(&[PipelineState]) -> Result<Vec<PipelineState>>,
     ) -> Result<Option<PipelineState>> {
         let path = path.as_ref();
-        let world = self.world_size();
-        let Some(ranks) = saved_by(path)?.filter(|&r| r != world) else { return self.load_checkpoint(path) };
         self.load(path)?;
-        let states = (0..ranks)
-            .map(|r| PipelineState::load(state_path(path, r, ranks)))
-            .collect::<Result<Vec<_>>>()?;
-        let mut new = reshard(&states)?;
-        if new.len() != world {
-            return Err(Error::Invalid(format!(
-                "{}: the states of {ranks} rank(s) were redealt to {} rank(s), but this job has {world}: set the \
-                 pipeline's count of shards to the job's size",
-                path.display(),
-                new.len()
-            )));
+        let Some(mut states) = self.saved_states(path)? else { return Ok(None) };
+        let world = self.world_size();
+        if states.len() != world {
+            let ranks = states.len();
+            states = reshard(&states)
+                .map_err(|e| Error::Invalid(format!("{}: {e}", states_path(path).display())))?;
+            if states.len() != world {
+                return Err(Error::Invalid(format!(
+                    "{}: the states of {ranks} rank(s) were redealt to {} rank(s), but this job has {world}: set \
+                     the pipeline's count of shards to the job's size",
+                    path.display(),
+                    states.len()
+                )));
+            }
         }
-        Ok(Some(new.swap_remove(self.rank())))
+        Ok(Some(states.swap_remove(self.rank())))
+    }
+
+    /// The pipeline states of every rank of the job that saved the checkpoint `path`, as
+    /// rank 0 reads them, on every rank (a failure to read them is every rank's error).
+    fn saved_states(&self, path: &Path) -> Result<Option<Vec<PipelineState>>> {
+        let read = if self.rank() == 0 { read_states(path) } else { Ok(None) };
+        let read = match &self.cross {
+            None => read,
+            Some(cross) => {
+                // One byte says what follows: 0 none, 1 the states' bytes, 2 an error.
+                let framed = match read {
+                    Ok(None) => vec![0],
+                    Ok(Some(b)) => [&[1][..], &b].concat(),
+                    Err(e) => [&[2][..], e.to_string().as_bytes()].concat(),
+                };
+                let got = crate::dist::broadcast_bytes(cross.comm(), 0, framed)?;
+                match got.split_first() {
+                    Some((1, b)) => Ok(Some(b.to_vec())),
+                    Some((2, e)) => Err(Error::Invalid(format!("rank 0: {}", String::from_utf8_lossy(e)))),
+                    _ => Ok(None),
+                }
+            }
+        };
+        let what = states_path(path).display().to_string();
+        read?.map(|b| PipelineState::set_from_bytes(&b, &what)).transpose()
     }
 
     /// Loads parameters saved by [`save`](Self::save) into every replica.

@@ -85,6 +85,10 @@ where
         self.input.positions(epoch, output.saturating_mul(self.n as u64), found);
     }
 
+    fn redeal_of(&self, epoch: u64) -> Vec<super::Layer> {
+        self.input.redeal_of(epoch)
+    }
+
     /// `skip` batches are `skip × n` elements.
     fn iter_from(&self, ctx: &Ctx, skip: u64) -> Result<Self::Iter> {
         BatchIter::start(&self.input, ctx, skip, self.n, self.drop_remainder, Plain, &self.stats)
@@ -153,6 +157,10 @@ where
     /// `output` batches are `output × n` elements.
     fn positions(&self, epoch: u64, output: u64, found: &mut Vec<super::StagePosition>) {
         self.input.positions(epoch, output.saturating_mul(self.n as u64), found);
+    }
+
+    fn redeal_of(&self, epoch: u64) -> Vec<super::Layer> {
+        self.input.redeal_of(epoch)
     }
 
     /// `skip` batches are `skip × n` elements (each batch is padded on its own).

@@ -13,7 +13,7 @@
 use std::sync::Arc;
 
 use super::positions::{PassPositions, Positions};
-use super::{Ctx, DataIter, Dataset, Element, StagePosition};
+use super::{Ctx, DataIter, Dataset, Element, Layer, StagePosition};
 use crate::error::Result;
 
 /// A [`Dataset`] with its iterator type erased.
@@ -24,6 +24,8 @@ pub trait DynDataset<T>: Send + Sync + 'static {
     fn iter_from_dyn(&self, ctx: &Ctx, skip: u64) -> Result<Box<dyn DataIter<Item = T>>>;
     /// [`Dataset::positions`].
     fn positions_dyn(&self, epoch: u64, output: u64, found: &mut Vec<StagePosition>);
+    /// [`Dataset::redeal_of`].
+    fn redeal_of_dyn(&self, epoch: u64) -> Vec<Layer>;
 }
 
 impl<D: Dataset> DynDataset<D::Item> for D {
@@ -35,6 +37,9 @@ impl<D: Dataset> DynDataset<D::Item> for D {
     }
     fn positions_dyn(&self, epoch: u64, output: u64, found: &mut Vec<StagePosition>) {
         self.positions(epoch, output, found);
+    }
+    fn redeal_of_dyn(&self, epoch: u64) -> Vec<Layer> {
+        self.redeal_of(epoch)
     }
 }
 
@@ -75,6 +80,10 @@ impl<T: Element> Dataset for Boxed<T> {
     fn positions(&self, epoch: u64, output: u64, found: &mut Vec<StagePosition>) {
         self.inner.positions_dyn(epoch, output, found);
     }
+
+    fn redeal_of(&self, epoch: u64) -> Vec<Layer> {
+        self.inner.redeal_of_dyn(epoch)
+    }
 }
 
 /// The `Some` elements of a dataset of `Option`s: see [`Dataset::somes`].
@@ -101,6 +110,10 @@ impl<T: Element, D: Dataset<Item = Option<T>>> Dataset for Somes<D> {
     /// Records its input position at `output` and goes on below with it.
     fn positions(&self, epoch: u64, output: u64, found: &mut Vec<StagePosition>) {
         self.passes.descend(&self.input, epoch, output, found);
+    }
+
+    fn redeal_of(&self, epoch: u64) -> Vec<Layer> {
+        self.input.redeal_of(epoch)
     }
 
     /// From the input position a resumed context holds for it; otherwise by pulling the

@@ -37,6 +37,10 @@ impl<D: Dataset> Dataset for Chunks<D> {
         self.input.positions(epoch, output.saturating_mul(self.n as u64), found);
     }
 
+    fn redeal_of(&self, epoch: u64) -> Vec<super::Layer> {
+        self.input.redeal_of(epoch)
+    }
+
     /// `skip` chunks are `skip × n` elements.
     fn iter_from(&self, ctx: &Ctx, skip: u64) -> Result<Self::Iter> {
         if self.n == 0 {

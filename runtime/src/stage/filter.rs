@@ -75,6 +75,10 @@ impl<D: Dataset, P: FilterFn<D::Item>> Dataset for Filter<D, P> {
         self.passes.descend(&self.input, epoch, output, found);
     }
 
+    fn redeal_of(&self, epoch: u64) -> Vec<super::Layer> {
+        self.input.redeal_of(epoch)
+    }
+
     /// From the input position a resumed context holds for it; otherwise by testing the
     /// elements before `skip` again.
     fn iter_from(&self, ctx: &Ctx, skip: u64) -> Result<Self::Iter> {

@@ -60,7 +60,7 @@ use std::thread::JoinHandle;
 use std::time::Instant;
 
 use super::reshard;
-use super::state::{Deal, ShardOf};
+use super::state::{Deal, Layer, ShardOf};
 use super::{Ctx, DataIter, Dataset, FileId, Origin, Parallelism, Record, StagePosition, StageStats};
 use crate::error::{CorruptKind, Error, Result};
 use crate::permutation::Permutation;
@@ -101,6 +101,8 @@ pub struct GlobalShuffle {
     positions: Range<u64>,
     /// Worker `index` of `shards`, the remainder dropped or not ([`shard`](Self::shard)).
     sharded: Option<(u64, u64, bool)>,
+    /// The redeals of its last passes.
+    redealt: reshard::Redealt,
     read: CoalesceOptions,
     on_corrupt: CorruptPolicy,
     stats: Arc<StageStats>,
@@ -140,6 +142,7 @@ impl GlobalShuffle {
             parallelism: Parallelism::Auto,
             positions: 0..u64::MAX,
             sharded: None,
+            redealt: Default::default(),
             read: CoalesceOptions::default(),
             on_corrupt: CorruptPolicy::Fail,
             stats: Arc::new(StageStats::new("global_shuffle")),
@@ -302,6 +305,10 @@ impl Dataset for GlobalShuffle {
             });
         }
     }
+
+    fn redeal_of(&self, epoch: u64) -> Vec<Layer> {
+        self.redealt.of(epoch)
+    }
 }
 
 impl GlobalShuffle {
@@ -312,6 +319,7 @@ impl GlobalShuffle {
             f.check_len()?;
         }
         let n = self.len();
+        self.redealt.record(ctx);
         let mut spans = match (ctx.redeal(), self.sharded) {
             (Some(layers), Some((shards, index, drop))) => {
                 reshard::blocks_rest(n, layers, shards, index, drop)?

@@ -149,6 +149,10 @@ impl<D: Dataset, F: MapFn<D::Item>> Dataset for Map<D, F> {
         self.input.positions(epoch, output, found);
     }
 
+    fn redeal_of(&self, epoch: u64) -> Vec<super::Layer> {
+        self.input.redeal_of(epoch)
+    }
+
     /// One result per input: skips the input, computing nothing.
     fn iter_from(&self, ctx: &Ctx, skip: u64) -> Result<Self::Iter> {
         ctx.register(&self.stats);

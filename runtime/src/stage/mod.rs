@@ -360,6 +360,17 @@ pub trait Dataset: Send + Sync + 'static {
         let _ = (epoch, output, found);
     }
 
+    /// The redeal its dealing stage (a `shard`, a sharded global shuffle) dealt this
+    /// dataset's pass of `epoch` by (the one running or last run in this process): a
+    /// resharded state's layers ([`PipelineState::reshard`]), which
+    /// [`PipelineState::with_stage_positions`] saves with the positions, so that a state
+    /// saved in a redealt pass resumes it as redealt. Empty for a plain pass. The stages
+    /// that pass [`positions`](Self::positions) down pass this down too.
+    fn redeal_of(&self, epoch: u64) -> Vec<Layer> {
+        let _ = epoch;
+        Vec::new()
+    }
+
     /// Runs the dataset: a standard iterator of `Result`s over one pass, with the
     /// pipeline's statistics.
     fn stream(&self) -> Result<Stream<Self::Iter>>

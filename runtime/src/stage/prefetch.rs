@@ -55,6 +55,10 @@ impl<D: Dataset> Dataset for Prefetch<D> {
         self.input.positions(epoch, output, found);
     }
 
+    fn redeal_of(&self, epoch: u64) -> Vec<super::Layer> {
+        self.input.redeal_of(epoch)
+    }
+
     fn iter_from(&self, ctx: &Ctx, skip: u64) -> Result<Self::Iter> {
         ctx.register(&self.stats);
         let input = self.input.iter_from(ctx, skip)?;

@@ -29,9 +29,41 @@
 //! `pad`, the padding repeats elements, as it always does.
 
 use std::ops::Range;
+use std::sync::{Mutex, PoisonError};
 
+use super::Ctx;
 use super::state::{Deal, Layer, PipelineState, ShardOf, StagePosition};
 use crate::error::{Error, Result};
+
+/// The redeals of a dealing stage's last passes (a `shard`, a sharded global shuffle), by
+/// epoch: [`Dataset::redeal_of`](super::Dataset::redeal_of) hands them to a state saved in
+/// a redealt pass, which would otherwise deal what the ranks before had taken again.
+#[derive(Debug, Default)]
+pub(crate) struct Redealt(Mutex<Vec<(u64, Vec<Layer>)>>);
+
+impl Redealt {
+    /// Records the redeal of the pass `ctx` starts (none for a plain pass, a nested one
+    /// records nothing); the last two epochs' are kept, as the stages' positions are.
+    pub(crate) fn record(&self, ctx: &Ctx) {
+        if ctx.is_nested() {
+            return;
+        }
+        let mut passes = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        passes.retain(|(e, _)| *e != ctx.epoch());
+        if let Some(layers) = ctx.redeal() {
+            passes.push((ctx.epoch(), layers.to_vec()));
+            if passes.len() > 2 {
+                passes.remove(0);
+            }
+        }
+    }
+
+    /// The redeal of the pass of `epoch` last started; empty for a plain one.
+    pub(crate) fn of(&self, epoch: u64) -> Vec<Layer> {
+        let passes = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        passes.iter().find(|(e, _)| *e == epoch).map(|(_, l)| l.clone()).unwrap_or_default()
+    }
+}
 
 /// Why a redeal does not fit a stage that deals as `deal`.
 fn mismatch(layer: &Layer, deal: &str) -> Error {

@@ -2,11 +2,9 @@
 //! (plus, for `shard`, the element a round holds back, or the elements before the
 //! worker's first position, kept for padding: see [`Remainder`]).
 
-use std::sync::Mutex;
-
-use super::reshard::RoundsRest;
+use super::reshard::{Redealt, RoundsRest};
 pub use super::state::Remainder;
-use super::state::{Deal, ShardOf};
+use super::state::{Deal, Layer, ShardOf};
 use super::{Ctx, DataIter, Dataset, StagePosition};
 use crate::error::{Error, Result};
 
@@ -121,8 +119,8 @@ pub struct Shard<D> {
     num_shards: u64,
     index: u64,
     remainder: Remainder,
-    /// The epochs whose last pass here was redealt (its positions are then not arithmetic).
-    redealt: Mutex<Vec<u64>>,
+    /// The redeals of its last passes (a redealt pass's positions are not arithmetic).
+    redealt: Redealt,
 }
 
 impl<D> Shard<D> {
@@ -132,7 +130,7 @@ impl<D> Shard<D> {
                 "shard index {index} out of range for {num_shards} shards (need 0 <= index < num_shards)"
             )));
         }
-        Ok(Shard { input, num_shards, index, remainder, redealt: Mutex::new(Vec::new()) })
+        Ok(Shard { input, num_shards, index, remainder, redealt: Redealt::default() })
     }
 
     /// The inputs consumed when `output` elements were delivered, when that is arithmetic
@@ -152,10 +150,6 @@ impl<D> Shard<D> {
     fn of(&self) -> ShardOf {
         ShardOf { shards: self.num_shards, index: self.index, deal: Deal::Rounds(self.remainder) }
     }
-
-    fn was_redealt(&self, epoch: u64) -> bool {
-        self.redealt.lock().expect("shard lock").contains(&epoch)
-    }
 }
 
 impl<D: Dataset> Dataset for Shard<D> {
@@ -170,16 +164,7 @@ impl<D: Dataset> Dataset for Shard<D> {
         // takes its own next); the count is all it needs.
         let _ = ctx.take_stage_position(skip);
         let rest = ctx.redeal().map(RoundsRest::new).transpose()?;
-        if !ctx.is_nested() {
-            let mut redealt = self.redealt.lock().expect("shard lock");
-            redealt.retain(|&e| e != ctx.epoch());
-            if rest.is_some() {
-                redealt.push(ctx.epoch());
-                if redealt.len() > 2 {
-                    redealt.remove(0);
-                }
-            }
-        }
+        self.redealt.record(ctx);
         let at = if rest.is_none() { self.input_at(skip) } else { None };
         let mut it = ShardIter {
             input: match at {
@@ -208,11 +193,15 @@ impl<D: Dataset> Dataset for Shard<D> {
     /// Records its count and which shard it is; goes on below when its input position is
     /// arithmetic (`keep`, `drop`, a pass not redealt).
     fn positions(&self, epoch: u64, output: u64, found: &mut Vec<StagePosition>) {
-        let input = if self.was_redealt(epoch) { None } else { self.input_at(output) };
+        let input = if self.redealt.of(epoch).is_empty() { self.input_at(output) } else { None };
         found.push(StagePosition { output, input: input.unwrap_or(0), shard: Some(self.of()) });
         if let Some(input) = input {
             self.input.positions(epoch, input, found);
         }
+    }
+
+    fn redeal_of(&self, epoch: u64) -> Vec<Layer> {
+        self.redealt.of(epoch)
     }
 }
 

@@ -306,10 +306,13 @@ impl PipelineState {
     /// them again. Call it while that pass is alive, right after consuming `position`
     /// elements. A filter whose position is no longer known (it ran more than 65 536
     /// elements ahead of the consumer) ends the list; the resume recomputes it and what
-    /// is below it, exactly but slower.
+    /// is below it, exactly but slower. For a pass redealt after a reshard, the state
+    /// also takes the pass's redeal ([`Dataset::redeal_of`]): resumed without it, the
+    /// pass would deal again what the ranks before the reshard had taken.
     pub fn with_stage_positions<D: Dataset>(mut self, dataset: &D) -> Self {
         self.stages.clear();
         dataset.positions(self.epoch, self.position, &mut self.stages);
+        self.redeal = dataset.redeal_of(self.epoch);
         self
     }
 

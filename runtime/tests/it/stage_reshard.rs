@@ -43,14 +43,20 @@ fn run_phases<P: Ranked>(p: &P, phases: &[(u64, Vec<u16>)]) -> (Vec<u64>, Vec<us
     let mut counts = Vec::new();
     for (k, (n, stops)) in phases.iter().enumerate() {
         let last = k + 1 == phases.len();
-        if k > 0 {
+        if k > 0 && states.len() as u64 != *n {
             // The states in any order: each names its rank.
             states.reverse();
             states = PipelineState::reshard(&states, *n, fp).unwrap();
             assert_eq!(states.len() as u64, *n);
         }
+        // The same number of ranks as before: each resumes its own state (in a redealt
+        // pass, the state carries the redeal it was dealt by).
         let mut next = Vec::new();
-        counts.clear();
+        // Each rank's count since the epoch's start or the last reshard.
+        let resumed_alike = k > 0 && counts.len() as u64 == *n;
+        if !resumed_alike {
+            counts = vec![0; *n as usize];
+        }
         for i in 0..*n {
             let ds = p.rank(*n, i);
             let (ctx, from) = match states.get(i as usize) {
@@ -66,7 +72,7 @@ fn run_phases<P: Ranked>(p: &P, phases: &[(u64, Vec<u16>)]) -> (Vec<u64>, Vec<us
             let mut pass = ds.stream_from(&ctx, from).unwrap();
             let got: Vec<Vec<u64>> = pass.by_ref().take(stop).map(|b| b.unwrap()).collect();
             assert_eq!(got, all[..stop], "a pass is deterministic");
-            counts.push(got.iter().map(Vec::len).sum());
+            counts[i as usize] += got.iter().map(Vec::len).sum::<usize>();
             delivered.extend(got.into_iter().flatten());
             if !last {
                 let state = PipelineState {
@@ -75,9 +81,11 @@ fn run_phases<P: Ranked>(p: &P, phases: &[(u64, Vec<u16>)]) -> (Vec<u64>, Vec<us
                     epoch: EPOCH,
                     position: from + stop as u64,
                     stages: Vec::new(),
-                    redeal: states.get(i as usize).map(|s| s.redeal.clone()).unwrap_or_default(),
+                    redeal: Vec::new(),
                 }
                 .with_stage_positions(&ds);
+                let before = states.get(i as usize).map(|s| s.redeal.clone()).unwrap_or_default();
+                assert_eq!(state.redeal, before, "the state saved in the pass lost its redeal");
                 drop(pass);
                 assert!(state.shard_position().is_some(), "{state:?}");
                 // Through the file format, as the new ranks' processes read it.

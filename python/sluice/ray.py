@@ -44,7 +44,11 @@ lost node), its outstanding requests are dropped and the actor, restarted by Ray
 (``max_restarts``) or made anew when Ray gave up on it, reopens its pipeline at the
 acknowledged state before it is asked again: nothing handed to the trainer comes again
 and nothing after it is skipped. ``Loader(..., resume=loader.state())`` does the same
-for every worker of a restarted job. Ray never retries an actor's request on its own
+for every worker of a restarted job. A job restarted with another number of ranks takes
+the list of every old rank's state (``resume=[state_0, ..., state_N-1]``): each worker's
+state goes to the rank that owns it now, and with another ``num_workers`` too the old
+workers' states are redealt to the new workers (``PipelineState::reshard``; an elastic
+pipeline): the ranks together deliver the rest of the epoch, each record once. Ray never retries an actor's request on its own
 (``max_task_retries=0``): a retried request would run from the restarted actor's first
 state.
 
@@ -75,7 +79,7 @@ except ImportError as e:  # pragma: no cover: the message is the point
     raise ImportError('sluice.ray needs Ray: pip install "ray[data]>=2.60,<3" (or scripts/setup-ray)') from e
 
 from ._native import ParameterError, SluiceError
-from ._pipeline import Pipeline, _text, _torch_distributed, sluice_binary
+from ._pipeline import Pipeline, _resume_bytes, _text, _torch_distributed, sluice_binary
 
 __all__ = ["Datasource", "Loader", "export", "object_store_usage"]
 
@@ -198,7 +202,12 @@ class Loader:
     - ``epochs`` (default 1): the epochs each ``iter(loader)`` runs (a loop broken off
       mid-epoch goes on there at the next ``iter``, the partial epoch counting as one).
     - ``resume``: :meth:`state` bytes of a loader of the same pipeline, parameters,
-      workers, rank and world size: it goes on exactly there.
+      workers, rank and world size: it goes on exactly there. Or the list of every
+      rank's :meth:`state` of a job of another size: each worker's state goes to the
+      rank that owns it now (the ranks must have stopped in the same epoch), and with
+      another ``num_workers`` the workers' states are redealt to the new workers (an
+      elastic pipeline, stopped mid-epoch or at its end): together the ranks deliver
+      the rest of the epoch, each record once.
     - ``format``: ``"torch"`` (default when torch is installed) or ``"numpy"``.
     - ``engine`` (default ``"interpreted"``): the workers' backend (``"compiled"`` needs
       cargo and the sources on every node).
@@ -264,20 +273,87 @@ class Loader:
         self._wall_s = 0.0
         self._largest = 0
 
-    def _resumed(self, resume: Optional[bytes]) -> Optional[Dict[str, Any]]:
+    def _resumed(self, resume: Any) -> Optional[Dict[str, Any]]:
+        """What ``resume`` says this rank's loader goes on from: ``epoch``, ``cursor`` and,
+        per worker of this rank, its ``states`` (base64) and ``done``."""
         if resume is None:
             return None
+        several = isinstance(resume, (list, tuple))
+        saved = [self._loader_state(s) for s in (resume if several else [resume])]
+        mine = {"pipeline": self.name, "num_workers": self.num_workers, "rank": self.rank, "world_size": self.world_size, "params": self.params}
+        if len(saved) == 1 and {k: saved[0].get(k) for k in mine} == mine:
+            return saved[0]
+        same = ("pipeline", "params")
+        for s in saved:
+            theirs = {k: s.get(k) for k in same}
+            if theirs != {k: mine[k] for k in same}:
+                raise ParameterError(f"resume: the state is of {theirs}, this loader is {mine}")
+        return self._redealt(saved)
+
+    @staticmethod
+    def _loader_state(resume: Any) -> Dict[str, Any]:
         try:
             saved = json.loads(bytes(resume).decode("utf-8"))
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, TypeError):
             raise ParameterError("resume: not the state of a sluice.ray.Loader") from None
         if not isinstance(saved, dict) or saved.get("format") != _STATE_FORMAT:
             raise ParameterError("resume: not the state of a sluice.ray.Loader")
-        mine = {"pipeline": self.name, "num_workers": self.num_workers, "rank": self.rank, "world_size": self.world_size, "params": self.params}
-        theirs = {k: saved.get(k) for k in mine}
-        if theirs != mine:
-            raise ParameterError(f"resume: the state is of {theirs}, this loader is {mine}")
         return saved
+
+    def _redealt(self, saved: List[Dict[str, Any]]) -> Dict[str, Any]:
+        """The loader states of every rank of a job of another size (or of another
+        ``num_workers``), as this rank's: each worker's state goes to the rank that owns
+        it now; with another ``num_workers`` each new worker redeals all the old workers'
+        states (the pipeline must be elastic: ``sluice explain``)."""
+        world = {s["world_size"] for s in saved}
+        workers = {s["num_workers"] for s in saved}
+        ranks = sorted(s["rank"] for s in saved)
+        if len(world) != 1 or len(workers) != 1:
+            raise ParameterError(f"resume: the states are of jobs of {sorted(world)} rank(s) and {sorted(workers)} worker(s), not of one job")
+        (old_world,), (old_workers,) = world, workers
+        if ranks != list(range(old_world)):
+            missing = sorted(set(range(old_world)) - set(ranks))
+            why = f"no state of rank(s) {missing}" if missing else f"ranks {ranks} (one given twice)"
+            raise ParameterError(
+                f"resume: a loader of {self.world_size} rank(s) resumes from the states of every rank of a job of "
+                f"{old_world}: {why}"
+            )
+        epochs = {s["epoch"] for s in saved}
+        if len(epochs) != 1:
+            raise ParameterError(
+                f"resume: the ranks stopped in different epochs ({sorted(epochs)}): a job of another size "
+                "resumes only from ranks in the same epoch"
+            )
+        (epoch,) = epochs
+        state: Dict[int, Optional[str]] = {}
+        done: Dict[int, bool] = {}
+        for s in saved:
+            for i, w in enumerate(range(s["rank"], old_workers, old_world)):
+                state[w], done[w] = s["states"][i], bool(s["done"][i])
+        if old_workers == self.num_workers:
+            return {"epoch": epoch, "cursor": 0, "states": [state[w] for w in self.workers], "done": [done[w] for w in self.workers]}
+        ended = sorted(w for w in done if done[w])
+        if ended:
+            raise ParameterError(
+                f"resume: worker(s) {ended} of {old_workers} had ended epoch {epoch} and the others had not: a loader "
+                f"of another num_workers ({self.num_workers}) resumes from workers in the same epoch (resume with "
+                f"num_workers={old_workers}, or after the epoch)"
+            )
+        raw = []
+        for w in range(old_workers):
+            one = base64.b64decode(state[w]) if state[w] is not None else None
+            if one is None or one.startswith(b"SLSS"):
+                # A worker that had delivered nothing since it started (at the epoch's
+                # start, or at what an earlier redeal gave it): its own state there.
+                one = Pipeline(self.path, self.name, workers=old_workers, worker=w, resume=one, **self._worker_options, **self.params).state()
+            raw.append(one)
+        # Each new worker opens its pipeline from all of them, redealt to its shard. Tried
+        # here first, so that a refusal (a pipeline that is not elastic, states that do
+        # not belong together) says why at once, not as an actor's death.
+        framed_bytes = _resume_bytes(raw)
+        Pipeline(self.path, self.name, workers=self.num_workers, worker=self.workers[0], resume=framed_bytes, **self._worker_options, **self.params)
+        framed = base64.b64encode(framed_bytes).decode("ascii")
+        return {"epoch": epoch, "cursor": 0, "states": [framed] * len(self.workers), "done": [False] * len(self.workers)}
 
     def _new_actor(self, worker: int, state: Optional[bytes]) -> Any:
         return _WorkerActor.options(**self._actor_options).remote(self.path, self.name, self.num_workers, worker, self._worker_options, self.params, state)

@@ -37,6 +37,14 @@ pipeline shards(files: glob = "x", workers: u32 = 1, worker: u32 = 0, batch_size
     prefetch(2);
 }
 
+pipeline elastic(files: glob = "x", workers: u32 = 1, worker: u32 = 0, batch_size: u32 = 32) {
+    schema { x: f32[16], label: i64, id: i64 }
+    tfrecords(files);
+    map { parse_example(); }
+    shard(workers, worker);
+    batch(batch_size);
+}
+
 pipeline records(files: glob = "x", workers: u32 = 1, worker: u32 = 0) {
     schema { x: f32[16], label: i64, id: i64 }
     tfrecords(files);
@@ -85,9 +93,10 @@ def _no_cargo_env(home) -> dict:
     return {"env_vars": {"PATH": "/usr/bin:/bin", "HOME": str(home), "CARGO": str(home / "no-cargo")}}
 
 
-def _loader(pipe, files, **kw):
+def _loader(pipe, files, name="shards", **kw):
     kw.setdefault("num_cpus", 0.25)
-    return sluice.ray.Loader(pipe, "shards", files=files, num_workers=WORKERS, **kw)
+    kw.setdefault("num_workers", WORKERS)
+    return sluice.ray.Loader(pipe, name, files=files, **kw)
 
 
 def _expected(pipe, files, ranks: int, epochs: int, **params) -> dict:
@@ -204,6 +213,38 @@ def test_a_resumed_job_goes_on_exactly(cluster, pipe, data):
         _loader(pipe, files, batch_size=16, resume=state)
     with pytest.raises(sluice.ParameterError, match="not the state"):
         _loader(pipe, files, resume=b"nope")
+
+
+def test_a_job_of_another_size_resumes_from_every_ranks_state(cluster, pipe, data):
+    files = f"{data}/tabular/*.tfrecord"
+    # Two ranks of 4 workers stop at different batches. One rank goes on with the same 4
+    # workers (each worker's state moves to it), or with 3 workers of the elastic
+    # pipeline (the 4 workers' states redealt), and again after a second stop.
+    for name, workers in (("shards", 4), ("elastic", 3), ("elastic", 6)):
+        states, before = [], []
+        for rank in range(2):
+            with _loader(pipe, files, name=name, rank=rank, world_size=2) as loader:
+                it = iter(loader)
+                before += [i for _ in range(2 + 3 * rank) for i in next(it)["id"].tolist()]
+                states.append(loader.state())
+        after = []
+        with _loader(pipe, files, name=name, num_workers=workers, resume=states) as loader:
+            it = iter(loader)
+            after += [i for _ in range(2) for i in next(it)["id"].tolist()]
+            again = loader.state()
+        with _loader(pipe, files, name=name, num_workers=workers, resume=again) as loader:
+            after += [i for b in loader for i in b["id"].tolist()]
+        assert sorted(before + after) == list(range(600)), (name, workers)
+    # What cannot be resumed says why, before any actor starts.
+    with pytest.raises(sluice.ParameterError, match=r"no state of rank\(s\) \[1\]"):
+        _loader(pipe, files, name="elastic", resume=states[:1])
+    with pytest.raises(sluice.ParameterError, match="ShuffleExec"):
+        shards = []
+        for rank in range(2):
+            with _loader(pipe, files, rank=rank, world_size=2) as loader:
+                next(iter(loader))
+                shards.append(loader.state())
+        _loader(pipe, files, num_workers=3, resume=shards)
 
 
 def test_object_store_use_stays_under_the_bound(cluster, pipe, big):

@@ -15,6 +15,7 @@ mod global_shuffle;
 mod macros;
 mod on_error;
 mod parity;
+mod reshard;
 mod resume;
 mod sequence;
 mod shard;

@@ -284,6 +284,8 @@ pub trait Plan: Send + 'static {
     ) -> sluice_runtime::Result<Vec<PipelineState>>;
     /// The declared memory budget.
     fn budget(&self) -> Option<usize>;
+    /// The declared CPU budget (`threads N;`).
+    fn threads(&self) -> Option<usize>;
 }
 
 /// A running pipeline, its types erased.
@@ -316,6 +318,8 @@ pub struct Generated<P, D> {
     pub reshard: fn(&P, &[PipelineState]) -> sluice_runtime::Result<Vec<PipelineState>>,
     /// The declared budget (`BUDGET`).
     pub budget: Option<usize>,
+    /// The declared CPU budget (`THREADS`).
+    pub threads: Option<usize>,
 }
 
 impl<P, D> Clone for Generated<P, D> {
@@ -352,6 +356,9 @@ impl<P: Send + 'static, D: Dataset> Plan for Generated<P, D> {
     }
     fn budget(&self) -> Option<usize> {
         self.budget
+    }
+    fn threads(&self) -> Option<usize> {
+        self.threads
     }
 }
 
@@ -462,7 +469,7 @@ where
         sluice_runtime::Error::Invalid(_) => Failure::param(g.name(), e),
         e => Failure::data(g.name(), e),
     })?;
-    let ctx = Ctx::new(&RuntimeOptions { memory_budget: request.budget.or(g.budget()), cores: None });
+    let ctx = Ctx::new(&RuntimeOptions { memory_budget: request.budget.or(g.budget()), cores: g.threads() });
     let mut run = Running {
         g,
         params,
@@ -756,6 +763,7 @@ macro_rules! python_module {
                 check_state: pipelines::$name::check_state,
                 reshard: pipelines::$name::reshard,
                 budget: pipelines::$name::BUDGET,
+                threads: pipelines::$name::THREADS,
             }, r)),)*
         ];
 

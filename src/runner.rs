@@ -57,7 +57,7 @@ pub struct RunArgs {
     /// RAM (bytes) that AUTOTUNE may spend on buffers; unlimited when `None`.
     pub memory_budget: Option<usize>,
     /// The CPU budget: the most map workers the pipeline's stages keep busy at once
-    /// (`--threads N`; the cores available when `None`).
+    /// (`--threads N`, else the pipeline's declared `threads N;`; the cores available when `None`).
     pub threads: Option<usize>,
     /// Print the first this many elements of one pass as JSON lines instead of running
     /// (`u64::MAX`: every one); `--show N|all`.
@@ -83,6 +83,12 @@ impl RunArgs {
     /// (`--memory-budget-mb` overrides the declaration).
     pub fn or_budget(&self, budget: Option<usize>) -> RunArgs {
         RunArgs { memory_budget: self.memory_budget.or(budget), ..self.clone() }
+    }
+
+    /// These arguments, with `threads` (the pipeline's declared `threads N;`) when they
+    /// set none (`--threads` overrides the declaration).
+    pub fn or_threads(&self, threads: Option<usize>) -> RunArgs {
+        RunArgs { threads: self.threads.or(threads), ..self.clone() }
     }
 }
 

@@ -88,6 +88,8 @@ pub enum Item {
     ExternFn(ExternFn),
     /// `budget EXPR;`: the memory budget.
     Budget(Budget),
+    /// `threads EXPR;`: the CPU budget (threads).
+    Threads(Threads),
     /// `device NAME;`: where the tail after `batch` runs (`cpu` or `cuda`).
     Device(Device),
     /// A stage: `name(args);` or `name(args) { statements }`.
@@ -147,6 +149,15 @@ pub struct FnParam {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Budget {
     /// The amount (usually a quantity such as `512 MiB`).
+    pub value: Expr,
+    /// The whole item.
+    pub span: Span,
+}
+
+/// `threads EXPR;`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Threads {
+    /// The number of threads (a whole number).
     pub value: Expr,
     /// The whole item.
     pub span: Span,

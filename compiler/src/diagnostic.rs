@@ -36,6 +36,7 @@ pub const CODES: &[(&str, &str)] = &[
     ("E0118", "an extern fn declared twice"),
     ("E0119", "a reserved word of Rust as a name"),
     ("E0120", "a parameter named as a pipeline it takes"),
+    ("E0121", "a thread budget that is not a whole number of threads"),
     ("E0200", "unknown stage"),
     ("E0201", "unknown argument name"),
     ("E0202", "too many arguments"),

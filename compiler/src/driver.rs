@@ -146,11 +146,14 @@ pub fn compile_ast(file: &ast::File) -> Compilation {
             c.decls.device,
             physical::Options::default(),
         ) {
-            Ok(physical) => pipelines.push(Pipeline {
+            Ok(mut physical) => pipelines.push(Pipeline {
+                physical: {
+                    physical.threads = c.decls.threads;
+                    physical
+                },
                 decls: c.decls,
                 logical,
                 optimized,
-                physical,
                 rust_code: c.rust_code,
             }),
             Err(d) => diagnostics.push(*d),

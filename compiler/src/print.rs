@@ -64,6 +64,7 @@ impl fmt::Display for Item {
                 writeln!(f, ") -> {};", e.ret)
             }
             Item::Budget(b) => writeln!(f, "    budget {};", b.value),
+            Item::Threads(t) => writeln!(f, "    threads {};", t.value),
             Item::Device(d) => writeln!(f, "    device {};", d.target),
             Item::Stage(s) => {
                 write!(f, "    {}", s.name)?;

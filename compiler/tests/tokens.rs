@@ -45,6 +45,22 @@ fn tokens(s: &str) -> Result<sluice_compiler::ast::File, Vec<sluice_compiler::Di
     parse_tokens(TokenStream::from_str(s).unwrap()).0
 }
 
+#[test]
+fn threads_is_an_item_before_an_expression_and_else_a_name() {
+    // `threads N;` declares the CPU budget; `threads;` and `threads { ... }` are stages
+    // (unknown ones), in both front ends alike.
+    for src in ["pipeline p() { threads 2; range(3); }", "pipeline p() { threads (1 + 1); range(3); }"] {
+        let f = tokens(src).unwrap();
+        assert!(matches!(f.pipelines[0].items[0], sluice_compiler::ast::Item::Threads(_)), "{src}");
+        assert_eq!(f, parse(src).unwrap(), "{src}");
+    }
+    for src in ["pipeline p() { threads; }", "pipeline p() { threads { x = 1; } }"] {
+        let f = tokens(src).unwrap();
+        assert!(matches!(f.pipelines[0].items[0], sluice_compiler::ast::Item::Stage(_)), "{src}");
+        assert_eq!(f, parse(src).unwrap(), "{src}");
+    }
+}
+
 const SCHEMA: &str = "schema { x: f32[4], label: i64 } tfrecords(files); map { parse_example(); }";
 
 #[test]

@@ -99,7 +99,11 @@ pub(super) fn run(file: &Path, pipeline: Option<&str>, argv: Vec<OsString>) -> R
         return Err(Failure::Usage("`--help` is not a runner flag here".into()));
     };
     let budget = p.decls.budget.map(|b| b as usize);
-    let args = sluice::__private::runner::RunArgs { engine: sluice_engine::NAME, ..args.or_budget(budget) };
+    let threads = p.decls.threads.map(|n| n as usize);
+    let args = sluice::__private::runner::RunArgs {
+        engine: sluice_engine::NAME,
+        ..args.or_budget(budget).or_threads(threads)
+    };
     if p.physical.tail.is_some() {
         // What a compiled runner of a `device cuda` pipeline says first.
         sluice::__private::runner::note_cpu_twin(p.name());

@@ -400,26 +400,34 @@ fn what_codegen_does_not_handle_either_is_its_diagnostic_in_the_engine_too() {
 }
 
 /// Three `parallel: auto` maps (kept apart by prefetches, so that the first starts working
-/// while the others are being built) under `--threads 4`, in either backend: the report
-/// gives the CPU budget and the most map workers it gave out at once, never more than it.
+/// while the others are being built) under the pipeline's declared `threads 3;`, then under
+/// `--threads 4` (which overrides it), in either backend: the report gives the CPU budget
+/// and the most map workers it gave out at once, never more than it.
 #[test]
 fn the_cpu_budget_bounds_the_map_workers_of_every_stage_together() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("three.pipe");
     std::fs::write(
         &file,
-        "pipeline three(n: i64 = 20000) {\n    range(n);\n    map(parallel: auto) { a = value * 3; }\n    prefetch(2);\n\
-         map(parallel: auto) { b = a % 7; }\n    prefetch(2);\n    map(parallel: auto) { c = b + a; }\n}\n",
+        "pipeline three(n: i64 = 20000) {\n    threads 3;\n    range(n);\n    map(parallel: auto) { a = value * 3; }\n\
+         prefetch(2);\n    map(parallel: auto) { b = a % 7; }\n    prefetch(2);\n    map(parallel: auto) { c = b + a; }\n}\n",
     )
     .unwrap();
+    let o = sluice(dir.path(), &["explain", file.to_str().unwrap()], &[]);
+    assert!(stdout(&o).contains("threads: 3 (declared: the most map workers"), "{}", stdout(&o));
     for engine in ["compiled", "interpreted"] {
-        let args =
-            ["run", file.to_str().unwrap(), "--threads", "4", "--json", "--no-progress", "--engine", engine];
-        let o = sluice(dir.path(), &args, &[]);
-        assert_eq!(engine_of(&o), engine);
-        let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
-        assert_eq!((v["records"].as_u64(), v["threads"].as_u64()), (Some(20000), Some(4)), "{v}");
-        let peak = v["peak_map_workers"].as_u64().unwrap();
-        assert!((3..=4).contains(&peak), "{engine}: {peak} map workers at once under --threads 4");
+        for (flag, budget) in [(None, 3), (Some("4"), 4)] {
+            let mut args = vec!["run", file.to_str().unwrap(), "--json", "--no-progress", "--engine", engine];
+            args.extend(flag.iter().flat_map(|n| ["--threads", n]));
+            let o = sluice(dir.path(), &args, &[]);
+            assert_eq!(engine_of(&o), engine);
+            let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+            assert_eq!((v["records"].as_u64(), v["threads"].as_u64()), (Some(20000), Some(budget)), "{v}");
+            let peak = v["peak_map_workers"].as_u64().unwrap();
+            assert!(
+                (3..=budget).contains(&peak),
+                "{engine}: {peak} map workers at once under a budget of {budget}"
+            );
+        }
     }
 }

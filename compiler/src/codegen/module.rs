@@ -60,6 +60,13 @@ pub fn generate(c: &Unit<'_>, all: &[Unit<'_>]) -> R<(TokenStream, Vec<crate::ir
         }
         None => quote!(::std::option::Option::None),
     };
+    let threads = match c.physical.threads {
+        Some(n) => {
+            let n = n as usize;
+            quote!(::std::option::Option::Some(#n))
+        }
+        None => quote!(::std::option::Option::None),
+    };
     let dataset = match device {
         None => quote! {
             /// Builds the pipeline (nothing runs until it is iterated); parameters the
@@ -119,9 +126,14 @@ pub fn generate(c: &Unit<'_>, all: &[Unit<'_>]) -> R<(TokenStream, Vec<crate::ir
                 /// declared.
                 pub const BUDGET: ::std::option::Option<usize> = #budget;
 
-                /// The options to run the pipeline with: its declared budget.
+                /// The declared `threads N;`: the most map workers its stages keep busy
+                /// at once (the CPU budget); `None` when none is declared (the cores
+                /// available).
+                pub const THREADS: ::std::option::Option<usize> = #threads;
+
+                /// The options to run the pipeline with: its declared budgets.
                 pub fn options() -> __sl::RuntimeOptions {
-                    __sl::RuntimeOptions { memory_budget: BUDGET, cores: ::std::option::Option::None }
+                    __sl::RuntimeOptions { memory_budget: BUDGET, cores: THREADS }
                 }
 
                 #params
@@ -140,7 +152,7 @@ pub fn generate(c: &Unit<'_>, all: &[Unit<'_>]) -> R<(TokenStream, Vec<crate::ir
                 /// Runs the pipeline to the end with the runner of `sluice run`.
                 pub fn run(args: &__sl::runner::RunArgs) -> ::std::process::ExitCode {
                     #note
-                    __sl::runner::run(&args.or_budget(BUDGET), NAME, Params::from_args, dataset)
+                    __sl::runner::run(&args.or_budget(BUDGET).or_threads(THREADS), NAME, Params::from_args, dataset)
                 }
             }
         },

@@ -74,6 +74,9 @@ pub struct Declarations {
     pub budget: Option<u64>,
     /// Where the budget is declared (for the error when the plan exceeds it).
     pub budget_span: Span,
+    /// The CPU budget, `threads N;`: the most threads the pipeline's stages keep busy at
+    /// once (`RuntimeOptions::cores`), if declared.
+    pub threads: Option<u32>,
     /// Where the tail runs.
     pub device: Device,
     /// User functions.

@@ -103,6 +103,8 @@ pub struct PhysicalPlan {
     pub open_files: u64,
     /// The declared budget.
     pub budget: Option<u64>,
+    /// The declared CPU budget (`threads N;`): the threads its stages keep busy at once.
+    pub threads: Option<u32>,
     /// Where the tail after `batch` runs.
     pub device: Device,
 }
@@ -148,6 +150,7 @@ pub fn plan(
         assumptions: cx.assumptions,
         open_files: cx.open_files,
         budget,
+        threads: None,
         device,
     };
     if let Some(b) = budget
@@ -227,6 +230,14 @@ impl PhysicalPlan {
             Device::Cuda => "cuda (the tail after `batch`)",
         };
         let _ = writeln!(out, "device: {device}");
+        if let Some(n) = self.threads {
+            // The generated `THREADS`/`options()` carry it to the runtime.
+            let _ = writeln!(
+                out,
+                "threads: {n} (declared: the most map workers its stages keep busy at once, fixed ones and AUTOTUNE's \
+                 together; `--threads` overrides)"
+            );
+        }
         if self.recycled > 0 {
             let _ = writeln!(out, "recycled batch buffers: up to {} idle", human(self.recycled));
         }

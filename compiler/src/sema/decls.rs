@@ -1,5 +1,5 @@
 //! Checking a pipeline's declarations: parameters (`name: type = default`), the schema,
-//! `budget`, `device` and `extern fn` signatures. Produces [`Declarations`] with every
+//! `budget`, `threads`, `device` and `extern fn` signatures. Produces [`Declarations`] with every
 //! type resolved and every default evaluated, and a diagnostic for each problem.
 //!
 //! Codes: E0100 duplicate pipeline, E0101 duplicate parameter, E0102 unknown parameter
@@ -7,7 +7,8 @@
 //! E0106 constant arithmetic fails, E0110 duplicate feature, E0111 unknown dtype, E0112
 //! bad dimension, E0113 feature default does not fit, E0114 repeated declaration, E0116
 //! unknown device, E0117 bad budget, E0118 duplicate extern fn, E0119 a pipeline,
-//! parameter or field named by a reserved word of Rust (`self`, `Self`, `crate`, `super`).
+//! parameter or field named by a reserved word of Rust (`self`, `Self`, `crate`, `super`),
+//! E0121 a `threads` that is not a whole number of threads.
 
 use std::collections::HashMap;
 
@@ -87,6 +88,7 @@ impl Cx {
             }
         }
         let (mut schema, mut budget, mut device) = (None::<Span>, None::<Span>, None::<Span>);
+        let mut threads = None::<Span>;
         let mut externs: HashMap<String, Span> = HashMap::new();
         for item in &p.items {
             match item {
@@ -99,6 +101,11 @@ impl Cx {
                     if self.once("budget", &mut budget, b.span) {
                         d.budget = self.budget(b);
                         d.budget_span = b.value.span;
+                    }
+                }
+                ast::Item::Threads(t) => {
+                    if self.once("threads", &mut threads, t.span) {
+                        d.threads = self.threads(t);
                     }
                 }
                 ast::Item::Device(dev) => {
@@ -128,7 +135,7 @@ impl Cx {
         d
     }
 
-    /// True the first time a once-only item (`schema`, `budget`, `device`) is seen.
+    /// True the first time a once-only item (`schema`, `budget`, `threads`, `device`) is seen.
     fn once(&mut self, what: &str, first: &mut Option<Span>, span: Span) -> bool {
         match first {
             None => {
@@ -386,6 +393,28 @@ impl Cx {
                 None
             }
         }
+    }
+
+    /// `threads N;`: a whole number of threads, at least 1.
+    fn threads(&mut self, t: &ast::Threads) -> Option<u32> {
+        let found = match self.eval(&t.value)? {
+            Value::Int(n) if n >= 1 => match u32::try_from(n) {
+                Ok(n) => return Some(n),
+                Err(_) => format!("{n} threads: more than any machine has"),
+            },
+            Value::Int(n) => format!("{n} threads: none could run"),
+            _ => format!("found `{}`", t.value),
+        };
+        self.diags.push(
+            Diagnostic::error(
+                "E0121",
+                "a thread budget is a whole number of threads, at least 1",
+                t.value.span,
+                found,
+            )
+            .with_help("write the threads the pipeline may keep busy at once, e.g. `threads 4;`"),
+        );
+        None
     }
 
     fn device(&mut self, d: &ast::Device) -> Device {
@@ -710,5 +739,21 @@ mod tests {
         assert_eq!(closest("int", &["i32", "i64", "bytes"]), Some("i32"));
         assert_eq!(closest("tensor", &["f32", "bytes"]), None);
         assert_eq!(closest("cdua", &["cpu", "cuda"]), Some("cuda"));
+    }
+
+    #[test]
+    fn threads_is_a_whole_number_and_still_a_name() {
+        let (d, diags) =
+            decls("pipeline p(threads: u32 = 2) { threads 4; schema { threads: i64 } range(3); }");
+        assert!(diags.is_empty(), "{diags:?}");
+        assert_eq!(d[0].threads, Some(4));
+        assert_eq!(d[0].params[0].name, "threads");
+        for (bad, found) in [("0", "none could run"), ("2 MiB", "found `2 MiB`"), ("1.5", "found `1.5`")] {
+            let (_, diags) = decls(&format!("pipeline p() {{ threads {bad}; range(3); }}"));
+            let e = diags.iter().find(|d| d.code == "E0121").unwrap_or_else(|| panic!("{bad}: {diags:?}"));
+            assert!(e.primary.message.contains(found), "{bad}: {e:?}");
+        }
+        let (_, diags) = decls("pipeline p() { threads 2; threads 3; range(3); }");
+        assert!(!diags.is_empty(), "a second `threads` was accepted");
     }
 }

@@ -347,6 +347,10 @@ impl Lower {
                 let e = p.into_inner().find(|q| q.as_rule() == Rule::expr).expect("budget value");
                 Item::Budget(Budget { value: self.expr(e), span: sp })
             }
+            Rule::threads => {
+                let e = p.into_inner().find(|q| q.as_rule() == Rule::expr).expect("threads value");
+                Item::Threads(Threads { value: self.expr(e), span: sp })
+            }
             Rule::device => {
                 let t = p.into_inner().find(|q| q.as_rule() == Rule::ident).expect("device name");
                 Item::Device(Device { target: ident(t), span: sp })

@@ -112,6 +112,13 @@ fn peek_word(input: ParseStream<'_>, kw: &str) -> bool {
     input.cursor().ident().is_some_and(|(i, _)| i == kw)
 }
 
+/// Whether the next tokens are `threads` as a stage's name (`threads;`, `threads { ... }`):
+/// the grammar's `threads` item takes an expression after the word, as `grammar.pest`.
+fn peek_threads_stage(input: ParseStream<'_>) -> bool {
+    let Some((_, rest)) = input.cursor().ident() else { return false };
+    rest.punct().is_some_and(|(p, _)| p.as_char() == ';') || rest.group(Delimiter::Brace).is_some()
+}
+
 /// "expected WHAT, found ..." at the next token.
 fn expected(input: ParseStream<'_>, what: &str) -> syn::Error {
     let found = match input.cursor().token_tree() {
@@ -315,6 +322,13 @@ impl P {
             let value = self.expr(input)?;
             self.punct(input, ";")?;
             return Ok(Item::Budget(Budget { value, span: self.since(start) }));
+        }
+        // `threads N;` (as the grammar: `threads;` and `threads { ... }` are stages).
+        if peek_word(input, "threads") && !peek_threads_stage(input) {
+            self.word(input, "threads")?;
+            let value = self.expr(input)?;
+            self.punct(input, ";")?;
+            return Ok(Item::Threads(Threads { value, span: self.since(start) }));
         }
         if peek_word(input, "device") {
             self.word(input, "device")?;

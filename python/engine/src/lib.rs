@@ -167,6 +167,10 @@ impl Plan for Engine {
     fn budget(&self) -> Option<usize> {
         self.pipeline().decls.budget.map(|b| b as usize)
     }
+
+    fn threads(&self) -> Option<usize> {
+        self.pipeline().decls.threads.map(|n| n as usize)
+    }
 }
 
 /// `s` handed to C: `(ptr, len)`, freed by `sluice_python_free(2, ..)`.

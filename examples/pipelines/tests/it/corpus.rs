@@ -211,6 +211,23 @@ fn range_yields_pythons_values() {
     );
 }
 
+/// `threads 2;` (tests/pipes/range.pipe's `budgeted`): the generated options carry the CPU
+/// budget to the runtime, whose map workers stay within it.
+#[test]
+fn a_declared_thread_budget_bounds_the_map_workers() {
+    use sluice_examples::corpus::budgeted;
+    assert_eq!(budgeted::THREADS, Some(2));
+    let options = budgeted::options();
+    assert_eq!(options.cores, Some(2));
+    let ds = budgeted::dataset(&budgeted::Params { n: 5000 }).unwrap();
+    let ctx = sluice::runtime::stage::Ctx::new(&options);
+    let values: Vec<i64> =
+        ds.stream_in(&ctx).unwrap().flat_map(|b| b.unwrap().value.as_slice().to_vec()).collect();
+    assert_eq!(values, (0..5000).map(|x| x * 3).collect::<Vec<i64>>());
+    assert_eq!(ctx.threads().limit(), 2);
+    assert!((1..=2).contains(&ctx.threads().peak()), "{} map workers at once", ctx.threads().peak());
+}
+
 /// `cycle: auto` (tests/pipes/auto_cycle.pipe): every record of every file, in the order
 /// of a fixed cycle of min(cores, files); a saved position names the core count.
 #[test]

@@ -195,3 +195,67 @@ proptest! {
         stop_and_redeal::<Blocks>(n, m, &stops)?;
     }
 }
+
+/// Every pipeline of the corpus and the examples with a `shard` that is not elastic
+/// refuses a reshard, naming the stage that prevents it (its `explain` line), in the
+/// engine and in the generated code alike (the same `elastic:` text).
+#[test]
+fn every_pipeline_that_is_not_elastic_refuses_naming_its_stage() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut files = Vec::new();
+    for dir in ["tests/pipes", "examples/pipelines/pipes", "bench", "examples/digits", "examples/dist"] {
+        for e in std::fs::read_dir(root.join(dir)).unwrap() {
+            let path = e.unwrap().path();
+            if path.extension().is_some_and(|x| x == "pipe") {
+                files.push(path);
+            }
+        }
+    }
+    let (mut refused, mut elastic) = (0, 0);
+    for path in files {
+        let source = std::fs::read_to_string(&path).unwrap();
+        let compiled = sluice_compiler::compile(&source);
+        let code = compiled.generate().map(|g| g.to_pretty_string()).unwrap_or_default();
+        let Ok(all) = compiled.into_result() else { continue };
+        for p in &all {
+            let r = p.physical.resumption();
+            let line = format!("{}", r.elastic);
+            if r.is_elastic() {
+                elastic += 1;
+                continue;
+            }
+            if !line.starts_with("no:") {
+                continue; // no shard: nothing to redeal
+            }
+            // A value for each parameter without a default (the refusal comes first).
+            use sluice_compiler::ir::types::ParamType as T;
+            let set: Vec<(String, String)> = (p.decls.params.iter().filter(|d| d.default.is_none()))
+                .map(|d| {
+                    let v = match d.ty {
+                        T::Glob | T::Path | T::Str => "x",
+                        T::Bool => "false",
+                        T::Size => "1 MiB",
+                        _ => "1",
+                    };
+                    (d.name.clone(), v.to_string())
+                })
+                .collect();
+            let params = sluice_engine::params_in(&all, p, &set).unwrap();
+            let e = sluice_engine::resume::reshard(p, &all, &params, &[]).unwrap_err().to_string();
+            let at = format!("{}: {}", path.display(), p.name());
+            assert!(
+                e.contains(&format!("cannot resume on another number of ranks: elastic: {line}")),
+                "{at}: {e}"
+            );
+            // The stage is named (an exec of the plan), or the reason is the whole
+            // pipeline's position.
+            assert!(line.contains("Exec") || line.contains("resume: blocked"), "{at}: {line}");
+            assert!(
+                code.contains(&format!("elastic: {line}")),
+                "{at}: the generated reshard does not say `{line}`"
+            );
+            refused += 1;
+        }
+    }
+    assert!(refused >= 4 && elastic >= 5, "{refused} refused, {elastic} elastic");
+}

@@ -70,7 +70,9 @@ pub mod __private {
     pub use sluice_runtime::text::{CsvOptions, OpenCsv, OpenLines, TextOptions, csv_file, lines_file};
     // `parquet(files)`: in the runners of pipelines that read Parquet (feature `parquet`).
     #[cfg(feature = "parquet")]
-    pub use sluice_runtime::parquet::{Bound, Cmp, OpenParquet, ParquetOptions, RowGroupTest};
+    pub use sluice_runtime::parquet::{
+        Bound, Cmp, OpenParquet, ParquetOptions, RowGroupTest, TableColumns, parquet_columns,
+    };
     // The columns of table rows (`parquet`, `webdataset`) and the `webdataset` source.
     pub use sluice_runtime::abi::table::{ColumnShape, ColumnType, TableColumn};
     pub use sluice_runtime::tfrecord;

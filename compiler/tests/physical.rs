@@ -59,6 +59,7 @@ fn expected(exec: &Exec) -> Vec<&'static str> {
         Exec::GlobalShuffle { .. } => vec!["__sl::global_shuffle("],
         Exec::ReadBatches { maps, .. } if maps.is_empty() => vec!["__sl::tfrecord_batches("],
         Exec::ReadBatches { .. } => vec![".map_batches("],
+        Exec::ReadColumns { .. } => vec!["__sl::parquet_columns("],
         Exec::Map { filter: None, .. } => vec![".named(\"map\")"],
         Exec::Map { filter: Some(_), .. } => vec![".named(\"map_filter\")"],
         Exec::ChunkedMap { .. } => vec![".chunks(", ".named(\"map\")"],

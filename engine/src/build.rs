@@ -51,6 +51,7 @@ pub fn refusal(e: &Exec, schema: &[FieldDecl]) -> Option<String> {
     match e {
         // Sources and combinators (`sources.rs`).
         Exec::Interleave { .. } | Exec::ReadFile { .. } | Exec::GlobalShuffle { .. } => None,
+        Exec::ReadColumns { .. } => None,
         Exec::ShuffleRepeat { .. } => None,
         Exec::Files { .. } | Exec::Range(_) | Exec::Repeat(_) | Exec::Take(_) | Exec::Skip(_) => None,
         Exec::Shuffle { .. } | Exec::Prefetch(_) | Exec::Enumerate { .. } | Exec::Shard { .. } => None,
@@ -316,6 +317,7 @@ fn stage(e: &Exec, ds: Option<Chain>, p: &Arc<Params>, schema: &Arc<Schema>, all
         e,
         Exec::Interleave { .. }
             | Exec::ReadBatches { .. }
+            | Exec::ReadColumns { .. }
             | Exec::ReadFile { .. }
             | Exec::GlobalShuffle { .. }
     );
@@ -386,6 +388,10 @@ fn stage(e: &Exec, ds: Option<Chain>, p: &Arc<Params>, schema: &Arc<Schema>, all
             };
             let (block, par) = (usize_arg(p, block)?, parallel(p, par)?);
             crate::sources::interleave(paths, format, r, cycle, block, par, *deterministic)
+        }
+        Exec::ReadColumns { format, size, drop_remainder, .. } => {
+            let Some(Chain::Paths(paths)) = ds else { return Err(invalid("a reader without files")) };
+            crate::sources::read_columns(paths, format, usize_arg(p, size)?, *drop_remainder)?
         }
         Exec::ReadFile { labels, on_error } => {
             let Some(Chain::Paths(paths)) = ds else { return Err(invalid("`read_file` without files")) };

@@ -110,6 +110,7 @@ fn check_node(pipeline: &Pipeline) -> Result<(), EngineError> {
             Exec::Files { .. } => paths = true,
             Exec::Interleave { .. }
             | Exec::ReadBatches { .. }
+            | Exec::ReadColumns { .. }
             | Exec::ReadFile { .. }
             | Exec::GlobalShuffle { .. } => paths = false,
             Exec::Take(_)

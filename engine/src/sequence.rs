@@ -52,17 +52,7 @@ impl Lists {
                 continue;
             }
             let ty = f.ty.clone().ok_or_else(|| format!("field `{}` has no type", f.name))?;
-            if !matches!(
-                ty.dtype,
-                DType::Bool
-                    | DType::U8
-                    | DType::I32
-                    | DType::U32
-                    | DType::I64
-                    | DType::U64
-                    | DType::F32
-                    | DType::F64
-            ) {
+            if !ty.dtype.is_native() {
                 return Err(format!("`parse_sequence_example` of `{}: {ty}`", f.name));
             }
             let (width, dims, steps) = match &ty.shape {

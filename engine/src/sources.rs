@@ -12,13 +12,15 @@ use std::sync::Arc;
 use sluice_compiler::ir::decls::FieldDecl;
 use sluice_compiler::ir::expr::Expr;
 use sluice_compiler::ir::flat_map::{InnerKind, InnerSource};
-use sluice_compiler::ir::formats::{ParseFormat, RecordFormat};
+use sluice_compiler::ir::formats::{ParquetFormat, ParseFormat, RecordFormat};
 use sluice_compiler::ir::plan::{ArgValue, Element, FieldType, MapOp};
 use sluice_compiler::ir::types::{DType, Shape, TensorType};
 use sluice_compiler::physical::{self, Exec};
 use sluice_runtime::abi;
+use sluice_runtime::column::Buffer;
 use sluice_runtime::parquet::{
     Bound, Cmp, ColumnShape, ColumnType, OpenParquet, ParquetOptions, RowGroupTest, TableColumn,
+    TableColumns, parquet_columns,
 };
 use sluice_runtime::stage::{
     Dataset, FileContents, InterleaveFn, OpenTfRecord, Parallelism, ReadFileOptions, Record, global_shuffle,
@@ -107,15 +109,59 @@ pub(crate) fn interleave(
             let options = WebDatasetOptions { columns: Arc::from(columns), compression: c };
             run(paths, OpenWebDataset::new(options), cycle, block, par, det)
         }
-        RecordFormat::Parquet(p) => {
-            let columns =
-                p.columns.iter().map(|c| table_column(c, p.defaults.contains(&c.name))).collect::<Vec<_>>();
-            let tests = p.tests.iter().map(row_group_test).collect::<Vec<_>>();
-            let options =
-                ParquetOptions { columns: Arc::from(columns), tests: Arc::from(tests), ..Default::default() };
-            run(paths, OpenParquet::new(options), cycle, block, par, det)
-        }
+        RecordFormat::Parquet(p) => run(paths, OpenParquet::new(parquet_options(p)), cycle, block, par, det),
     }
+}
+
+/// The `ParquetOptions` of a `parquet` reader of `p`'s columns (as the generated ones).
+fn parquet_options(p: &ParquetFormat) -> ParquetOptions {
+    let columns = p.columns.iter().map(|c| table_column(c, p.defaults.contains(&c.name))).collect::<Vec<_>>();
+    let tests = p.tests.iter().map(row_group_test).collect::<Vec<_>>();
+    ParquetOptions { columns: Arc::from(columns), tests: Arc::from(tests), ..Default::default() }
+}
+
+/// `ReadColumnsExec`: the Parquet files of `paths` as batches of `size` rows, each Arrow
+/// array into its batch column (the runtime's `parquet_columns`, as the generated code
+/// reads them), a column a tensor of the batch (`[rows, dims...]`).
+pub(crate) fn read_columns(paths: Paths, p: &ParquetFormat, size: usize, drop_remainder: bool) -> R<Ds> {
+    let names: Names = p.columns.iter().map(|c| c.name.clone()).collect::<Vec<_>>().into();
+    let dims = p
+        .columns
+        .iter()
+        .map(|c| {
+            c.ty.as_ref()
+                .and_then(|t| fixed_dims(&t.shape))
+                .ok_or_else(|| invalid("a Parquet column of a fixed shape"))
+        })
+        .collect::<R<Vec<_>>>()?;
+    let ds = parquet_columns(paths, parquet_options(p), size, drop_remainder)?;
+    Ok(ds
+        .try_map(move |t: TableColumns| -> Result<Item, BoxError> {
+            let rows = t.rows;
+            let columns = t
+                .columns
+                .into_iter()
+                .zip(&dims)
+                .map(|(b, d)| {
+                    let data = match b {
+                        Buffer::Bool(v) => Data::Bool(v),
+                        Buffer::U8(v) => Data::U8(v),
+                        Buffer::I32(v) => Data::I32(v),
+                        Buffer::U32(v) => Data::U32(v),
+                        Buffer::I64(v) => Data::I64(v),
+                        Buffer::U64(v) => Data::U64(v),
+                        Buffer::F32(v) => Data::F32(v),
+                        Buffer::F64(v) => Data::F64(v),
+                        other => return Err(BoxError::from(format!("a column of {:?}", other.dtype()))),
+                    };
+                    let shape = std::iter::once(rows).chain(d.iter().copied()).collect();
+                    Ok(Value { data, shape, kind: Kind::Tensor })
+                })
+                .collect::<Result<Vec<_>, BoxError>>()?;
+            Ok(Item::Batch(crate::value::Columns { names: names.clone(), columns, rows }))
+        })
+        .named("read_columns")
+        .boxed())
 }
 
 /// The sizes of a shape of fixed dimensions (`None` with a named or a variable size).

@@ -30,6 +30,22 @@ pipeline shape(files: glob) {
     schema { id: i64, x: f32[3] }
     parquet(files);
 }
+pipeline columns(files: glob) {
+    schema { id: i64, x: f32[4], flag: bool, small: u8 }
+    parquet(files);
+    batch(5);
+}
+pipeline column_rows(files: glob) {
+    schema { id: i64, x: f32[4], flag: bool, small: u8 }
+    parquet(files);
+    map { id = id * 1; }
+    batch(5);
+}
+pipeline strict_columns(files: glob) {
+    schema { id: i64, score: f64 }
+    parquet(files);
+    batch(4);
+}
 pipeline skipping(files: glob) {
     schema { id: i64, score: f64 }
     parquet(files, on_error: skip);
@@ -62,6 +78,50 @@ fn pyarrows_files_read_the_same_through_both_backends() {
     let o = show_both(dir.path(), &pipe, "skipping", &fixture("table-*.parquet"));
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(stdout(&o).lines().count(), 7, "13 rows in batches of 2");
+}
+
+/// The columns of every batch of `pipeline`'s output, flattened: `field -> values`.
+fn batch_values(out: &str) -> std::collections::BTreeMap<String, Vec<serde_json::Value>> {
+    let mut all = std::collections::BTreeMap::<String, Vec<serde_json::Value>>::new();
+    for line in out.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        for (k, c) in v.as_object().unwrap() {
+            all.entry(k.clone()).or_default().extend(c["values"].as_array().unwrap().iter().cloned());
+        }
+    }
+    all
+}
+
+#[test]
+fn numbers_go_into_batch_columns_whole_and_equal_the_rows_path() {
+    let (dir, pipe) = setup();
+    let o = sluice_command(dir.path()).args(["explain", pipe.to_str().unwrap()]).output().unwrap();
+    let plan = stdout(&o);
+    let of = |name: &str| {
+        plan.split("== ").find(|s| s.starts_with(&format!("{name} (physical)"))).unwrap().to_string()
+    };
+    assert!(
+        of("columns").contains("ReadColumnsExec") && of("columns").contains("arrays into batch columns"),
+        "{plan}"
+    );
+    assert!(!of("column_rows").contains("ReadColumnsExec"), "{plan}");
+    // Through both backends; the same values as the rows path, in the same batches.
+    let files = fixture("table-*.parquet");
+    let columns = show_both(dir.path(), &pipe, "columns", &files);
+    let rows = show_both(dir.path(), &pipe, "column_rows", &files);
+    assert!(columns.status.success() && rows.status.success(), "{}{}", stderr(&columns), stderr(&rows));
+    assert_eq!(stdout(&columns).lines().count(), 4, "17 rows in batches of 5");
+    assert_eq!(batch_values(&stdout(&columns)), batch_values(&stdout(&rows)));
+    assert_eq!(batch_values(&stdout(&columns))["id"].len(), 17);
+    // A null where the schema gives no default: file, row group, row and column named.
+    let file = fixture("table-0.parquet");
+    let o = show_both(dir.path(), &pipe, "strict_columns", &file);
+    assert_eq!(o.status.code(), Some(1));
+    let want = format!(
+        "{}: row group 0, row 1: column `score`: null, and the schema gives no default",
+        file.display()
+    );
+    assert!(stderr(&o).contains(&want), "{}", stderr(&o));
 }
 
 #[test]

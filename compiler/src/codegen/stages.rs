@@ -41,15 +41,21 @@ fn open_fn(format: &RecordFormat, r: &ReaderOptions) -> TokenStream {
         }
         RecordFormat::WebDataset(w) => open_webdataset(w, c),
         RecordFormat::Parquet(p) => {
-            let columns = p.columns.iter().map(|c| table_column(c, p.defaults.contains(&c.name)));
-            let tests = p.tests.iter().map(row_group_test);
-            quote!(__sl::OpenParquet::new(__sl::ParquetOptions {
-                columns: ::std::sync::Arc::from([#(#columns),*]),
-                tests: ::std::sync::Arc::from([#(#tests),*]),
-                ..::core::default::Default::default()
-            }))
+            let options = parquet_options(p);
+            quote!(__sl::OpenParquet::new(#options))
         }
     }
+}
+
+/// The `ParquetOptions` of a `parquet` reader of `p`'s columns.
+fn parquet_options(p: &crate::ir::formats::ParquetFormat) -> TokenStream {
+    let columns = p.columns.iter().map(|c| table_column(c, p.defaults.contains(&c.name)));
+    let tests = p.tests.iter().map(row_group_test);
+    quote!(__sl::ParquetOptions {
+        columns: ::std::sync::Arc::from([#(#columns),*]),
+        tests: ::std::sync::Arc::from([#(#tests),*]),
+        ..::core::default::Default::default()
+    })
 }
 
 /// The `webdataset` reader of `w`'s fields.
@@ -275,6 +281,29 @@ impl Gen<'_> {
                         #cycle,
                         #block,
                     ).num_parallel(#par).deterministic(#deterministic);
+                }
+            }
+            Exec::ReadColumns { format, size, drop_remainder, output } => {
+                // Each batch's columns moved out of the reader's buffers, none copied.
+                let Element::Fields(fields) = output else { return Err("a table row has fields".into()) };
+                let options = parquet_options(format);
+                let size = usize_arg(size)?;
+                let b = self.batch(fields)?;
+                let mut cols = Vec::new();
+                for (i, f) in fields.iter().enumerate() {
+                    let ty = f.ty.as_ref().ok_or("an untyped Parquet column")?;
+                    let dims = super::types::fixed_dims(ty).ok_or("a Parquet column of a fixed shape")?;
+                    let (t, id) = (super::types::scalar(ty.dtype), field_ident(&f.name));
+                    cols.push(
+                        quote!(#id: __sl::Dense::new(::std::vec![t.rows #(, #dims)*], t.take::<#t>(#i)?)?),
+                    );
+                }
+                quote! {
+                    let ds = __sl::parquet_columns(ds, #options, #size, #drop_remainder)?
+                        .try_map(|mut t: __sl::TableColumns| -> ::std::result::Result<#b, __sl::BoxError> {
+                            ::std::result::Result::Ok(#b { #(#cols),* })
+                        })
+                        .named("read_columns");
                 }
             }
             Exec::GlobalShuffle { reader, seed: s, reshuffle_each_epoch, shard } => {

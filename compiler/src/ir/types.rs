@@ -75,6 +75,22 @@ impl DType {
         DType::ALL.into_iter().find(|d| d.name() == name)
     }
 
+    /// True for the numbers and `bool` a Rust primitive holds as it is (not `f16`, `bf16`,
+    /// `bytes`, `str`).
+    pub fn is_native(self) -> bool {
+        matches!(
+            self,
+            DType::Bool
+                | DType::U8
+                | DType::I32
+                | DType::U32
+                | DType::I64
+                | DType::U64
+                | DType::F32
+                | DType::F64
+        )
+    }
+
     /// True for floating-point dtypes.
     pub fn is_float(self) -> bool {
         matches!(self, DType::F16 | DType::Bf16 | DType::F32 | DType::F64)

@@ -141,6 +141,19 @@ pub enum Exec {
         /// The maps run in the reader threads, in order (none draws random numbers).
         maps: Vec<ReaderMap>,
     },
+    /// `parquet(files)` straight into `batch(n)` of its columns, every one a number or a
+    /// fixed-size list of them with no default: the files read one after another, each
+    /// Arrow array copied into its batch column (`parquet_columns`), no row in between.
+    ReadColumns {
+        /// The columns read.
+        format: crate::ir::formats::ParquetFormat,
+        /// Rows per batch.
+        size: ArgValue,
+        /// Drop a last, partial batch.
+        drop_remainder: bool,
+        /// The batch's row (the reader's columns, as the parse would make them).
+        output: Element,
+    },
     /// A per-element map (with the filter fused into it, if any).
     Map {
         /// The function.
@@ -386,6 +399,7 @@ impl Exec {
             Exec::Interleave { .. } => "InterleaveExec",
             Exec::GlobalShuffle { .. } => "GlobalShuffleExec",
             Exec::ReadBatches { .. } => "ReadBatchesExec",
+            Exec::ReadColumns { .. } => "ReadColumnsExec",
             Exec::Map { filter: None, .. } => "MapExec",
             Exec::Map { filter: Some(_), .. } => "MapFilterExec",
             Exec::ChunkedMap { .. } => "ChunkedMapExec",
@@ -425,6 +439,10 @@ impl Exec {
         let fns = |f: &MapFn| f.ops.iter().map(MapOp::name).collect::<Vec<_>>().join(", ");
         match self {
             Exec::GlobalShuffle { shard: Some(_), .. } => "shard=block of the permutation".into(),
+            Exec::ReadColumns { format, .. } => format!(
+                "reader={}, arrays into batch columns",
+                crate::ir::plan::RecordFormat::Parquet(format.clone()).name()
+            ),
             Exec::ReadBatches { maps, .. } if !maps.is_empty() => {
                 let parts: Vec<String> = maps
                     .iter()

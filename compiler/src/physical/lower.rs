@@ -34,7 +34,8 @@ use super::exec::{
 };
 use super::memory::Cx;
 use super::{ExecNode, Figures};
-use crate::ir::plan::{ArgValue, Element, Interleave, Map, MapOp, Plan, RecordFormat};
+use crate::ir::formats::{ParquetFormat, ParseFormat};
+use crate::ir::plan::{ArgValue, Element, FieldType, Interleave, Map, MapOp, Plan, RecordFormat};
 
 /// One node of the chain, with the elementwise maps over its batches merged into it (for
 /// a map + batch).
@@ -86,6 +87,21 @@ pub(super) fn lower(plan: &Plan, cx: &mut Cx<'_>) -> (Vec<ExecNode>, Option<(Dev
         {
             out.extend(shuffle_batches(il, next.expect("matched"), chain[i + 2].node, cx));
             i += 3;
+            continue;
+        }
+        if let (Plan::Interleave(il), Some(next @ Plan::MapBatch(m))) = (n, next)
+            && let Some((format, output)) = columnar(il, &chain[i + 1])
+        {
+            let (read, batch) = (cx.stage(n), cx.stage(next));
+            let figures = Figures {
+                threads: "1".into(),
+                held: read.held.saturating_add(batch.held),
+                bytes: read.bytes.saturating_add(&batch.bytes),
+            };
+            let exec =
+                Exec::ReadColumns { format, size: m.size.clone(), drop_remainder: m.drop_remainder, output };
+            out.push(ExecNode { exec, figures });
+            i += 2;
             continue;
         }
         if let (Plan::Interleave(il), Some(next)) = (n, next)
@@ -177,6 +193,31 @@ fn shuffle_batches(il: &Interleave, shuffle: &Plan, batch: &Plan, cx: &mut Cx<'_
         drop_remainder: b.drop_remainder,
     };
     [read, ExecNode { exec, figures }]
+}
+
+/// The columns of a `parquet` reader and the row of the map + batch `step` after it, when
+/// the two run as one `ReadColumnsExec`: the files read one after another (a cycle of 1,
+/// in order), every row kept (no skipping policy, no row-group test), the map only the
+/// parse of the reader's columns, and every column a number or `bool`, one or a
+/// fixed-size tensor of them, with no default (the runtime's `reads_columnar`).
+fn columnar(il: &Interleave, step: &Step<'_>) -> Option<(ParquetFormat, Element)> {
+    use crate::ir::types::Value;
+    let RecordFormat::Parquet(p) = &il.format else { return None };
+    let one = matches!(il.cycle_length, ArgValue::Const(Value::Int(1) | Value::UInt(1)));
+    if !il.deterministic
+        || !one
+        || !p.tests.is_empty()
+        || reader_options(il).on_corrupt != CorruptPolicy::Fail
+    {
+        return None;
+    }
+    let f = map_batch_fn(step);
+    let [MapOp::Parse { format: ParseFormat::Table, fields }] = f.ops.as_slice() else { return None };
+    let plain = |c: &FieldType| {
+        !p.defaults.contains(&c.name)
+            && c.ty.as_ref().is_some_and(|t| t.shape.fixed_len().is_some() && t.dtype.is_native())
+    };
+    (!f.skip_errors && *fields == p.columns && p.columns.iter().all(plain)).then(|| (p.clone(), f.output))
 }
 
 /// Whether `node` is a `prefetch` whose depth AUTOTUNE picks.

@@ -152,7 +152,7 @@ fn stage(exec: &Exec) -> Resume {
                 if reader.on_corrupt == CorruptPolicy::Fail { Resume::Seek } else { Resume::Replay },
             )
         }
-        Exec::Files { .. } => Resume::FastForward,
+        Exec::Files { .. } | Exec::ReadColumns { .. } => Resume::FastForward,
         Exec::Interleave { parallel, deterministic, .. } => blocked(
             (!deterministic && is_parallel(parallel)).then(|| UNORDERED_INTERLEAVE.to_string()),
             Resume::FastForward,
@@ -307,6 +307,17 @@ fn walk(plan: &PhysicalPlan, stages: &[Resume], tail: Option<&Resume>) -> (Resum
                 return (
                     Resume::FastForward,
                     format!("reads {} {what}, decodes none{}", pos.text, filters(recorded)),
+                );
+            }
+            (Exec::ReadColumns { size, .. }, _) => {
+                pos.times(size);
+                return (
+                    Resume::FastForward,
+                    format!(
+                        "passes {} rows by the row counts of the files' footers, decodes none{}",
+                        pos.text,
+                        filters(recorded)
+                    ),
                 );
             }
             (Exec::Files { .. }, _) => {

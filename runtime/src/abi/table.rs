@@ -28,7 +28,7 @@ pub const NULL: u32 = u32::MAX;
 pub const ERROR: u32 = u32::MAX - 1;
 
 /// A number held in a row: its little-endian bytes.
-pub trait RowValue: crate::column::Scalar + Copy + 'static {
+pub trait RowValue: crate::column::IntoBuffer + Copy + 'static {
     /// Bytes per value.
     const SIZE: usize;
     /// The type's name, for errors.

@@ -83,10 +83,14 @@ impl Buffer {
     }
 }
 
-/// A [`Scalar`] whose `Vec` becomes a [`Buffer`] without copying.
+/// A [`Scalar`] whose `Vec` becomes a [`Buffer`] without copying, and back.
 pub trait IntoBuffer: Scalar {
     /// The buffer holding `v`.
     fn into_buffer(v: Vec<Self>) -> Buffer;
+    /// The values of `b` when it holds this type (`Err(b)` otherwise), without copying.
+    fn from_buffer(b: Buffer) -> Result<Vec<Self>, Buffer>;
+    /// The `Vec` inside `b` when it holds this type.
+    fn vec_in(b: &mut Buffer) -> Option<&mut Vec<Self>>;
 }
 
 macro_rules! into_buffer {
@@ -94,6 +98,18 @@ macro_rules! into_buffer {
         $(impl IntoBuffer for $t {
             fn into_buffer(v: Vec<Self>) -> Buffer {
                 Buffer::$d(v)
+            }
+            fn from_buffer(b: Buffer) -> Result<Vec<Self>, Buffer> {
+                match b {
+                    Buffer::$d(v) => Ok(v),
+                    other => Err(other),
+                }
+            }
+            fn vec_in(b: &mut Buffer) -> Option<&mut Vec<Self>> {
+                match b {
+                    Buffer::$d(v) => Some(v),
+                    _ => None,
+                }
             }
         })*
     };

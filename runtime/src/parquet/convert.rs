@@ -12,6 +12,7 @@ use arrow_array::{Array, ArrowPrimitiveType};
 use arrow_schema::DataType;
 
 use crate::abi::table::{ColumnShape, ColumnType, RowValue, RowWriter, TableColumn};
+use crate::column::Buffer;
 
 impl ColumnType {
     /// Whether values of Arrow type `t` become this type without loss.
@@ -120,8 +121,28 @@ impl TableColumn {
     }
 }
 
-/// Writes row `i` of `array` (a column that passed [`TableColumn::check`]) as the
-/// column's next value.
+/// Where converted values go: a row's column ([`RowWriter`]) or a batch's column
+/// ([`Buffer`] of the field's type).
+pub(super) trait Sink {
+    /// Appends `values` (one row's, for a row).
+    fn values<T: RowValue>(&mut self, values: impl ExactSizeIterator<Item = T>) -> Result<(), String>;
+}
+
+impl Sink for RowWriter {
+    fn values<T: RowValue>(&mut self, values: impl ExactSizeIterator<Item = T>) -> Result<(), String> {
+        RowWriter::values(self, values)
+    }
+}
+
+impl Sink for Buffer {
+    fn values<T: RowValue>(&mut self, values: impl ExactSizeIterator<Item = T>) -> Result<(), String> {
+        let dtype = self.dtype();
+        let v = T::vec_in(self).ok_or_else(|| format!("{} values into a column of {dtype:?}", T::NAME))?;
+        v.extend(values);
+        Ok(())
+    }
+}
+
 /// The values of `array` as bytes, with the size of one, when `c` is a scalar of the
 /// array's own type (no conversion) and the array has no nulls: a row's value is then its
 /// bytes as they are (the row encoding is little-endian, as Arrow's buffers are here).
@@ -142,6 +163,8 @@ pub(super) fn plain(c: &TableColumn, array: &dyn Array) -> Option<(arrow_buffer:
     (values.len() == array.len() * size).then(|| (values.clone(), size))
 }
 
+/// Writes row `i` of `array` (a column that passed [`TableColumn::check`]) as the
+/// column's next value.
 pub(super) fn write(c: &TableColumn, array: &dyn Array, i: usize, w: &mut RowWriter) -> Result<(), String> {
     if array.is_null(i) {
         w.null();
@@ -222,11 +245,11 @@ fn bytes_at(array: &dyn Array, i: usize) -> Result<&[u8], String> {
 
 /// Writes the values `range` of the numeric (or boolean) `array` as `dtype`.
 #[allow(clippy::unnecessary_cast, clippy::cast_lossless)]
-fn numbers(
+pub(super) fn numbers<S: Sink>(
     dtype: ColumnType,
     array: &dyn Array,
     range: Range<usize>,
-    w: &mut RowWriter,
+    w: &mut S,
 ) -> Result<(), String> {
     if range.end > array.len() || range.start > range.end {
         return Err(format!("values {range:?} of an array of {}", array.len()));
@@ -239,16 +262,16 @@ fn numbers(
     macro_rules! into {
         ($t:ty) => {
             match array.data_type() {
-                DataType::Int8 => put::<Int8Type, $t>(array, range, w, |v| v as $t),
-                DataType::Int16 => put::<Int16Type, $t>(array, range, w, |v| v as $t),
-                DataType::Int32 => put::<Int32Type, $t>(array, range, w, |v| v as $t),
-                DataType::Int64 => put::<Int64Type, $t>(array, range, w, |v| v as $t),
-                DataType::UInt8 => put::<UInt8Type, $t>(array, range, w, |v| v as $t),
-                DataType::UInt16 => put::<UInt16Type, $t>(array, range, w, |v| v as $t),
-                DataType::UInt32 => put::<UInt32Type, $t>(array, range, w, |v| v as $t),
-                DataType::UInt64 => put::<UInt64Type, $t>(array, range, w, |v| v as $t),
-                DataType::Float32 => put::<Float32Type, $t>(array, range, w, |v| v as $t),
-                DataType::Float64 => put::<Float64Type, $t>(array, range, w, |v| v as $t),
+                DataType::Int8 => put::<Int8Type, $t, S>(array, range, w, |v| v as $t),
+                DataType::Int16 => put::<Int16Type, $t, S>(array, range, w, |v| v as $t),
+                DataType::Int32 => put::<Int32Type, $t, S>(array, range, w, |v| v as $t),
+                DataType::Int64 => put::<Int64Type, $t, S>(array, range, w, |v| v as $t),
+                DataType::UInt8 => put::<UInt8Type, $t, S>(array, range, w, |v| v as $t),
+                DataType::UInt16 => put::<UInt16Type, $t, S>(array, range, w, |v| v as $t),
+                DataType::UInt32 => put::<UInt32Type, $t, S>(array, range, w, |v| v as $t),
+                DataType::UInt64 => put::<UInt64Type, $t, S>(array, range, w, |v| v as $t),
+                DataType::Float32 => put::<Float32Type, $t, S>(array, range, w, |v| v as $t),
+                DataType::Float64 => put::<Float64Type, $t, S>(array, range, w, |v| v as $t),
                 t => Err(format!("a numeric column read as {t}")),
             }
         };
@@ -266,10 +289,10 @@ fn numbers(
     }
 }
 
-fn put<P: ArrowPrimitiveType, T: RowValue>(
+fn put<P: ArrowPrimitiveType, T: RowValue, S: Sink>(
     array: &dyn Array,
     range: Range<usize>,
-    w: &mut RowWriter,
+    w: &mut S,
     conv: impl Fn(P::Native) -> T,
 ) -> Result<(), String> {
     let values = &array.as_primitive::<P>().values()[range];

@@ -33,6 +33,7 @@
 //! inside a list is an error.
 
 mod chunks;
+mod columns;
 mod convert;
 mod prune;
 
@@ -47,6 +48,7 @@ use ::parquet::arrow::arrow_reader::{
 use arrow_array::{ArrayRef, RecordBatch};
 
 use self::chunks::Chunks;
+pub use self::columns::{ParquetColumns, ParquetColumnsIter, TableColumns, parquet_columns, reads_columnar};
 pub use self::prune::{Bound, Cmp, RowGroupTest};
 use crate::abi::table::RowWriter;
 pub use crate::abi::table::{ColumnShape, ColumnType, TableColumn};

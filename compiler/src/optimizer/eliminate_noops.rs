@@ -1,5 +1,6 @@
 //! `eliminate_noops`: drops stages that do nothing — `repeat(1)`, `shuffle(1)`,
-//! `skip(0)`, a `map` with no operations, and a `prefetch` right under another
+//! `skip(0)`, a `map` with no operations, a `select` of every field of its input in
+//! order, and a `prefetch` right under another
 //! `prefetch` (the outer one, the one the consumer sees, stays).
 //!
 //! ```text
@@ -37,6 +38,9 @@ fn eliminate(plan: Plan) -> Transformed {
         Plan::Skip(p) => arg_is(p, "count", 0),
         Plan::Shuffle(s) => is_int(&s.buffer, 1),
         Plan::Map(m) => m.ops.is_empty(),
+        // Every field of its input, in order (what `prune_fields` leaves of a `select`
+        // whose fields were all the parse read).
+        Plan::Select(s) => s.input.output() == plan.output(),
         _ => false,
     };
     if noop {

@@ -412,7 +412,8 @@ impl Cache {
     /// without its dependencies) and this cache's [`Cache::features`].
     pub(super) fn features_of(&self, code: &str) -> String {
         let mut features: Vec<&str> = Vec::new();
-        if code.contains("__sl::OpenParquet") {
+        // The row reader, or the columnar one (`ReadColumnsExec`).
+        if code.contains("__sl::OpenParquet") || code.contains("__sl::parquet_columns") {
             features.push("parquet");
         }
         for f in &self.features {
@@ -814,6 +815,8 @@ pub mod evens {
         cache.features = vec![];
         assert_eq!(cache.features_of("fn main() {}"), "");
         assert_eq!(cache.features_of(parquet), "\"parquet\"");
+        let columns = "let ds = __sl::parquet_columns(ds, o, 1024, false)?;";
+        assert_eq!(cache.features_of(columns), "\"parquet\"", "the columnar reader needs the feature too");
         let plain_key = cache.key(&["code"]);
         cache.features = run_features("parquet, parquet").unwrap();
         assert_eq!(cache.features, ["parquet"]);

@@ -48,11 +48,13 @@ pub mod __private {
     /// Called first by generated runner binaries: 4 KiB pages, not huge ones.
     pub use sluice_runtime::column::recycle::small_pages;
     pub use sluice_runtime::column::{
-        AnyColumn, Batchable, ColumnBuilder, ColumnError, Columns, Dense, IntoAnyColumn, NamedColumns,
-        PadLen, PadShape, Ragged, Tensor, Text, check_rows,
+        AnyColumn, Append, Batchable, ColumnBuilder, ColumnError, Columns, Dense, IntoAnyColumn,
+        NamedColumns, PadLen, PadShape, Ragged, Tensor, Text, check_rows,
     };
     pub use sluice_runtime::example;
     pub use sluice_runtime::rng::Philox;
+    // A batch's rows split across the pipeline's pool (`map_rows_*` of generated code).
+    pub use sluice_runtime::stage::rows;
     pub use sluice_runtime::stage::{
         Buffer, CacheCodec, Dataset, Element, FileContents, Files, GlobalShuffle, Indexed, OpenTfRecord,
         Parallelism, PipelineState, ReadFileOptions, ReadFiles, Record, RecordBatch, Remainder,

@@ -7,6 +7,7 @@ use quote::{format_ident, quote};
 
 use super::context::{Gen, MapFn, R};
 use super::expr::{Scope, batched, local};
+use super::split::SplitColumns;
 use super::types::{Repr, field_ident, fixed_dims, repr, scalar};
 use crate::ir::expr::Expr;
 use crate::ir::fusion::{raw_run, touches};
@@ -323,6 +324,10 @@ impl Gen<'_> {
     /// A batch of serialized records mapped straight into the batch's column buffers, when
     /// every output field has a fixed size and nothing is random: each row's values are
     /// appended to their columns (the fused JPEG path decodes into its column directly).
+    /// The rows are filled by one generic function (`map_rows_*`) over each column's
+    /// [`Append`](sluice_runtime::column::Append) target: the whole column on this thread,
+    /// or, when the pipeline's CPU budget has threads left over (`__sl::rows::split`), one
+    /// disjoint part of every column per thread of its pool, bit-identical either way.
     pub(super) fn direct_columns_body(
         &mut self,
         ops: &[MapOp],
@@ -335,6 +340,9 @@ impl Gen<'_> {
                 return Ok(None);
             };
             cols.push((f.name.clone(), scalar(ty.dtype), dims, repr(ty)?));
+        }
+        if cols.is_empty() {
+            return Ok(None);
         }
         let names: Vec<String> = out_fields.iter().map(|f| f.name.clone()).collect();
         let saved = self.next_rng;
@@ -352,25 +360,46 @@ impl Gen<'_> {
             decls.extend(quote!(let mut #c: ::std::vec::Vec<#t> = __sl::ops::column(n * #per);));
             if !written.contains(name) {
                 puts.extend(match r {
-                    Repr::Scalar => quote!(#c.push(#l);),
+                    Repr::Scalar => quote!(__sl::Append::push(&mut #c, #l);),
                     _ => quote!(__sl::ops::put(&mut #c, #l.as_slice(), #per, #name)?;),
                 });
             }
             finish.push(quote!(#id: __sl::Dense::new(::std::vec![n #(, #dims)*], #c)?));
         }
+        let split = SplitColumns::new(
+            cols.iter().map(|(name, t, dims, _)| (name.clone(), quote!(#t), dims.iter().product())),
+        );
+        let (generics, params) = split.signature();
+        let rows_fn = self.fresh("map_rows");
+        let fill = split.fill(TokenStream::new(), |part, c| {
+            let rows = if part { quote!(rows) } else { quote!(0..n) };
+            quote!(#rows_fn(p, &x, #rows, #(#c),*))
+        });
         let b = self.batch(out_fields)?;
+        self.items.extend(quote! {
+            fn #rows_fn<#(#generics),*>(
+                p: &Params,
+                x: &__sl::RecordBatch,
+                rows: ::std::ops::Range<usize>,
+                #(#params),*
+            ) -> ::std::result::Result<(), __sl::BoxError> {
+                for i in rows {
+                    let record = x.get(i).unwrap_or_default();
+                    let mut row = || -> ::std::result::Result<(), __sl::BoxError> {
+                        let x: &[u8] = record;
+                        #stmts
+                        #puts
+                        ::std::result::Result::Ok(())
+                    };
+                    row().map_err(|e| format!("{}: {e}", x.locate(i)))?;
+                }
+                ::std::result::Result::Ok(())
+            }
+        });
         Ok(Some(quote! {
             let n = x.len();
             #decls
-            for (i, record) in x.iter().enumerate() {
-                let mut row = || -> ::std::result::Result<(), __sl::BoxError> {
-                    let x: &[u8] = record;
-                    #stmts
-                    #puts
-                    ::std::result::Result::Ok(())
-                };
-                row().map_err(|e| format!("{}: {e}", x.locate(i)))?;
-            }
+            #fill
             ::std::result::Result::Ok(#b { #(#finish,)* })
         }))
     }

@@ -50,6 +50,7 @@ mod pack;
 mod params;
 mod parser;
 mod sequence;
+mod split;
 mod stages;
 mod tokenize;
 mod types;

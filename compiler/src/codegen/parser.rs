@@ -6,6 +6,7 @@ use proc_macro2::{Ident, Literal, TokenStream};
 use quote::{format_ident, quote};
 
 use super::context::{Gen, R};
+use super::split::SplitColumns;
 use super::types::{Repr, field_ident, fixed_dims, repr, scalar};
 use crate::ir::plan::FieldType;
 use crate::ir::types::{DType, Value};
@@ -163,6 +164,7 @@ impl Gen<'_> {
         let mut spans = Vec::new();
         let mut from_spans = Vec::new();
         let mut learnable = true;
+        let mut fixed = Vec::new();
         for f in fields {
             let ty = f.ty.as_ref().ok_or("untyped")?;
             let s = f.name.as_str();
@@ -176,6 +178,7 @@ impl Gen<'_> {
                     let n: usize = dims.iter().product();
                     let d = self.default_of(f, true)?;
                     decls.push(quote!(let mut #c: ::std::vec::Vec<#t> = __sl::ops::column(n * #n);));
+                    fixed.push((f.name.clone(), quote!(#t), n));
                     per_row.push(quote!(__sl::parse::fixed::<#t>(#s, #e, #n, #d, &mut #c)));
                     finish.push(quote!(#id: __sl::Dense::new(::std::vec![n #(, #dims)*], #c)?));
                     let k = spans.len();
@@ -231,6 +234,62 @@ impl Gen<'_> {
         } else {
             Default::default()
         };
+        // Record `i`, `record`, into the columns.
+        let each = quote! {
+            #fast
+            let mut one = || -> ::std::result::Result<(), __sl::ParseError> {
+                #walk
+                #( #per_row?; )*
+                #learn
+                ::std::result::Result::Ok(())
+            };
+            one().map_err(|e| format!("{}: {e}", at(i)))?;
+        };
+        // Every column of a fixed size: the rows are parsed by a generic rows function,
+        // on this thread or split across the pipeline's pool (`__sl::rows`).
+        if fixed.len() == fields.len() {
+            let split = SplitColumns::new(fixed);
+            let (generics, params) = split.signature();
+            let rows_fn = self.fresh("parse_rows");
+            let prelude = quote!(let records: ::std::vec::Vec<&[u8]> = records.collect(););
+            let fill = split.fill(prelude, |part, c| {
+                if part {
+                    quote!(#rows_fn(records[rows.clone()].iter().copied(), rows.start, &at, #(#c),*))
+                } else {
+                    quote!(#rows_fn(records, 0, &at, #(#c),*))
+                }
+            });
+            self.items.extend(quote! {
+                /// Parses records `first..` of a batch of serialized `tf.train.Example`s
+                /// straight into the batch's columns (or parts of them): only the declared
+                /// features, no per-record allocation.
+                fn #rows_fn<'r, #(#generics),*>(
+                    records: impl Iterator<Item = &'r [u8]>,
+                    first: usize,
+                    at: &impl Fn(usize) -> ::std::string::String,
+                    #(#params),*
+                ) -> ::std::result::Result<(), __sl::BoxError> {
+                    #layouts
+                    for (k, record) in records.enumerate() {
+                        let i = first + k;
+                        #each
+                    }
+                    ::std::result::Result::Ok(())
+                }
+                /// Parses a batch of serialized `tf.train.Example`s straight into the
+                /// batch's column buffers.
+                fn #name<'r>(
+                    records: impl ExactSizeIterator<Item = &'r [u8]>,
+                    at: impl Fn(usize) -> ::std::string::String + ::std::marker::Sync,
+                ) -> ::std::result::Result<#b, __sl::BoxError> {
+                    let n = records.len();
+                    #(#decls)*
+                    #fill
+                    ::std::result::Result::Ok(#b { #(#finish,)* })
+                }
+            });
+            return Ok(Some(name));
+        }
         self.items.extend(quote! {
             /// Parses a batch of serialized `tf.train.Example`s straight into the batch's
             /// column buffers: only the declared features, no per-record allocation.
@@ -242,14 +301,7 @@ impl Gen<'_> {
                 #(#decls)*
                 #layouts
                 for (i, record) in records.enumerate() {
-                    #fast
-                    let mut one = || -> ::std::result::Result<(), __sl::ParseError> {
-                        #walk
-                        #( #per_row?; )*
-                        #learn
-                        ::std::result::Result::Ok(())
-                    };
-                    one().map_err(|e| format!("{}: {e}", at(i)))?;
+                    #each
                 }
                 ::std::result::Result::Ok(#b { #(#finish,)* })
             }

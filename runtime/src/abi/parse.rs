@@ -26,6 +26,7 @@ pub use crate::example::layout::{Layouts, Span, SpanValue, from_span, span};
 pub use crate::example::parse::ParseError;
 pub use crate::example::view::{Entry, ExampleView, FeatureView, ListEntry, SequenceView, WireError};
 
+use crate::column::Append;
 use crate::example::layout::extend_f32s;
 use crate::example::parse::DType as Kind;
 
@@ -68,13 +69,13 @@ pub trait FromFeature: Copy + 'static {
     /// The type's name, for errors.
     const NAME: &'static str;
     /// Appends the values of `view`, which has kind [`KIND`](FromFeature::KIND).
-    fn extend(name: &str, view: &FeatureView<'_>, out: &mut Vec<Self>) -> Result<(), ParseError>;
+    fn extend(name: &str, view: &FeatureView<'_>, out: &mut impl Append<Self>) -> Result<(), ParseError>;
 
     /// The fast path of the usual encoding ([`Entry::packed`]): appends exactly `n`
     /// values and returns true, or appends nothing and returns false (then the general
     /// path decides, and reports any error).
     #[inline]
-    fn packed_exact(_entry: &Entry<'_>, _n: usize, _out: &mut Vec<Self>) -> bool {
+    fn packed_exact(_entry: &Entry<'_>, _n: usize, _out: &mut impl Append<Self>) -> bool {
         false
     }
 }
@@ -83,7 +84,7 @@ impl FromFeature for f32 {
     const KIND: Kind = Kind::F32;
     const NAME: &'static str = "f32";
     #[inline]
-    fn packed_exact(entry: &Entry<'_>, n: usize, out: &mut Vec<Self>) -> bool {
+    fn packed_exact(entry: &Entry<'_>, n: usize, out: &mut impl Append<Self>) -> bool {
         match entry.packed(2) {
             Some(bytes) if bytes.len() == 4 * n => {
                 extend_f32s(bytes, out);
@@ -93,7 +94,7 @@ impl FromFeature for f32 {
         }
     }
     #[inline]
-    fn extend(_: &str, view: &FeatureView<'_>, out: &mut Vec<Self>) -> Result<(), ParseError> {
+    fn extend(_: &str, view: &FeatureView<'_>, out: &mut impl Append<Self>) -> Result<(), ParseError> {
         if let FeatureView::Floats(f) = view {
             f.extend_into(out);
         }
@@ -105,9 +106,9 @@ impl FromFeature for f64 {
     const KIND: Kind = Kind::F32;
     const NAME: &'static str = "f64";
     #[inline]
-    fn extend(_: &str, view: &FeatureView<'_>, out: &mut Vec<Self>) -> Result<(), ParseError> {
+    fn extend(_: &str, view: &FeatureView<'_>, out: &mut impl Append<Self>) -> Result<(), ParseError> {
         if let FeatureView::Floats(f) = view {
-            out.extend(f.iter().map(f64::from));
+            out.extend_iter(f.iter().map(f64::from));
         }
         Ok(())
     }
@@ -117,7 +118,7 @@ impl FromFeature for i64 {
     const KIND: Kind = Kind::I64;
     const NAME: &'static str = "i64";
     #[inline]
-    fn packed_exact(entry: &Entry<'_>, n: usize, out: &mut Vec<Self>) -> bool {
+    fn packed_exact(entry: &Entry<'_>, n: usize, out: &mut impl Append<Self>) -> bool {
         let Some(mut bytes) = entry.packed(3) else { return false };
         let before = out.len();
         for _ in 0..n {
@@ -146,7 +147,7 @@ impl FromFeature for i64 {
         }
     }
     #[inline]
-    fn extend(_: &str, view: &FeatureView<'_>, out: &mut Vec<Self>) -> Result<(), ParseError> {
+    fn extend(_: &str, view: &FeatureView<'_>, out: &mut impl Append<Self>) -> Result<(), ParseError> {
         if let FeatureView::Int64s(v) = view {
             v.extend_into(out);
         }
@@ -159,9 +160,9 @@ impl FromFeature for u64 {
     const KIND: Kind = Kind::I64;
     const NAME: &'static str = "u64";
     #[inline]
-    fn extend(_: &str, view: &FeatureView<'_>, out: &mut Vec<Self>) -> Result<(), ParseError> {
+    fn extend(_: &str, view: &FeatureView<'_>, out: &mut impl Append<Self>) -> Result<(), ParseError> {
         if let FeatureView::Int64s(v) = view {
-            out.extend(v.iter().map(|x| x as u64));
+            out.extend_iter(v.iter().map(|x| x as u64));
         }
         Ok(())
     }
@@ -173,7 +174,7 @@ macro_rules! narrow_int {
             const KIND: Kind = Kind::I64;
             const NAME: &'static str = $n;
             #[inline]
-            fn extend(name: &str, view: &FeatureView<'_>, out: &mut Vec<Self>) -> Result<(), ParseError> {
+            fn extend(name: &str, view: &FeatureView<'_>, out: &mut impl Append<Self>) -> Result<(), ParseError> {
                 if let FeatureView::Int64s(v) = view {
                     out.reserve(v.len());
                     for x in v.iter() {
@@ -197,7 +198,7 @@ impl FromFeature for bool {
     const KIND: Kind = Kind::I64;
     const NAME: &'static str = "bool";
     #[inline]
-    fn extend(name: &str, view: &FeatureView<'_>, out: &mut Vec<Self>) -> Result<(), ParseError> {
+    fn extend(name: &str, view: &FeatureView<'_>, out: &mut impl Append<Self>) -> Result<(), ParseError> {
         if let FeatureView::Int64s(v) = view {
             for x in v.iter() {
                 match x {
@@ -235,7 +236,7 @@ pub fn fixed<T: FromFeature>(
     entry: Option<Entry<'_>>,
     n: usize,
     default: Option<&[T]>,
-    out: &mut Vec<T>,
+    out: &mut impl Append<T>,
 ) -> Result<(), ParseError> {
     if let Some(e) = &entry
         && T::packed_exact(e, n, out)

@@ -29,6 +29,7 @@
 
 use std::fmt;
 
+mod append;
 mod dense;
 mod element;
 mod named;
@@ -39,6 +40,7 @@ mod tensor;
 mod text;
 mod tuple;
 
+pub use append::{Append, ColumnPart, Filled, split as split_column};
 pub use dense::{Dense, DenseBuilder, DenseRow};
 pub use element::Element;
 pub use named::{AnyColumn, Buffer, IntoAnyColumn, IntoBuffer, NamedColumns};

@@ -27,6 +27,7 @@
 //! walk's in every case.
 
 use super::view::{Entry, ExampleView};
+use crate::column::Append;
 
 /// Where a declared feature's values lie in a record, `record[start..end]`, and how
 /// they are encoded.
@@ -55,14 +56,14 @@ pub trait SpanValue: Sized {
     const LIST_FIELD: u32;
     /// Appends the `n` values in `bytes`, a span of a record that matched a learned
     /// layout (so `bytes` holds exactly `n` well-formed values).
-    fn extend_span(bytes: &[u8], n: usize, out: &mut Vec<Self>);
+    fn extend_span(bytes: &[u8], n: usize, out: &mut impl Append<Self>);
 }
 
 impl SpanValue for f32 {
     const ENCODING: Encoding = Encoding::Fixed32;
     const LIST_FIELD: u32 = 2;
     #[inline]
-    fn extend_span(bytes: &[u8], n: usize, out: &mut Vec<f32>) {
+    fn extend_span(bytes: &[u8], n: usize, out: &mut impl Append<f32>) {
         extend_f32s(&bytes[..bytes.len().min(4 * n)], out);
     }
 }
@@ -71,7 +72,7 @@ impl SpanValue for i64 {
     const ENCODING: Encoding = Encoding::Varints;
     const LIST_FIELD: u32 = 3;
     #[inline]
-    fn extend_span(bytes: &[u8], n: usize, out: &mut Vec<i64>) {
+    fn extend_span(bytes: &[u8], n: usize, out: &mut impl Append<i64>) {
         out.reserve(n);
         let (mut v, mut shift) = (0u64, 0u32);
         for &b in bytes {
@@ -88,15 +89,14 @@ impl SpanValue for i64 {
 
 /// Appends the little-endian `f32`s of `bytes` (whole values only) to `out`.
 #[inline]
-pub(crate) fn extend_f32s(bytes: &[u8], out: &mut Vec<f32>) {
+pub(crate) fn extend_f32s(bytes: &[u8], out: &mut impl Append<f32>) {
     let n = bytes.len() / 4;
-    out.reserve(n);
-    let spare = &mut out.spare_capacity_mut()[..n];
+    let spare = out.room(n);
     #[cfg(target_endian = "little")]
     // SAFETY: `spare` has room for `n` f32s, `4 * n` bytes, which `bytes` holds; on a
     // little-endian target an f32's bytes in memory are its wire bytes (what
     // `from_le_bytes` reads), and every bit pattern is an f32. The two do not overlap
-    // (`spare` is the vector's unused capacity).
+    // (`spare` is the column's unused capacity).
     unsafe {
         std::ptr::copy_nonoverlapping(bytes.as_ptr(), spare.as_mut_ptr().cast::<u8>(), 4 * n)
     };
@@ -105,7 +105,7 @@ pub(crate) fn extend_f32s(bytes: &[u8], out: &mut Vec<f32>) {
         slot.write(f32::from_le_bytes([c[0], c[1], c[2], c[3]]));
     }
     // SAFETY: all `n` slots were written.
-    unsafe { out.set_len(out.len() + n) };
+    unsafe { out.advance(n) };
 }
 
 /// The span of `T` values a walk read from `entry` of `record`: its usual packed
@@ -295,7 +295,7 @@ impl<const K: usize> Learned<K> {
 
 /// Appends the `n` values of `T` in `span` of `record` (from [`Layouts::find`]).
 #[inline]
-pub fn from_span<T: SpanValue>(record: &[u8], span: Span, n: usize, out: &mut Vec<T>) {
+pub fn from_span<T: SpanValue>(record: &[u8], span: Span, n: usize, out: &mut impl Append<T>) {
     T::extend_span(record.get(span.start..span.end).unwrap_or_default(), n, out);
 }
 

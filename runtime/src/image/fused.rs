@@ -21,6 +21,7 @@ use super::ImageError;
 use super::decode::jpeg_into;
 use super::ops::normalizer;
 use super::resize::{ResizeScratch, as_uninit, resize_raw};
+use crate::column::Append;
 
 /// Buffers [`decode_resize_normalize_with`] reuses between calls: keep one per worker
 /// thread to decode without allocating once it has seen the largest image.
@@ -90,16 +91,15 @@ pub fn decode_resize_normalize_extend(
     out_w: usize,
     mean: [f32; 3],
     std: [f32; 3],
-    out: &mut Vec<f32>,
+    out: &mut impl Append<f32>,
 ) -> Result<(), ImageError> {
     super::check_dims("decode_resize_normalize", out_h, out_w, 3)?;
     let n = out_h * out_w * 3;
-    out.reserve(n);
-    let spare = &mut out.spare_capacity_mut()[..n];
-    with_scratch(|scratch| fused(scratch, jpeg, max_pixels, (out_h, out_w), mean, std, spare))?;
-    // SAFETY: `fused` succeeded, so it wrote all `n` values after the length (the
-    // resizer writes every value of every output row).
-    unsafe { out.set_len(out.len() + n) };
+    let room = out.room(n);
+    with_scratch(|scratch| fused(scratch, jpeg, max_pixels, (out_h, out_w), mean, std, room))?;
+    // SAFETY: `fused` succeeded, so it wrote all `n` values of the room (the resizer
+    // writes every value of every output row).
+    unsafe { out.advance(n) };
     Ok(())
 }
 

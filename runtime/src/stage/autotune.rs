@@ -181,6 +181,13 @@ impl WorkerTuner {
     }
 }
 
+impl WorkerTuner {
+    /// The context whose budgets the workers come from.
+    pub(crate) fn ctx(&self) -> &Ctx {
+        &self.ctx
+    }
+}
+
 impl Drop for WorkerTuner {
     fn drop(&mut self) {
         self.ctx.threads().give_back(self.active);

@@ -128,3 +128,25 @@ impl ThreadBudget {
         self.peak.load(Ordering::Acquire)
     }
 }
+
+/// Threads taken from a pipeline's CPU budget whatever is left ([`ThreadBudget::take`]),
+/// given back when dropped.
+#[derive(Debug)]
+pub(crate) struct Taken {
+    ctx: super::Ctx,
+    threads: usize,
+}
+
+impl Taken {
+    /// Takes `threads` threads of `ctx`'s budget.
+    pub(crate) fn new(ctx: &super::Ctx, threads: usize) -> Taken {
+        ctx.threads().take(threads);
+        Taken { ctx: ctx.clone(), threads }
+    }
+}
+
+impl Drop for Taken {
+    fn drop(&mut self) {
+        self.ctx.threads().give_back(self.threads);
+    }
+}

@@ -409,6 +409,8 @@ fn work<I: DataIter, F: MapFn<I::Item>>(sh: &Shared<I, F>, index: usize) {
     let _guard = WorkerGuard(sh);
     let stats = &*sh.stats;
     let mut st = sh.lock();
+    // A map over batches may split a batch's rows within what the CPU budget has left.
+    let _in = super::rows::enter(st.tuner.ctx(), &sh.stats);
     let mut pulled: Vec<(u64, I::Item)> = Vec::new();
     let mut results: Vec<(u64, Result<F::Output>)> = Vec::new();
     loop {

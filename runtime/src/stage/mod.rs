@@ -46,6 +46,7 @@ mod record;
 mod record_batch;
 mod repeat;
 mod reshard;
+pub mod rows;
 mod sample;
 mod shuffle;
 mod shuffle_batches;
@@ -152,6 +153,15 @@ pub struct Runtime {
     io: Mutex<std::collections::BTreeMap<u64, ReaderStats>>,
     started: Instant,
     consumer_wait_ns: std::sync::atomic::AtomicU64,
+    /// The pool batches' rows are split across ([`rows`]), started on the first split.
+    rows_pool: std::sync::OnceLock<Option<rayon::ThreadPool>>,
+}
+
+impl Runtime {
+    /// The pool of [`rows`]: as many threads as the CPU budget (`None`: it could not start).
+    fn rows_pool(&self) -> Option<&rayon::ThreadPool> {
+        self.rows_pool.get_or_init(|| rows::build_pool(self.threads.limit())).as_ref()
+    }
 }
 
 /// The context a pass over a dataset runs in: the shared [`Runtime`] and the epoch.
@@ -187,6 +197,7 @@ impl Ctx {
                 io: Mutex::new(std::collections::BTreeMap::new()),
                 started: Instant::now(),
                 consumer_wait_ns: std::sync::atomic::AtomicU64::new(0),
+                rows_pool: std::sync::OnceLock::new(),
             }),
             epoch: 0,
             nested: false,

@@ -307,6 +307,9 @@ impl<D: Dataset<Item = PathBuf>, F: BatchFn> Dataset for TfRecordBatches<D, F> {
         .max(1);
         ctx.register(&self.stats);
         self.stats.set_parallelism(workers);
+        // The readers run the batch function (a fused map): they count in the CPU budget
+        // until the pass ends, so a split of a batch's rows takes only what is left.
+        let budget = super::budget::Taken::new(ctx, workers);
         let paths = Arc::new(Mutex::new(self.files.iter(&ctx.nested())?));
         // Two finished batches per worker may wait, and at most their share of bytes:
         // enough to keep the consumer fed.
@@ -324,13 +327,19 @@ impl<D: Dataset<Item = PathBuf>, F: BatchFn> Dataset for TfRecordBatches<D, F> {
                     self.f.clone(),
                 );
                 let n = self.n;
-                std::thread::spawn(move || worker(&paths, &tx, &gate, &options, &ctx, &stats, &*f, n))
+                std::thread::spawn(move || {
+                    // The batch function may split a batch's rows within what the
+                    // pipeline's CPU budget has left over (`rows`).
+                    let _in = super::rows::enter(&ctx, &stats);
+                    worker(&paths, &tx, &gate, &options, &ctx, &stats, &*f, n)
+                })
             })
             .collect();
         Ok(TfRecordBatchesIter {
             rx,
             gate,
             threads,
+            _budget: budget,
             running: workers,
             rest: Vec::new(),
             merged: None,
@@ -499,6 +508,8 @@ pub struct TfRecordBatchesIter<F: BatchFn> {
     f: Arc<F>,
     /// The stage's counters: the batches of the merged rests count as its elements too.
     stats: Arc<StageStats>,
+    /// The readers' threads in the CPU budget, given back when the pass is dropped.
+    _budget: super::budget::Taken,
 }
 
 impl<F: BatchFn> std::fmt::Debug for TfRecordBatchesIter<F> {

@@ -34,6 +34,8 @@ pub struct StageStats {
     first_skipped: Mutex<Vec<String>>,
     tokens: AtomicU64,
     token_slots: AtomicU64,
+    splits: AtomicU64,
+    split_parts: AtomicU64,
 }
 
 /// A call of [`StageStats::time_busy`] under this is short: timing is sampled.
@@ -64,6 +66,8 @@ impl StageStats {
             first_skipped: Mutex::new(Vec::new()),
             tokens: AtomicU64::new(0),
             token_slots: AtomicU64::new(0),
+            splits: AtomicU64::new(0),
+            split_parts: AtomicU64::new(0),
         }
     }
 
@@ -164,6 +168,13 @@ impl StageStats {
         r
     }
 
+    /// Counts one batch whose rows were split into `parts` parts on the pipeline's pool
+    /// ([`rows`](super::rows)).
+    pub fn add_split(&self, parts: usize) {
+        self.splits.fetch_add(1, Relaxed);
+        self.split_parts.fetch_add(parts as u64, Relaxed);
+    }
+
     /// A snapshot of the counters.
     pub fn snapshot(&self) -> StageReport {
         let samples = self.queue_samples.load(Relaxed);
@@ -185,6 +196,8 @@ impl StageStats {
                 .clone(),
             tokens: self.tokens.load(Relaxed),
             token_slots: self.token_slots.load(Relaxed),
+            splits: self.splits.load(Relaxed),
+            split_parts: self.split_parts.load(Relaxed),
         }
     }
 }
@@ -219,6 +232,10 @@ pub struct StageReport {
     pub tokens: u64,
     /// Places for tokens in the rows produced, padding included (`pack`).
     pub token_slots: u64,
+    /// Batches whose rows were split across the pipeline's pool ([`rows`](super::rows)).
+    pub splits: u64,
+    /// The parts of those batches, in all (each part one thread's rows).
+    pub split_parts: u64,
 }
 
 impl StageReport {
@@ -317,6 +334,15 @@ impl fmt::Display for StatsReport {
                     s.token_slots
                 )?;
             }
+        }
+        for s in self.stages.iter().filter(|s| s.splits > 0) {
+            writeln!(
+                f,
+                "{}: {} batches' rows split across the pool, {:.1} threads a batch on average",
+                s.name,
+                s.splits,
+                s.split_parts as f64 / s.splits as f64
+            )?;
         }
         let wall = self.wall.as_secs_f64();
         let stall = if wall > 0.0 { 100.0 * self.consumer_wait.as_secs_f64() / wall } else { 0.0 };

@@ -17,6 +17,7 @@ mod on_error;
 mod parity;
 mod reshard;
 mod resume;
+mod rows;
 mod sequence;
 mod shard;
 mod sources;

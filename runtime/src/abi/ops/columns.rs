@@ -3,13 +3,19 @@
 //! vectorised append.
 
 use super::{Array, RawScalar, decode_raw, raw_length_error};
-use crate::column::Scalar;
+use crate::column::{Append, Scalar};
 use crate::error::BoxError;
+use std::mem::MaybeUninit;
 
 /// Appends one element's values of a fixed-size field to its batch column, checking the
 /// count (`per` values a row).
 #[inline]
-pub fn put<T: Copy>(column: &mut Vec<T>, values: &[T], per: usize, field: &str) -> Result<(), BoxError> {
+pub fn put<T: Copy>(
+    column: &mut impl Append<T>,
+    values: &[T],
+    per: usize,
+    field: &str,
+) -> Result<(), BoxError> {
     if values.len() != per {
         return Err(format!(
             "field `{field}`: {} values, but its batch column holds {per} per row",
@@ -33,7 +39,7 @@ pub fn column<T: Scalar>(values: usize) -> Vec<T> {
 /// row: `put(column, Array::map(values, f))` without the tensor in between.
 #[inline]
 pub fn put_map<T: Scalar, U: Copy>(
-    column: &mut Vec<U>,
+    column: &mut impl Append<U>,
     values: &impl Array<T>,
     per: usize,
     field: &str,
@@ -59,7 +65,7 @@ pub fn put_map<T: Scalar, U: Copy>(
 /// first.
 #[inline]
 pub fn put_raw_map<T: RawScalar, U: Copy>(
-    column: &mut Vec<U>,
+    column: &mut impl Append<U>,
     bytes: &[u8],
     shape: &[usize],
     per: usize,
@@ -101,14 +107,33 @@ pub fn put_raw_map<T: RawScalar, U: Copy>(
 /// vector width (no contraction into fused operations). The engine appends its blocks
 /// of computed values to a batch column through it (`f` the identity).
 #[inline]
-pub fn extend_mapped<T: Copy, U: Copy>(column: &mut Vec<U>, values: &[T], f: impl FnMut(T) -> U) {
+pub fn extend_mapped<T: Copy, U: Copy>(column: &mut impl Append<U>, values: &[T], f: impl FnMut(T) -> U) {
+    let big = column.column_bytes() >= STREAM_STORE_MIN_COLUMN_BYTES;
+    write_mapped(column.room(values.len()), values, big, f);
+    // SAFETY: `write_mapped` wrote every slot of the room.
+    unsafe { column.advance(values.len()) };
+}
+
+/// `f` of each value of `values` into `room` (as long), with streaming stores into a
+/// `big` column where the processor has AVX2.
+#[inline]
+fn write_mapped<T: Copy, U: Copy>(
+    room: &mut [MaybeUninit<U>],
+    values: &[T],
+    big: bool,
+    mut f: impl FnMut(T) -> U,
+) {
+    debug_assert_eq!(room.len(), values.len());
     #[cfg(target_arch = "x86_64")]
     if values.len() >= WIDE_MIN_VALUES && std::is_x86_feature_detected!("avx2") {
         // SAFETY: the processor has AVX2 (checked just above).
-        unsafe { extend_mapped_avx2(column, values, f) };
+        unsafe { write_mapped_avx2(room, values, big, f) };
         return;
     }
-    column.extend(values.iter().copied().map(f));
+    let _ = big;
+    for (slot, v) in room.iter_mut().zip(values) {
+        slot.write(f(*v));
+    }
 }
 
 /// Rows shorter than this take the baseline loop (the feature check is not worth it).
@@ -130,9 +155,13 @@ pub(super) const STREAM_STORE_MIN_COLUMN_BYTES: usize = 4 << 20;
 /// The processor must have AVX2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn extend_mapped_avx2<T: Copy, U: Copy>(column: &mut Vec<U>, values: &[T], mut f: impl FnMut(T) -> U) {
+unsafe fn write_mapped_avx2<T: Copy, U: Copy>(
+    room: &mut [MaybeUninit<U>],
+    values: &[T],
+    big: bool,
+    mut f: impl FnMut(T) -> U,
+) {
     use std::arch::x86_64::{__m256i, _mm_sfence, _mm256_load_si256, _mm256_stream_si256};
-    use std::mem::MaybeUninit;
     /// Bytes of values computed a round, then streamed.
     const CHUNK_BYTES: usize = 1024;
     /// Loads 4 KiB apart from a pending store look to the processor as if they read it
@@ -143,27 +172,26 @@ unsafe fn extend_mapped_avx2<T: Copy, U: Copy>(column: &mut Vec<U>, values: &[T]
     /// image_raw's column starts at the same offset in its page): 2.5x slower.
     const PAGE: usize = 4096;
     let size = size_of::<U>();
-    let big = column.capacity().saturating_mul(size) >= STREAM_STORE_MIN_COLUMN_BYTES;
-    if !big || size == 0 || 32 % size != 0 || values.len() < 2 * CHUNK_BYTES / size {
-        column.extend(values.iter().copied().map(f));
+    let dst = room.as_mut_ptr().cast::<U>();
+    // Plain stores for a small column, or a value type aligned to less than its size (no
+    // whole number of values reaches a 32-byte boundary).
+    if !big
+        || size == 0
+        || 32 % size != 0
+        || values.len() < 2 * CHUNK_BYTES / size
+        || !(dst as usize).is_multiple_of(size)
+    {
+        for (slot, v) in room.iter_mut().zip(values) {
+            slot.write(f(*v));
+        }
         return;
     }
     let chunk = CHUNK_BYTES / size;
-    column.reserve(values.len());
-    let start = column.len();
-    // SAFETY: `reserve` made room for `values.len()` values past `start`.
-    let dst = unsafe { column.as_mut_ptr().add(start) };
-    if !(dst as usize).is_multiple_of(size) {
-        // A value type aligned to less than its size: no whole number of values reaches
-        // a 32-byte boundary.
-        column.extend(values.iter().copied().map(f));
-        return;
-    }
     // Plain stores up to the first 32-byte boundary (`dst` is a multiple of `U`'s size,
     // which divides 32, so a whole number of values gets there).
     let head = ((32 - dst as usize % 32) % 32 / size).min(values.len());
     for (i, v) in values[..head].iter().enumerate() {
-        // SAFETY: within the room reserved above.
+        // SAFETY: within the room (`values.len()` slots from `dst`).
         unsafe { dst.add(i).write(f(*v)) };
     }
     let mut space = [MaybeUninit::<__m256i>::uninit(); (PAGE + CHUNK_BYTES) / 32];
@@ -191,7 +219,7 @@ unsafe fn extend_mapped_avx2<T: Copy, U: Copy>(column: &mut Vec<U>, values: &[T]
     };
     let mut done = head;
     while values.len() - done >= chunk {
-        // SAFETY: `done < values.len()`, within the reserved room; `dst + done` is on a
+        // SAFETY: `done < values.len()`, within the room; `dst + done` is on a
         // 32-byte boundary (past the head, whole chunks of `CHUNK_BYTES`).
         let to = unsafe { dst.add(done) };
         round(done, chunk, to);
@@ -206,11 +234,9 @@ unsafe fn extend_mapped_avx2<T: Copy, U: Copy>(column: &mut Vec<U>, values: &[T]
         done += rest;
     }
     for (i, v) in values[done..].iter().enumerate() {
-        // SAFETY: within the room reserved above.
+        // SAFETY: within the room (`values.len()` slots from `dst`).
         unsafe { dst.add(done + i).write(f(*v)) };
     }
     // Streaming stores are weakly ordered: fence them before the batch is handed over.
     _mm_sfence();
-    // SAFETY: every value of `start..start + values.len()` was written above.
-    unsafe { column.set_len(start + values.len()) };
 }

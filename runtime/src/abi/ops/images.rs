@@ -89,7 +89,7 @@ pub fn decode_resize_normalize_extend(
     w: usize,
     mean: &[f32],
     std: &[f32],
-    out: &mut Vec<f32>,
+    out: &mut impl crate::column::Append<f32>,
 ) -> Result<(), BoxError> {
     let (mean, std) = (three(mean, "mean")?, three(std, "std")?);
     Ok(image::decode_resize_normalize_extend(bytes, max_pixels, h, w, mean, std, out)?)

@@ -6,6 +6,7 @@ use std::fmt;
 use super::LIST_DEPTH;
 use super::feature::Lists;
 use super::reader::{I32, LEN, Reader, VARINT, WireError, WireErrorKind};
+use crate::column::Append;
 
 /// A numeric list's element encoding.
 pub(super) trait Wire {
@@ -139,10 +140,10 @@ impl<'a> Floats<'a> {
 
     /// Appends the values to `out` (packed chunks are copied in bulk).
     #[inline]
-    pub fn extend_into(&self, out: &mut Vec<f32>) {
-        fn packed(out: &mut Vec<f32>, bytes: &[u8]) {
+    pub fn extend_into(&self, out: &mut impl Append<f32>) {
+        fn packed(out: &mut impl Append<f32>, bytes: &[u8]) {
             let (words, _) = bytes.as_chunks::<4>();
-            out.extend(words.iter().map(|w| f32::from_le_bytes(*w)));
+            out.extend_iter(words.iter().map(|w| f32::from_le_bytes(*w)));
         }
         if let Some(fast) = self.0.fast {
             return packed(out, fast.rest());
@@ -188,8 +189,8 @@ impl<'a> Int64s<'a> {
 
     /// Appends the values to `out`.
     #[inline]
-    pub fn extend_into(&self, out: &mut Vec<i64>) {
-        fn packed(out: &mut Vec<i64>, mut p: Reader<'_>) -> Result<(), WireError> {
+    pub fn extend_into(&self, out: &mut impl Append<i64>) {
+        fn packed(out: &mut impl Append<i64>, mut p: Reader<'_>) -> Result<(), WireError> {
             while !p.at_end() {
                 out.push(p.varint()? as i64);
             }

@@ -1,0 +1,135 @@
+//! A batch's rows split across the pipeline's rayon pool (`runtime/src/stage/rows.rs`):
+//! the generated `jpeg` and `image_raw` pipelines make the same batches, bit for bit and
+//! in the same order, whether their readers' batches are made on one thread or split
+//! across the threads the CPU budget has left over, and the split never takes more
+//! threads than the budget.
+
+use sluice::example::Feature;
+use sluice::runtime::stage::{Ctx, Dataset, RuntimeOptions};
+use sluice::synth::{GenOptions, Kind};
+use sluice::tfrecord::Compression;
+use sluice_examples::{image_raw, jpeg, parse_tabular};
+
+/// `records` records of `kind` in one file: one reader of the four reads them all, in
+/// order, so the batches come in file order whatever the thread count.
+fn one_file(kind: Kind, records: u64) -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let opts = GenOptions {
+        kind,
+        records,
+        shards: 1,
+        out: dir.path().to_path_buf(),
+        seed: 11,
+        compression: Compression::None,
+        threads: 1,
+    };
+    sluice::synth::generate(&opts, &|_| {}).expect("synthetic data");
+    let glob = format!("{}/*.tfrecord", dir.path().display());
+    (dir, glob)
+}
+
+/// One pass on a budget of `cores` threads: every batch, the batches split, the most
+/// threads the budget ever had taken, and its limit.
+fn pass<D: Dataset>(ds: &D, cores: usize) -> (Vec<D::Item>, u64, usize) {
+    let ctx = Ctx::new(&RuntimeOptions { cores: Some(cores), memory_budget: Some(256 << 20) });
+    let items = ds.stream_in(&ctx).and_then(|s| s.collect::<sluice::Result<Vec<_>>>()).expect("a pass");
+    let splits = ctx.report().stages.iter().map(|s| s.splits).sum();
+    (items, splits, ctx.threads().peak())
+}
+
+#[test]
+fn jpeg_batches_split_across_the_budgets_spare_threads_are_bit_identical() {
+    let (_dir, glob) = one_file(Kind::Jpeg, 700);
+    let args = vec![("files".to_string(), glob)];
+    let ds = jpeg::dataset(&jpeg::Params::from_args(&args).expect("params")).expect("dataset");
+    let (alone, splits, peak) = pass(&ds, 1);
+    assert_eq!(splits, 0, "a budget of one thread never splits");
+    assert_eq!(peak, 1);
+    assert_eq!(alone.iter().map(|b| b.label.shape()[0]).collect::<Vec<_>>(), [128, 128, 128, 128, 128, 60]);
+    for cores in [6, 9] {
+        let (split, splits, peak) = pass(&ds, cores);
+        // Four readers (`cycle: 4`) hold four threads; the full batches take the rest
+        // (not the first ones, made while the pass is still being built: the budget
+        // grants nothing more until every stage has its first workers).
+        assert!(splits >= 2, "{cores} cores: the full batches were split ({splits})");
+        assert!(peak <= cores, "{cores} cores: {peak} threads taken at once");
+        assert_eq!(split.len(), alone.len());
+        for (k, (a, b)) in alone.iter().zip(&split).enumerate() {
+            assert_eq!(a.label.as_slice(), b.label.as_slice(), "{cores} cores: labels of batch {k}");
+            let bits = |x: &[f32]| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+            assert!(
+                bits(a.image.as_slice()) == bits(b.image.as_slice()),
+                "{cores} cores: pixels of batch {k}"
+            );
+        }
+    }
+}
+
+#[test]
+fn image_raw_batches_split_are_bit_identical() {
+    let (_dir, glob) = one_file(Kind::Image, 1500);
+    let args = vec![("files".to_string(), glob)];
+    let ds = image_raw::dataset(&image_raw::Params::from_args(&args).expect("params")).expect("dataset");
+    let (alone, splits, _) = pass(&ds, 1);
+    assert_eq!(splits, 0);
+    let (split, splits, peak) = pass(&ds, 8);
+    assert!(splits >= 2, "the full batches were split ({splits})");
+    assert!(peak <= 8, "{peak} threads taken at once");
+    assert_eq!(split.len(), alone.len());
+    for (a, b) in alone.iter().zip(&split) {
+        assert_eq!(a.label.as_slice(), b.label.as_slice());
+        assert!(a.image.as_slice().iter().zip(b.image.as_slice()).all(|(x, y)| x.to_bits() == y.to_bits()));
+        assert_eq!(a.image.shape(), b.image.shape());
+    }
+}
+
+#[test]
+fn parse_example_batches_split_are_bit_identical() {
+    // `tfrecords -> batch(1024) -> map { parse_example() }`: the generated parser's rows
+    // split across the pool, each part learning its own record layouts.
+    let (_dir, glob) = one_file(Kind::Tabular, 9000);
+    let args = vec![("files".to_string(), glob)];
+    let ds =
+        parse_tabular::dataset(&parse_tabular::Params::from_args(&args).expect("params")).expect("dataset");
+    let (alone, splits, _) = pass(&ds, 1);
+    assert_eq!(splits, 0);
+    let (split, splits, peak) = pass(&ds, 7);
+    assert!(splits >= 2, "the full batches were split ({splits})");
+    assert!(peak <= 7, "{peak} threads taken at once");
+    assert_eq!(split.len(), alone.len());
+    for (a, b) in alone.iter().zip(&split) {
+        assert_eq!(a.label.as_slice(), b.label.as_slice());
+        assert_eq!(a.x.shape(), b.x.shape());
+        assert!(a.x.as_slice().iter().zip(b.x.as_slice()).all(|(x, y)| x.to_bits() == y.to_bits()));
+    }
+}
+
+#[test]
+fn a_failing_row_of_a_split_batch_names_its_record() {
+    // Record 200 of the one file is cut short: its image has too few bytes for the
+    // declared shape. Split or not, the error names that record.
+    let (dir, glob) = one_file(Kind::Image, 300);
+    let file = std::fs::read_dir(dir.path()).unwrap().next().unwrap().unwrap().path();
+    let mut records = Vec::new();
+    let mut reader = sluice::tfrecord::open(&file, &Default::default()).unwrap();
+    while let Some(r) = reader.next_owned().unwrap() {
+        records.push(r);
+    }
+    let bad = sluice::example::Example::decode_record(&records[200]).unwrap();
+    let label = bad.feature("label").cloned().unwrap();
+    let short = [("image".to_string(), Feature::bytes([vec![1u8; 10]])), ("label".to_string(), label)];
+    records[200] = sluice::example::Example::from_features(short).encode_record();
+    let mut w = sluice::tfrecord::create(&file, Compression::None).unwrap();
+    for r in &records {
+        w.write_record(r).unwrap();
+    }
+    w.finish().unwrap();
+    let args = vec![("files".to_string(), glob)];
+    let ds = image_raw::dataset(&image_raw::Params::from_args(&args).expect("params")).expect("dataset");
+    for cores in [1, 8] {
+        let ctx = Ctx::new(&RuntimeOptions { cores: Some(cores), memory_budget: Some(256 << 20) });
+        let err =
+            ds.stream_in(&ctx).and_then(|s| s.collect::<sluice::Result<Vec<_>>>()).unwrap_err().to_string();
+        assert!(err.contains("record 200"), "{cores} cores: {err}");
+    }
+}

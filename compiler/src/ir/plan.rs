@@ -15,6 +15,9 @@ pub use super::formats::{CsvFormat, Interleave, ParquetFormat, ParseFormat, Reco
 use super::kernel::Kernel;
 use super::map_op::map_pairs;
 pub use super::map_op::{MapOp, apply_ops, select_fields};
+pub use super::options::{
+    Compression, CorruptPolicy, Labels, OnError, Remainder, RepeatCount, ShuffleBuffer,
+};
 pub use super::range::Range;
 pub use super::read_file::ReadFile;
 pub use super::resume::resume_blocker;
@@ -165,8 +168,8 @@ pub struct Select {
 pub struct Shuffle {
     /// Input.
     pub input: Box<Plan>,
-    /// Buffer size in elements.
-    pub buffer: ArgValue,
+    /// Buffer size in elements, or `global`.
+    pub buffer: ShuffleBuffer,
     /// Seed.
     pub seed: Option<ArgValue>,
     /// New order each epoch.
@@ -177,7 +180,7 @@ impl Shuffle {
     /// `shuffle(global)`: every record of the indexed files in a seeded permutation per
     /// epoch, read through the files' indexes in place of the reader below it.
     pub fn is_global(&self) -> bool {
-        self.buffer == ArgValue::Word("global".into())
+        self.buffer == ShuffleBuffer::Global
     }
 }
 
@@ -490,13 +493,7 @@ impl Plan {
             }
             Plan::ReadFile(n) => {
                 s.push_str("ReadFile:");
-                kv(
-                    &mut s,
-                    &[
-                        ("labels", if n.labels { "dir" } else { "none" }.into()),
-                        ("on_error", n.on_error.to_string()),
-                    ],
-                );
+                kv(&mut s, &[("labels", n.labels.to_string()), ("on_error", n.on_error.to_string())]);
             }
             Plan::Interleave(n) => {
                 s.push_str("Interleave:");

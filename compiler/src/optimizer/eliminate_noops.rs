@@ -12,7 +12,7 @@
 //!         Interleave: …
 //! ```
 
-use crate::ir::plan::{ArgValue, Pass, Plan};
+use crate::ir::plan::{ArgValue, Pass, Plan, ShuffleBuffer};
 use crate::ir::types::Value;
 
 use super::{OptimizerRule, Transformed, rewrite_each_node};
@@ -36,7 +36,7 @@ fn eliminate(plan: Plan) -> Transformed {
     let noop = match &plan {
         Plan::Repeat(p) => arg_is(p, "count", 1),
         Plan::Skip(p) => arg_is(p, "count", 0),
-        Plan::Shuffle(s) => is_int(&s.buffer, 1),
+        Plan::Shuffle(s) => matches!(&s.buffer, ShuffleBuffer::Elements(b) if is_int(b, 1)),
         Plan::Map(m) => m.ops.is_empty(),
         // Every field of its input, in order (what `prune_fields` leaves of a `select`
         // whose fields were all the parse read).

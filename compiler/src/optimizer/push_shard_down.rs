@@ -28,7 +28,7 @@
 //!     Files: pattern=…                              Files: pattern=…
 //! ```
 
-use crate::ir::plan::{ArgValue, Plan};
+use crate::ir::plan::{CorruptPolicy, Plan};
 
 use super::{OptimizerRule, Transformed, rewrite_each_node};
 
@@ -57,8 +57,7 @@ fn push(plan: Plan) -> Transformed {
             Transformed::yes(Plan::Interleave(interleave))
         }
         Plan::ReadFile(mut read)
-            if matches!(*read.input, Plan::Files(_))
-                && (keep || read.on_error == ArgValue::Word("fail".into())) =>
+            if matches!(*read.input, Plan::Files(_)) && (keep || read.on_error == CorruptPolicy::Fail) =>
         {
             shard.input = read.input;
             read.input = Box::new(Plan::Shard(shard));

@@ -29,13 +29,13 @@
 //!
 //! A `device cuda` pipeline's `DeviceTail` becomes the plan's tail.
 
-use super::exec::{
-    Compression, CorruptPolicy, DeviceTailExec, Exec, MapFn, ReaderMap, ReaderOptions, Remainder,
-};
+use super::exec::{CorruptPolicy, DeviceTailExec, Exec, MapFn, ReaderMap, ReaderOptions, Remainder};
 use super::memory::Cx;
 use super::{ExecNode, Figures};
 use crate::ir::formats::{ParquetFormat, ParseFormat};
-use crate::ir::plan::{ArgValue, Element, FieldType, Interleave, Map, MapOp, Plan, RecordFormat};
+use crate::ir::plan::{
+    ArgValue, Element, FieldType, Interleave, Map, MapOp, Plan, RecordFormat, ShuffleBuffer,
+};
 
 /// One node of the chain, with the elementwise maps over its batches merged into it (for
 /// a map + batch).
@@ -186,7 +186,7 @@ fn shuffle_batches(il: &Interleave, shuffle: &Plan, batch: &Plan, cx: &mut Cx<'_
         bytes: buffer.bytes.div(2u64).saturating_mul(5u64).saturating_add(per_batch),
     };
     let exec = Exec::ShuffleBatches {
-        buffer: s.buffer.clone(),
+        buffer: elements(&s.buffer),
         seed: s.seed.clone(),
         reshuffle_each_epoch: s.reshuffle_each_epoch,
         size: b.size.clone(),
@@ -204,11 +204,7 @@ fn columnar(il: &Interleave, step: &Step<'_>) -> Option<(ParquetFormat, Element)
     use crate::ir::types::Value;
     let RecordFormat::Parquet(p) = &il.format else { return None };
     let one = matches!(il.cycle_length, ArgValue::Const(Value::Int(1) | Value::UInt(1)));
-    if !il.deterministic
-        || !one
-        || !p.tests.is_empty()
-        || reader_options(il).on_corrupt != CorruptPolicy::Fail
-    {
+    if !il.deterministic || !one || !p.tests.is_empty() || il.on_corrupt != CorruptPolicy::Fail {
         return None;
     }
     let f = map_batch_fn(step);
@@ -323,9 +319,10 @@ fn one(step: &Step<'_>, cx: &mut Cx<'_>) -> ExecNode {
         Plan::SampleFrom(s) => Exec::SampleFrom(s.clone()),
         Plan::ReadFile(r) => Exec::ReadFile {
             labels: r.labels,
-            on_error: match &r.on_error {
-                ArgValue::Word(w) if w != "fail" => CorruptPolicy::Skip,
-                _ => CorruptPolicy::Fail,
+            // A file is one element: skipping the rest of it is skipping it.
+            on_error: match r.on_error {
+                CorruptPolicy::Fail => CorruptPolicy::Fail,
+                CorruptPolicy::Skip | CorruptPolicy::SkipFile => CorruptPolicy::Skip,
             },
         },
         Plan::Interleave(il) => Exec::Interleave {
@@ -384,7 +381,7 @@ fn one(step: &Step<'_>, cx: &mut Cx<'_>) -> ExecNode {
             Exec::Select { from: from.fields().to_vec(), to: n.output().fields().to_vec(), depth }
         }
         Plan::Shuffle(s) => Exec::Shuffle {
-            buffer: s.buffer.clone(),
+            buffer: elements(&s.buffer),
             seed: s.seed.clone(),
             reshuffle_each_epoch: s.reshuffle_each_epoch,
         },
@@ -510,19 +507,16 @@ fn map_batch_fn(step: &Step<'_>) -> MapFn {
 
 /// The reader options of an interleave.
 fn reader_options(i: &Interleave) -> ReaderOptions {
-    ReaderOptions {
-        compression: match &i.compression {
-            ArgValue::Word(w) if w == "gzip" => Compression::Gzip,
-            ArgValue::Word(w) if w == "zlib" => Compression::Zlib,
-            ArgValue::Word(w) if w == "none" => Compression::None,
-            _ => Compression::Auto,
-        },
-        on_corrupt: match &i.on_corrupt {
-            ArgValue::Word(w) if w == "skip" => CorruptPolicy::Skip,
-            ArgValue::Word(w) if w == "skip_file" => CorruptPolicy::SkipFile,
-            _ => CorruptPolicy::Fail,
-        },
-        verify_crc: i.verify_crc,
+    ReaderOptions { compression: i.compression, on_corrupt: i.on_corrupt, verify_crc: i.verify_crc }
+}
+
+/// The size of a local shuffle's buffer. A global one is never a shuffle of its own: sema
+/// puts it right on the reader of the files (E0314), and the two run as one
+/// `GlobalShuffleExec`.
+fn elements(buffer: &ShuffleBuffer) -> ArgValue {
+    match buffer {
+        ShuffleBuffer::Elements(v) => v.clone(),
+        ShuffleBuffer::Global => unreachable!("a global shuffle runs as `GlobalShuffleExec`"),
     }
 }
 

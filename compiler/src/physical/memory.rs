@@ -6,7 +6,7 @@ use super::amount::Amount;
 use super::defaults::*;
 use super::{Figures, Options};
 use crate::ir::decls::ParamDecl;
-use crate::ir::plan::{ArgValue, Element, FieldType, Interleave, Plan};
+use crate::ir::plan::{ArgValue, Element, FieldType, Interleave, Plan, Shuffle, ShuffleBuffer};
 use crate::ir::types::{DType, Dim, Shape, Value};
 
 /// What planning one pipeline gathers: the assumptions its bound rests on, and the rows
@@ -241,19 +241,16 @@ impl Cx<'_> {
                 let window = p.spec.window;
                 Figures { threads: "1".into(), held: window, bytes: elem(self).saturating_mul(window) }
             }
-            Plan::Shuffle(s) if s.is_global() => {
+            Plan::Shuffle(Shuffle { buffer: ShuffleBuffer::Global, .. }) => {
                 // Reader threads hold two windows of about 8 MiB of records each; the
                 // reader below it does not run.
                 let (threads, workers) = self.threads(&ArgValue::Auto);
                 let held = workers.saturating_mul(2);
                 Figures { threads, held, bytes: Amount::of(held.saturating_mul(GLOBAL_SHUFFLE_WINDOW_BYTES)) }
             }
-            Plan::Shuffle(s) => {
-                let held = self.count(
-                    &s.buffer,
-                    10_000,
-                    "a shuffle buffer of 10000 elements when set by a parameter",
-                );
+            Plan::Shuffle(Shuffle { buffer: ShuffleBuffer::Elements(buffer), .. }) => {
+                let held =
+                    self.count(buffer, 10_000, "a shuffle buffer of 10000 elements when set by a parameter");
                 Figures { threads: "1".into(), held: held.value(), bytes: held.saturating_mul(elem(self)) }
             }
             Plan::Batch(b) => {

@@ -111,9 +111,10 @@ pub(super) fn chain(
             &s.args
         };
         let args = bind(sig, stage_args);
-        let a = |name: &str| {
-            sig.args.iter().position(|x| x.name == name).and_then(|i| args[i]).map(|e| value(e, decls))
-        };
+        // An argument's expression, its value as the plan keeps it, its enumeration word.
+        let arg = |name: &str| sig.args.iter().position(|x| x.name == name).and_then(|i| args[i]);
+        let a = |name: &str| arg(name).map(|e| value(e, decls));
+        let w = |name: &str| arg(name).and_then(word);
         let flag = |name: &str, default: bool| match a(name) {
             Some(ArgValue::Const(Value::Bool(b))) => b,
             _ => default,
@@ -201,8 +202,8 @@ pub(super) fn chain(
                 block_length: a("block").unwrap_or(ArgValue::Const(Value::Int(1))),
                 parallel: a("parallel").unwrap_or(ArgValue::Const(Value::Int(1))),
                 deterministic: flag("deterministic", true),
-                compression: a("compression").unwrap_or(ArgValue::Auto),
-                on_corrupt: a("on_corrupt").unwrap_or(ArgValue::Word("fail".into())),
+                compression: w("compression").and_then(Compression::from_word).unwrap_or(Compression::Auto),
+                on_corrupt: w("on_corrupt").and_then(CorruptPolicy::from_word).unwrap_or(CorruptPolicy::Fail),
                 verify_crc: flag("verify_crc", true),
             });
             // Text sources give fields at once: the parse is a map of its own, which the
@@ -218,7 +219,7 @@ pub(super) fn chain(
                         deterministic: true,
                         // `on_error: skip`: a line or row whose values do not parse is
                         // dropped and counted, as `ignore_errors()` after the source.
-                        skip_errors: matches!(a("on_error"), Some(ArgValue::Word(w)) if w == "skip"),
+                        skip_errors: w("on_error").and_then(OnError::from_word) == Some(OnError::Skip),
                         output,
                     })
                 }
@@ -259,13 +260,7 @@ pub(super) fn chain(
                     reader_of(s, diags)?
                 };
                 let (rsig, rargs) = reader.expect("a reader");
-                let r = |name: &str| {
-                    rsig.args
-                        .iter()
-                        .position(|x| x.name == name)
-                        .and_then(|i| rargs[i])
-                        .map(|e| value(e, decls))
-                };
+                let r = |name: &str| rsig.args.iter().position(|x| x.name == name).and_then(|i| rargs[i]);
                 let interleave = sig.kind == StageKind::Interleave;
                 Plan::Interleave(Interleave {
                     input,
@@ -277,9 +272,15 @@ pub(super) fn chain(
                     parallel: if interleave { a("parallel") } else { None }
                         .unwrap_or(ArgValue::Const(Value::Int(1))),
                     deterministic: !interleave || flag("deterministic", true),
-                    compression: r("compression").unwrap_or(ArgValue::Auto),
-                    on_corrupt: r("on_corrupt").unwrap_or(ArgValue::Word("fail".into())),
-                    verify_crc: match r("verify_crc") {
+                    compression: r("compression")
+                        .and_then(word)
+                        .and_then(Compression::from_word)
+                        .unwrap_or(Compression::Auto),
+                    on_corrupt: r("on_corrupt")
+                        .and_then(word)
+                        .and_then(CorruptPolicy::from_word)
+                        .unwrap_or(CorruptPolicy::Fail),
+                    verify_crc: match r("verify_crc").map(|e| value(e, decls)) {
                         Some(ArgValue::Const(Value::Bool(b))) => b,
                         _ => true,
                     },
@@ -301,7 +302,7 @@ pub(super) fn chain(
                     ops,
                     parallel: a("parallel").unwrap_or(ArgValue::Const(Value::Int(1))),
                     deterministic: flag("deterministic", true),
-                    skip_errors: matches!(a("on_error"), Some(ArgValue::Word(w)) if w == "skip"),
+                    skip_errors: w("on_error").and_then(OnError::from_word) == Some(OnError::Skip),
                     output: element,
                 })
             }
@@ -333,14 +334,11 @@ pub(super) fn chain(
                 }
                 Plan::ReadFile(ReadFile {
                     input,
-                    labels: matches!(a("labels"), Some(ArgValue::Word(w)) if w == "dir"),
-                    on_error: a("on_error").unwrap_or(ArgValue::Word("fail".into())),
+                    labels: w("labels").and_then(Labels::from_word).unwrap_or(Labels::None),
+                    on_error: w("on_error").and_then(CorruptPolicy::from_word).unwrap_or(CorruptPolicy::Fail),
                 })
             }
-            StageKind::Pack => {
-                let arg = |name: &str| sig.args.iter().position(|x| x.name == name).and_then(|i| args[i]);
-                super::pack::lower(s, arg, input, diags)?
-            }
+            StageKind::Pack => super::pack::lower(s, arg, input, diags)?,
             StageKind::Select => {
                 let element = input.output();
                 let fields: Vec<String> = element.fields().iter().map(|x| x.name.clone()).collect();
@@ -366,7 +364,7 @@ pub(super) fn chain(
                 Plan::Select(Select { input, fields: kept })
             }
             StageKind::Shuffle
-                if a("buffer") == Some(ArgValue::Word("global".into()))
+                if w("buffer") == Some(ShuffleBuffer::GLOBAL)
                     && !matches!(&*input, Plan::Interleave(i) if matches!(*i.input, Plan::Files(_))) =>
             {
                 diags.push(
@@ -388,24 +386,22 @@ pub(super) fn chain(
             }
             StageKind::Shuffle => Plan::Shuffle(Shuffle {
                 input,
-                buffer: a("buffer").unwrap_or(ArgValue::Const(Value::Int(1))),
+                buffer: match w("buffer") {
+                    Some(ShuffleBuffer::GLOBAL) => ShuffleBuffer::Global,
+                    _ => ShuffleBuffer::Elements(a("buffer").unwrap_or(ArgValue::Const(Value::Int(1)))),
+                },
                 seed: a("seed"),
                 reshuffle_each_epoch: flag("reshuffle_each_epoch", true),
             }),
             StageKind::Batch if !batchable(&input.output(), "batch", s.name.span, diags) => return None,
             StageKind::PaddedBatch
-                if !super::bucket::check_pad_to_multiple(
-                    s,
-                    |name: &str| sig.args.iter().position(|x| x.name == name).and_then(|i| args[i]),
-                    &input.output(),
-                    diags,
-                ) =>
+                if !super::bucket::check_pad_to_multiple(s, arg, &input.output(), diags) =>
             {
                 return None;
             }
             StageKind::Batch | StageKind::PaddedBatch => Plan::Batch(Batch {
                 padding_values: super::bucket::padding_values(
-                    sig.args.iter().position(|x| x.name == "padding_values").and_then(|i| args[i]),
+                    arg("padding_values"),
                     input.output().fields(),
                     diags,
                 )?,
@@ -416,7 +412,6 @@ pub(super) fn chain(
                 pad_to_multiple: a("pad_to_multiple"),
             }),
             StageKind::BucketByLength => {
-                let arg = |name: &str| sig.args.iter().position(|x| x.name == name).and_then(|i| args[i]);
                 let flags = (flag("pad_to_bucket_boundary", false), flag("drop_remainder", false));
                 super::bucket::lower(s, arg, flags, input, diags)?
             }
@@ -594,6 +589,14 @@ pub(super) fn batchable(element: &Element, stage: &str, span: Span, diags: &mut 
 fn bind<'a>(sig: &StageSig, args: &'a [ast::Arg]) -> Vec<Option<&'a ast::Expr>> {
     let params: Vec<&str> = sig.args.iter().map(|a| a.name).collect();
     super::args::bind(&params, args).0.into_iter().map(|a| a.map(|a| &a.value)).collect()
+}
+
+/// The word an argument is (an enumeration's, `global`), if it is one.
+fn word(e: &ast::Expr) -> Option<&str> {
+    match &e.kind {
+        ExprKind::Path(p) if p.segments.len() == 1 => Some(p.segments[0].name.as_str()),
+        _ => None,
+    }
 }
 
 /// An argument as the plan keeps it.

@@ -15,7 +15,7 @@
 //!     Interleave: …
 //! ```
 
-use crate::ir::plan::{ArgValue, Plan, Shuffle, ShuffleBuffer, ShuffleRepeat};
+use crate::ir::plan::{Plan, Shuffle, ShuffleBuffer, ShuffleRepeat};
 
 use super::{OptimizerRule, Transformed, rewrite_each_node};
 
@@ -44,12 +44,7 @@ fn fuse(plan: Plan) -> Transformed {
             seed,
             reshuffle_each_epoch: true,
         }) => {
-            let count = repeat
-                .args
-                .iter()
-                .find(|(k, _)| *k == "count")
-                .map_or(ArgValue::Word("forever".into()), |(_, v)| v.clone());
-            Transformed::yes(Plan::ShuffleRepeat(ShuffleRepeat { input, buffer, seed, count }))
+            Transformed::yes(Plan::ShuffleRepeat(ShuffleRepeat { input, buffer, seed, count: repeat.count }))
         }
         other => {
             repeat.input = Box::new(other);

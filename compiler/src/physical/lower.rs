@@ -63,8 +63,8 @@ pub(super) fn lower(plan: &Plan, cx: &mut Cx<'_>) -> (Vec<ExecNode>, Option<(Dev
         {
             let figures = cx.stage(next.expect("matched"));
             let shard = match chain.get(i + 2).map(|s| s.node) {
-                Some(Plan::Shard(p)) if p.remainder() != "pad" => {
-                    Some((arg(&p.args, "num_shards"), arg(&p.args, "index"), p.remainder() == "drop"))
+                Some(Plan::Shard(p)) if p.remainder != Remainder::Pad => {
+                    Some((p.num_shards.clone(), p.index.clone(), p.remainder == Remainder::Drop))
                 }
                 _ => None,
             };
@@ -218,7 +218,7 @@ fn columnar(il: &Interleave, step: &Step<'_>) -> Option<(ParquetFormat, Element)
 
 /// Whether `node` is a `prefetch` whose depth AUTOTUNE picks.
 fn is_auto_prefetch(node: &Plan) -> bool {
-    matches!(node, Plan::Prefetch(p) if matches!(p.args.first(), None | Some((_, ArgValue::Auto))))
+    matches!(node, Plan::Prefetch(p) if p.is_auto())
 }
 
 /// Whether an interleave and the `next` node run as one `ReadBatchesExec`: a
@@ -388,7 +388,7 @@ fn one(step: &Step<'_>, cx: &mut Cx<'_>) -> ExecNode {
         Plan::ShuffleRepeat(s) => Exec::ShuffleRepeat {
             buffer: s.buffer.clone(),
             seed: s.seed.clone(),
-            count: count(Some(&s.count)),
+            count: s.count.times().cloned(),
         },
         Plan::Batch(b) => Exec::Batch {
             input: input(),
@@ -402,23 +402,14 @@ fn one(step: &Step<'_>, cx: &mut Cx<'_>) -> ExecNode {
             Element::Fields(from) => Exec::UnbatchFields { from, to: n.output().fields().to_vec() },
             _ => Exec::Unbatch,
         },
-        Plan::Repeat(p) => Exec::Repeat(count(p.args.iter().find(|(k, _)| *k == "count").map(|(_, v)| v))),
-        Plan::Take(p) => Exec::Take(arg(&p.args, "count")),
-        Plan::Skip(p) => Exec::Skip(p.args.first().map_or(ArgValue::Auto, |(_, v)| v.clone())),
-        Plan::Shard(p) => Exec::Shard {
-            num_shards: arg(&p.args, "num_shards"),
-            index: arg(&p.args, "index"),
-            remainder: match p.remainder() {
-                "drop" => Remainder::Drop,
-                "pad" => Remainder::Pad,
-                _ => Remainder::Keep,
-            },
-        },
-        Plan::Cache(p) => Exec::Cache { input: input(), file: p.args.first().map(|(_, v)| v.clone()) },
-        Plan::Prefetch(p) => Exec::Prefetch(match p.args.first() {
-            None | Some((_, ArgValue::Auto)) => None,
-            Some((_, v)) => Some(v.clone()),
-        }),
+        Plan::Repeat(p) => Exec::Repeat(p.count.times().cloned()),
+        Plan::Take(p) => Exec::Take(p.count.clone()),
+        Plan::Skip(p) => Exec::Skip(p.count.clone()),
+        Plan::Shard(p) => {
+            Exec::Shard { num_shards: p.num_shards.clone(), index: p.index.clone(), remainder: p.remainder }
+        }
+        Plan::Cache(p) => Exec::Cache { input: input(), file: p.file.clone() },
+        Plan::Prefetch(p) => Exec::Prefetch(if p.is_auto() { None } else { p.buffer.clone() }),
         Plan::Enumerate(e) => Exec::Enumerate {
             from: input().fields().to_vec(),
             to: n.output().fields().to_vec(),
@@ -517,18 +508,5 @@ fn elements(buffer: &ShuffleBuffer) -> ArgValue {
     match buffer {
         ShuffleBuffer::Elements(v) => v.clone(),
         ShuffleBuffer::Global => unreachable!("a global shuffle runs as `GlobalShuffleExec`"),
-    }
-}
-
-/// A pass node's argument (checked present by sema).
-fn arg(args: &[(&'static str, ArgValue)], name: &str) -> ArgValue {
-    args.iter().find(|(k, _)| *k == name).map_or(ArgValue::Auto, |(_, v)| v.clone())
-}
-
-/// A repeat count: `None` for forever.
-fn count(v: Option<&ArgValue>) -> Option<ArgValue> {
-    match v {
-        None | Some(ArgValue::Word(_)) => None,
-        Some(v) => Some(v.clone()),
     }
 }

@@ -417,34 +417,23 @@ pub(super) fn chain(
             }
             StageKind::Window => super::window::lower(s, a, flag("drop_remainder", false), input, diags)?,
             StageKind::Unbatch => super::unbatch::lower(s, input, diags)?,
-            kind @ (StageKind::Repeat
-            | StageKind::Take
-            | StageKind::Skip
-            | StageKind::Shard
-            | StageKind::Cache
-            | StageKind::Prefetch) => {
-                let mut args: Vec<(&'static str, ArgValue)> = sig
-                    .args
-                    .iter()
-                    .zip(&args)
-                    .filter_map(|(x, v)| v.map(|e| (x.name, value(e, decls))))
-                    .collect();
-                if kind == StageKind::Repeat && args.is_empty() {
-                    args.push(("count", ArgValue::Word("forever".into())));
-                }
-                if kind == StageKind::Shard && !args.iter().any(|(k, _)| *k == "remainder") {
-                    args.push(("remainder", ArgValue::Word("keep".into())));
-                }
-                let pass = Pass { input, args, span: s.span };
-                match kind {
-                    StageKind::Repeat => Plan::Repeat(pass),
-                    StageKind::Take => Plan::Take(pass),
-                    StageKind::Skip => Plan::Skip(pass),
-                    StageKind::Shard => Plan::Shard(pass),
-                    StageKind::Cache => Plan::Cache(pass),
-                    _ => Plan::Prefetch(pass),
-                }
-            }
+            // Required arguments were checked present by the stage checks.
+            StageKind::Repeat => Plan::Repeat(Repeat {
+                input,
+                count: a("count").map_or(RepeatCount::Forever, RepeatCount::Times),
+                span: s.span,
+            }),
+            StageKind::Take => Plan::Take(Take { input, count: a("count")?, span: s.span }),
+            StageKind::Skip => Plan::Skip(Skip { input, count: a("count")?, span: s.span }),
+            StageKind::Shard => Plan::Shard(Shard {
+                input,
+                num_shards: a("num_shards")?,
+                index: a("index")?,
+                remainder: w("remainder").and_then(Remainder::from_word).unwrap_or(Remainder::Keep),
+                span: s.span,
+            }),
+            StageKind::Cache => Plan::Cache(Cache { input, file: a("file"), span: s.span }),
+            StageKind::Prefetch => Plan::Prefetch(Prefetch { input, buffer: a("buffer"), span: s.span }),
             // Sources were lowered (or refused, E0302) above.
             StageKind::Files
             | StageKind::Range

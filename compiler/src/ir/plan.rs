@@ -24,7 +24,9 @@ pub use super::read_file::ReadFile;
 pub use super::resume::resume_blocker;
 use super::types::Value;
 
-/// An argument of a node: a constant, a pipeline parameter (resolved at run time), or `auto` (AUTOTUNE).
+/// An argument of a node: a constant, a pipeline parameter (resolved at run time), or
+/// `auto` (AUTOTUNE). The words of enumerations are typed values of their own
+/// ([`options`](super::options)).
 #[derive(Debug, Clone, PartialEq)]
 pub enum ArgValue {
     /// Known at compile time.
@@ -33,8 +35,6 @@ pub enum ArgValue {
     Param(String),
     /// Chosen at run time.
     Auto,
-    /// A word of an enumeration (`gzip`, `skip`).
-    Word(String),
 }
 
 impl fmt::Display for ArgValue {
@@ -43,7 +43,6 @@ impl fmt::Display for ArgValue {
             ArgValue::Const(v) => write!(f, "{v}"),
             ArgValue::Param(p) => write!(f, "${p}"),
             ArgValue::Auto => f.write_str("auto"),
-            ArgValue::Word(w) => f.write_str(w),
         }
     }
 }

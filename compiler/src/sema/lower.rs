@@ -113,7 +113,9 @@ pub(super) fn chain(
         let args = bind(sig, stage_args);
         // An argument's expression, its value as the plan keeps it, its enumeration word.
         let arg = |name: &str| sig.args.iter().position(|x| x.name == name).and_then(|i| args[i]);
-        let a = |name: &str| arg(name).map(|e| value(e, decls));
+        let a = |name: &str| arg(name).and_then(|e| value(e, decls).ok());
+        // An integer of `range` or `enumerate`, which may be below the smallest i64.
+        let int = |name: &str| arg(name).map(|e| value(e, decls));
         let w = |name: &str| arg(name).and_then(word);
         let flag = |name: &str, default: bool| match a(name) {
             Some(ArgValue::Const(Value::Bool(b))) => b,
@@ -146,7 +148,7 @@ pub(super) fn chain(
                 continue;
             }
             if sig.kind == StageKind::Range {
-                plan = Some(range(s, a("start"), a("end"), a("step"), diags)?);
+                plan = Some(range(s, int("start"), int("end"), int("step"), diags)?);
                 continue;
             }
             let files = Plan::Files(Files {
@@ -281,7 +283,7 @@ pub(super) fn chain(
                         .and_then(CorruptPolicy::from_word)
                         .unwrap_or(CorruptPolicy::Fail),
                     verify_crc: match r("verify_crc").map(|e| value(e, decls)) {
-                        Some(ArgValue::Const(Value::Bool(b))) => b,
+                        Some(Ok(ArgValue::Const(Value::Bool(b)))) => b,
                         _ => true,
                     },
                 })
@@ -318,7 +320,7 @@ pub(super) fn chain(
             }
             StageKind::TakeWhile => super::combine::take_while(s, args[0]?, input, decls, diags)?,
             StageKind::FlatMap => super::flat_map::lower(s, p, input, decls, pipelines, rust_code, diags)?,
-            StageKind::Enumerate => super::combine::enumerate(s, input, a("start"), diags)?,
+            StageKind::Enumerate => super::combine::enumerate(s, input, int("start"), diags)?,
             StageKind::ReadFile => {
                 if input.output() != Element::Path {
                     diags.push(
@@ -540,7 +542,7 @@ fn sample_from(
         diags.push(bad("all weights are zero: nothing would be drawn".into()));
         return None;
     }
-    let seed = named("seed").map(|a| value(&a.value, decls));
+    let seed = named("seed").and_then(|a| value(&a.value, decls).ok());
     let stop_on_empty = matches!(named("stop_on_empty").map(|a| &a.value.kind), Some(ExprKind::Bool(true)));
     Some(Plan::SampleFrom(SampleFrom { inputs, weights, seed, stop_on_empty, output }))
 }
@@ -588,16 +590,16 @@ fn word(e: &ast::Expr) -> Option<&str> {
     }
 }
 
-/// An argument as the plan keeps it.
-fn value(e: &ast::Expr, decls: &Declarations) -> ArgValue {
-    match &e.kind {
+/// An argument as the plan keeps it: a constant, a parameter or `auto`. `Err` with the
+/// argument as written for what is none of them: an enumeration word (read by [`word`]
+/// into its typed value instead) or a negative integer below the smallest i64 (which
+/// `range` and `enumerate` report).
+fn value(e: &ast::Expr, decls: &Declarations) -> Result<ArgValue, String> {
+    Ok(match &e.kind {
         ExprKind::Int(n) => ArgValue::Const(i64::try_from(*n).map_or(Value::UInt(*n), Value::Int)),
         ExprKind::Unary(ast::UnaryOp::Neg, inner) if matches!(inner.kind, ExprKind::Int(_)) => {
             let ExprKind::Int(n) = inner.kind else { unreachable!("matched above") };
-            match i64::try_from(-i128::from(n)) {
-                Ok(v) => ArgValue::Const(Value::Int(v)),
-                Err(_) => ArgValue::Word(e.to_string()),
-            }
+            ArgValue::Const(Value::Int(i64::try_from(-i128::from(n)).map_err(|_| e.to_string())?))
         }
         ExprKind::Float(x) => ArgValue::Const(Value::Float(*x)),
         ExprKind::Bool(b) => ArgValue::Const(Value::Bool(*b)),
@@ -609,11 +611,11 @@ fn value(e: &ast::Expr, decls: &Declarations) -> ArgValue {
             } else if decls.params.iter().any(|q| &q.name == name) {
                 ArgValue::Param(name.clone())
             } else {
-                ArgValue::Word(name.clone())
+                return Err(name.clone());
             }
         }
-        _ => ArgValue::Word(e.to_string()),
-    }
+        _ => return Err(e.to_string()),
+    })
 }
 
 type Reader<'a> = (&'static StageSig, Vec<Option<&'a ast::Expr>>);

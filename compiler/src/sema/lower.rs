@@ -627,8 +627,8 @@ fn reader_of<'a>(s: &'a ast::Stage, diags: &mut Vec<Diagnostic>) -> Option<Optio
         .iter()
         .flat_map(|b| &b.stmts)
         .filter_map(|st| match &st.value.kind {
-            ExprKind::Call { callee, args, .. } if callee.to_string() == "tfrecord" => {
-                let sig = stage("tfrecord").expect("tfrecord is a stage");
+            ExprKind::Call { callee, args, .. } => {
+                let sig = stage(&callee.to_string()).filter(|sig| sig.kind == StageKind::Tfrecord)?;
                 Some((sig, bind(sig, args)))
             }
             _ => None,

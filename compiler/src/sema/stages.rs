@@ -457,7 +457,7 @@ pub(super) fn check_stage(s: &ast::Stage, decls: &Declarations, diags: &mut Vec<
                 .with_help(format!("write `{example}`")),
             );
         }
-        if names.len() == 1 && sig.name != "sample_from" {
+        if names.len() == 1 && sig.kind != StageKind::SampleFrom {
             diags.push(
                 Diagnostic::error(
                     "E0203",

@@ -18,7 +18,7 @@
 use crate::ast;
 use crate::codegen::{self, Generated};
 use crate::diagnostic::Diagnostic;
-use crate::ir::plan::{ArgValue, Element, Plan};
+use crate::ir::plan::{ArgValue, Element, Plan, Remainder, Shard};
 use crate::ir::types::Value;
 use crate::optimizer::{self, Optimized};
 use crate::physical::{self, PhysicalPlan};
@@ -177,9 +177,7 @@ pub fn compile_ast(file: &ast::File) -> Compilation {
 /// constant 1) is even whatever it reads. The logical plan tells which were written on
 /// the paths (the same stage, by its span).
 fn file_level_shards(logical: &Plan, optimized: &Plan) -> Vec<Diagnostic> {
-    let single = |s: &crate::ir::plan::Pass| {
-        s.args.iter().any(|(k, v)| *k == "num_shards" && *v == ArgValue::Const(Value::Int(1)))
-    };
+    let single = |s: &Shard| s.num_shards == ArgValue::Const(Value::Int(1));
     // The spans of the shards written on the paths.
     let mut written = Vec::new();
     let mut node = Some(logical);
@@ -221,7 +219,7 @@ fn file_level_shards(logical: &Plan, optimized: &Plan) -> Vec<Diagnostic> {
                  (every worker then reads every file)",
             )
         } else {
-            let note = if pass.remainder() == "keep" {
+            let note = if pass.remainder == Remainder::Keep {
                 "this `shard` deals out files: each worker reads whole files, so counts match only when \
                  every file holds the same number of records and the number of files is a multiple of \
                  `num_shards`"

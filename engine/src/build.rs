@@ -395,7 +395,7 @@ fn stage(e: &Exec, ds: Option<Chain>, p: &Arc<Params>, schema: &Arc<Schema>, all
         }
         Exec::ReadFile { labels, on_error } => {
             let Some(Chain::Paths(paths)) = ds else { return Err(invalid("`read_file` without files")) };
-            crate::sources::read_file(paths, *labels, *on_error)
+            crate::sources::read_file(paths, *labels == physical::Labels::Dir, *on_error)
         }
         Exec::GlobalShuffle { reader: r, seed: s, reshuffle_each_epoch, shard } => {
             let Some(Chain::Paths(paths)) = ds else {

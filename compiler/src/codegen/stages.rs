@@ -8,7 +8,7 @@ use quote::quote;
 use super::context::{Gen, MapFn, R, arg_tokens, parallel, seed, string_arg, u64_arg, usize_arg};
 use super::types::field_ident;
 use crate::ir::plan::{ArgValue, Element, RecordFormat};
-use crate::physical::{self, Compression, CorruptPolicy, Exec, ReaderMap, ReaderOptions, Remainder};
+use crate::physical::{self, Compression, CorruptPolicy, Exec, Labels, ReaderMap, ReaderOptions, Remainder};
 
 fn compression(c: Compression) -> TokenStream {
     match c {
@@ -238,9 +238,10 @@ impl Gen<'_> {
                 };
                 let rec = self.record(&fields)?;
                 let policy = corrupt_policy(*on_error);
-                let label = if *labels { quote!(label: f.label,) } else { TokenStream::new() };
+                let dir = *labels == Labels::Dir;
+                let label = if dir { quote!(label: f.label,) } else { TokenStream::new() };
                 quote! {
-                    let ds = __sl::read_files(ds, __sl::ReadFileOptions { labels: #labels, on_error: #policy })
+                    let ds = __sl::read_files(ds, __sl::ReadFileOptions { labels: #dir, on_error: #policy })
                         .map(|f: __sl::FileContents| #rec { contents: f.contents, path: f.path, #label })
                         .named("read_file");
                 }

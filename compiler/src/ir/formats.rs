@@ -1,6 +1,7 @@
 //! How records are held in files and parsed into fields: the formats of the readers
 //! ([`Interleave`]: TFRecord, text lines, CSV rows) and of the parse a map starts with.
 
+use super::options::{Compression, CorruptPolicy};
 use super::plan::{ArgValue, Plan};
 
 /// How the files of an [`Interleave`] hold their records.
@@ -145,9 +146,9 @@ pub struct Interleave {
     /// Keep the order.
     pub deterministic: bool,
     /// Whole-file compression.
-    pub compression: ArgValue,
+    pub compression: Compression,
     /// What to do with a corrupt record.
-    pub on_corrupt: ArgValue,
+    pub on_corrupt: CorruptPolicy,
     /// Verify payload checksums.
     pub verify_crc: bool,
 }

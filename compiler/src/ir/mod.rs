@@ -5,7 +5,9 @@
 //! declarations ([`decls`]), the typed expressions of `map` and `filter` ([`expr`]) with
 //! their bound operations ([`op`]), the operations of a map ([`map_op`]) and the runs of them
 //! both backends fuse ([`fusion`]), the logical plan ([`plan`]; the combining stages in
-//! [`combine`], `window` in [`window`]), whether a plan's
+//! [`combine`], `window` in [`window`], `repeat`, `take`, `skip`, `shard`, `cache` and
+//! `prefetch` in [`pass`]; the enumeration words of stage arguments as
+//! typed values in [`options`]), whether a plan's
 //! position can be resumed ([`resume`]) and the per-column kernels of a device tail
 //! ([`kernel`]).
 
@@ -21,7 +23,9 @@ pub mod kernel;
 pub mod limits;
 pub mod map_op;
 pub mod op;
+pub mod options;
 pub mod pack;
+pub mod pass;
 pub mod plan;
 pub mod range;
 pub mod read_file;

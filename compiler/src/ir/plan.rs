@@ -15,13 +15,18 @@ pub use super::formats::{CsvFormat, Interleave, ParquetFormat, ParseFormat, Reco
 use super::kernel::Kernel;
 use super::map_op::map_pairs;
 pub use super::map_op::{MapOp, apply_ops, select_fields};
+pub use super::options::{
+    Compression, CorruptPolicy, Labels, OnError, Remainder, RepeatCount, ShuffleBuffer,
+};
+pub use super::pass::{Cache, Prefetch, Repeat, Shard, Skip, Take};
 pub use super::range::Range;
 pub use super::read_file::ReadFile;
 pub use super::resume::resume_blocker;
 use super::types::Value;
-use crate::span::Span;
 
-/// An argument of a node: a constant, a pipeline parameter (resolved at run time), or `auto` (AUTOTUNE).
+/// An argument of a node: a constant, a pipeline parameter (resolved at run time), or
+/// `auto` (AUTOTUNE). The words of enumerations are typed values of their own
+/// ([`options`](super::options)).
 #[derive(Debug, Clone, PartialEq)]
 pub enum ArgValue {
     /// Known at compile time.
@@ -30,8 +35,6 @@ pub enum ArgValue {
     Param(String),
     /// Chosen at run time.
     Auto,
-    /// A word of an enumeration (`gzip`, `skip`).
-    Word(String),
 }
 
 impl fmt::Display for ArgValue {
@@ -40,7 +43,6 @@ impl fmt::Display for ArgValue {
             ArgValue::Const(v) => write!(f, "{v}"),
             ArgValue::Param(p) => write!(f, "${p}"),
             ArgValue::Auto => f.write_str("auto"),
-            ArgValue::Word(w) => f.write_str(w),
         }
     }
 }
@@ -165,8 +167,8 @@ pub struct Select {
 pub struct Shuffle {
     /// Input.
     pub input: Box<Plan>,
-    /// Buffer size in elements.
-    pub buffer: ArgValue,
+    /// Buffer size in elements, or `global`.
+    pub buffer: ShuffleBuffer,
     /// Seed.
     pub seed: Option<ArgValue>,
     /// New order each epoch.
@@ -177,7 +179,7 @@ impl Shuffle {
     /// `shuffle(global)`: every record of the indexed files in a seeded permutation per
     /// epoch, read through the files' indexes in place of the reader below it.
     pub fn is_global(&self) -> bool {
-        self.buffer == ArgValue::Word("global".into())
+        self.buffer == ShuffleBuffer::Global
     }
 }
 
@@ -198,30 +200,6 @@ pub struct Batch {
     pub padding_values: super::bucket::PaddingValues,
 }
 
-/// A node that passes its input's elements through, selecting or buffering them.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Pass {
-    /// Input.
-    pub input: Box<Plan>,
-    /// Its arguments, in the fixed order of its kind.
-    pub args: Vec<(&'static str, ArgValue)>,
-    /// The stage it was written as (empty for a node the optimizer adds).
-    pub span: Span,
-}
-
-impl Pass {
-    /// A `shard`'s `remainder`: `keep`, `drop` or `pad` (`keep` when not declared).
-    pub fn remainder(&self) -> &str {
-        self.args
-            .iter()
-            .find_map(|(k, v)| match v {
-                ArgValue::Word(w) if *k == "remainder" => Some(w.as_str()),
-                _ => None,
-            })
-            .unwrap_or("keep")
-    }
-}
-
 /// `shuffle` then `repeat`, fused by the optimizer (tf.data's `ShuffleAndRepeatDataset`):
 /// every epoch is shuffled anew, and the buffer is refilled across an epoch boundary
 /// instead of draining first, so the first elements of an epoch may come out among the
@@ -235,7 +213,7 @@ pub struct ShuffleRepeat {
     /// Seed.
     pub seed: Option<ArgValue>,
     /// Epochs (`forever` when the `repeat` had no count).
-    pub count: ArgValue,
+    pub count: RepeatCount,
 }
 
 /// `map` then `batch`, fused by the optimizer: the workers write each mapped element
@@ -306,17 +284,17 @@ pub enum Plan {
     /// `unbatch()`.
     Unbatch(Box<Plan>),
     /// `repeat(count)` (`count` absent: forever).
-    Repeat(Pass),
+    Repeat(Repeat),
     /// `take(n)`.
-    Take(Pass),
+    Take(Take),
     /// `skip(n)`.
-    Skip(Pass),
+    Skip(Skip),
     /// `shard(num_shards, index, remainder)` (`remainder` is `keep` unless declared).
-    Shard(Pass),
+    Shard(Shard),
     /// `cache(file?)`.
-    Cache(Pass),
+    Cache(Cache),
     /// `prefetch(buffer)`.
-    Prefetch(Pass),
+    Prefetch(Prefetch),
     /// `shuffle` + `repeat`, fused by the optimizer.
     ShuffleRepeat(ShuffleRepeat),
     /// `map` + `batch`, fused by the optimizer.
@@ -376,12 +354,12 @@ impl Plan {
             Plan::BucketByLength(n) => Some(&n.input),
             Plan::Window(n) => Some(&n.input),
             Plan::Unbatch(i) => Some(i),
-            Plan::Repeat(p)
-            | Plan::Take(p)
-            | Plan::Skip(p)
-            | Plan::Shard(p)
-            | Plan::Cache(p)
-            | Plan::Prefetch(p) => Some(&p.input),
+            Plan::Repeat(n) => Some(&n.input),
+            Plan::Take(n) => Some(&n.input),
+            Plan::Skip(n) => Some(&n.input),
+            Plan::Shard(n) => Some(&n.input),
+            Plan::Cache(n) => Some(&n.input),
+            Plan::Prefetch(n) => Some(&n.input),
         }
     }
 
@@ -409,12 +387,12 @@ impl Plan {
             Plan::BucketByLength(n) => Some(&mut n.input),
             Plan::Window(n) => Some(&mut n.input),
             Plan::Unbatch(i) => Some(i),
-            Plan::Repeat(p)
-            | Plan::Take(p)
-            | Plan::Skip(p)
-            | Plan::Shard(p)
-            | Plan::Cache(p)
-            | Plan::Prefetch(p) => Some(&mut p.input),
+            Plan::Repeat(n) => Some(&mut n.input),
+            Plan::Take(n) => Some(&mut n.input),
+            Plan::Skip(n) => Some(&mut n.input),
+            Plan::Shard(n) => Some(&mut n.input),
+            Plan::Cache(n) => Some(&mut n.input),
+            Plan::Prefetch(n) => Some(&mut n.input),
         }
     }
 
@@ -490,13 +468,7 @@ impl Plan {
             }
             Plan::ReadFile(n) => {
                 s.push_str("ReadFile:");
-                kv(
-                    &mut s,
-                    &[
-                        ("labels", if n.labels { "dir" } else { "none" }.into()),
-                        ("on_error", n.on_error.to_string()),
-                    ],
-                );
+                kv(&mut s, &[("labels", n.labels.to_string()), ("on_error", n.on_error.to_string())]);
             }
             Plan::Interleave(n) => {
                 s.push_str("Interleave:");
@@ -641,22 +613,37 @@ impl Plan {
                     .collect();
                 kv(&mut s, &[("device", "cuda".into()), ("kernels", format!("[{}]", kernels.join(", ")))]);
             }
-            Plan::Repeat(p)
-            | Plan::Take(p)
-            | Plan::Skip(p)
-            | Plan::Shard(p)
-            | Plan::Cache(p)
-            | Plan::Prefetch(p) => {
-                s.push_str(match self {
-                    Plan::Repeat(_) => "Repeat:",
-                    Plan::Take(_) => "Take:",
-                    Plan::Skip(_) => "Skip:",
-                    Plan::Shard(_) => "Shard:",
-                    Plan::Cache(_) => "Cache:",
-                    _ => "Prefetch:",
-                });
-                let pairs: Vec<(&str, String)> = p.args.iter().map(|(k, v)| (*k, v.to_string())).collect();
-                kv(&mut s, &pairs);
+            Plan::Repeat(n) => {
+                s.push_str("Repeat:");
+                kv(&mut s, &[("count", n.count.to_string())]);
+            }
+            Plan::Take(n) => {
+                s.push_str("Take:");
+                kv(&mut s, &[("count", n.count.to_string())]);
+            }
+            Plan::Skip(n) => {
+                s.push_str("Skip:");
+                kv(&mut s, &[("count", n.count.to_string())]);
+            }
+            Plan::Shard(n) => {
+                s.push_str("Shard:");
+                kv(
+                    &mut s,
+                    &[
+                        ("num_shards", n.num_shards.to_string()),
+                        ("index", n.index.to_string()),
+                        ("remainder", n.remainder.to_string()),
+                    ],
+                );
+            }
+            // The file and the buffer only when given.
+            Plan::Cache(n) => {
+                s.push_str("Cache:");
+                kv(&mut s, &n.file.iter().map(|f| ("file", f.to_string())).collect::<Vec<_>>());
+            }
+            Plan::Prefetch(n) => {
+                s.push_str("Prefetch:");
+                kv(&mut s, &n.buffer.iter().map(|b| ("buffer", b.to_string())).collect::<Vec<_>>());
             }
         }
         let _ = write!(s, " -> {}", self.output());

@@ -1,7 +1,8 @@
 //! The `read_file` stage: tf.data's `list_files` + `tf.io.read_file`, with the labels of
 //! Keras' `image_dataset_from_directory`, as a plan node.
 
-use super::plan::{ArgValue, Element, FieldType, Plan};
+use super::options::{CorruptPolicy, Labels};
+use super::plan::{Element, FieldType, Plan};
 use super::types::{DType, Shape, TensorType};
 
 /// `read_file(labels: dir|none, on_error: fail|skip)` after `files(...)`: each file
@@ -12,21 +13,21 @@ use super::types::{DType, Shape, TensorType};
 pub struct ReadFile {
     /// The file paths.
     pub input: Box<Plan>,
-    /// Label each file by its folder.
-    pub labels: bool,
-    /// What a missing or unreadable file does (`fail`, `skip`).
-    pub on_error: ArgValue,
+    /// Label each file by its folder (`dir`) or not.
+    pub labels: Labels,
+    /// What a missing or unreadable file does (`fail`, `skip`; `skip_file` is `skip`).
+    pub on_error: CorruptPolicy,
 }
 
 impl ReadFile {
     /// The element: `contents`, `path` and, with labels, `label`.
-    pub fn element(labels: bool) -> Element {
+    pub fn element(labels: Labels) -> Element {
         let field = |name: &str, dtype| FieldType {
             name: name.into(),
             ty: Some(TensorType { dtype, shape: Shape::scalar() }),
         };
         let mut fields = vec![field("contents", DType::Bytes), field("path", DType::Str)];
-        if labels {
+        if labels == Labels::Dir {
             fields.push(field("label", DType::I64));
         }
         Element::Fields(fields)

@@ -12,7 +12,7 @@
 //!         Interleave: …
 //! ```
 
-use crate::ir::plan::{ArgValue, Pass, Plan};
+use crate::ir::plan::{ArgValue, Plan, RepeatCount, ShuffleBuffer};
 use crate::ir::types::Value;
 
 use super::{OptimizerRule, Transformed, rewrite_each_node};
@@ -34,9 +34,9 @@ impl OptimizerRule for EliminateNoops {
 /// This node's input in its place when the node does nothing.
 fn eliminate(plan: Plan) -> Transformed {
     let noop = match &plan {
-        Plan::Repeat(p) => arg_is(p, "count", 1),
-        Plan::Skip(p) => arg_is(p, "count", 0),
-        Plan::Shuffle(s) => is_int(&s.buffer, 1),
+        Plan::Repeat(r) => matches!(&r.count, RepeatCount::Times(c) if is_int(c, 1)),
+        Plan::Skip(s) => is_int(&s.count, 0),
+        Plan::Shuffle(s) => matches!(&s.buffer, ShuffleBuffer::Elements(b) if is_int(b, 1)),
         Plan::Map(m) => m.ops.is_empty(),
         // Every field of its input, in order (what `prune_fields` leaves of a `select`
         // whose fields were all the parse read).
@@ -62,11 +62,6 @@ fn eliminate(plan: Plan) -> Transformed {
         },
         other => Transformed::no(other),
     }
-}
-
-/// The argument `name` is the integer constant `n`.
-fn arg_is(p: &Pass, name: &str, n: i64) -> bool {
-    p.args.iter().any(|(k, v)| *k == name && is_int(v, n))
 }
 
 fn is_int(v: &ArgValue, n: i64) -> bool {

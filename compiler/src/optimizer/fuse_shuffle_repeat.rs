@@ -15,7 +15,7 @@
 //!     Interleave: …
 //! ```
 
-use crate::ir::plan::{ArgValue, Plan, ShuffleRepeat};
+use crate::ir::plan::{Plan, Shuffle, ShuffleBuffer, ShuffleRepeat};
 
 use super::{OptimizerRule, Transformed, rewrite_each_node};
 
@@ -38,18 +38,13 @@ fn fuse(plan: Plan) -> Transformed {
     let Plan::Repeat(mut repeat) = plan else { return Transformed::no(plan) };
     match *repeat.input {
         // A global shuffle is a reader of its own: nothing to fuse.
-        Plan::Shuffle(shuffle) if shuffle.reshuffle_each_epoch && !shuffle.is_global() => {
-            let count = repeat
-                .args
-                .iter()
-                .find(|(k, _)| *k == "count")
-                .map_or(ArgValue::Word("forever".into()), |(_, v)| v.clone());
-            Transformed::yes(Plan::ShuffleRepeat(ShuffleRepeat {
-                input: shuffle.input,
-                buffer: shuffle.buffer,
-                seed: shuffle.seed,
-                count,
-            }))
+        Plan::Shuffle(Shuffle {
+            input,
+            buffer: ShuffleBuffer::Elements(buffer),
+            seed,
+            reshuffle_each_epoch: true,
+        }) => {
+            Transformed::yes(Plan::ShuffleRepeat(ShuffleRepeat { input, buffer, seed, count: repeat.count }))
         }
         other => {
             repeat.input = Box::new(other);

@@ -11,7 +11,7 @@
 //!                                 Map: …
 //! ```
 
-use crate::ir::plan::{ArgValue, Pass, Plan};
+use crate::ir::plan::{ArgValue, Plan, Prefetch};
 use crate::ir::types::Value;
 
 use super::{OptimizerRule, Transformed};
@@ -46,9 +46,9 @@ impl OptimizerRule for InsertPrefetch {
         if done {
             return Transformed::no(plan);
         }
-        Transformed::yes(Plan::Prefetch(Pass {
+        Transformed::yes(Plan::Prefetch(Prefetch {
             input: Box::new(plan),
-            args: vec![("buffer", ArgValue::Auto)],
+            buffer: Some(ArgValue::Auto),
             span: crate::span::Span::default(),
         }))
     }

@@ -28,7 +28,7 @@
 //!     Files: pattern=…                              Files: pattern=…
 //! ```
 
-use crate::ir::plan::{ArgValue, Plan};
+use crate::ir::plan::{CorruptPolicy, Plan, Remainder};
 
 use super::{OptimizerRule, Transformed, rewrite_each_node};
 
@@ -49,7 +49,7 @@ impl OptimizerRule for PushShardDown {
 /// A shard on an interleave of files, moved between the two.
 fn push(plan: Plan) -> Transformed {
     let Plan::Shard(mut shard) = plan else { return Transformed::no(plan) };
-    let keep = shard.remainder() == "keep";
+    let keep = shard.remainder == Remainder::Keep;
     match *shard.input {
         Plan::Interleave(mut interleave) if keep && matches!(*interleave.input, Plan::Files(_)) => {
             shard.input = interleave.input;
@@ -57,8 +57,7 @@ fn push(plan: Plan) -> Transformed {
             Transformed::yes(Plan::Interleave(interleave))
         }
         Plan::ReadFile(mut read)
-            if matches!(*read.input, Plan::Files(_))
-                && (keep || read.on_error == ArgValue::Word("fail".into())) =>
+            if matches!(*read.input, Plan::Files(_)) && (keep || read.on_error == CorruptPolicy::Fail) =>
         {
             shard.input = read.input;
             read.input = Box::new(Plan::Shard(shard));

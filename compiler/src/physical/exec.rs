@@ -5,6 +5,7 @@
 
 use crate::ir::expr::Expr;
 use crate::ir::kernel::Kernel;
+pub use crate::ir::options::{Compression, CorruptPolicy, Labels, Remainder};
 use crate::ir::plan::{ArgValue, Concatenate, Element, FieldType, MapOp, RustKind, SampleFrom, Zip};
 
 /// How a TFRecord reader opens and checks its files.
@@ -16,41 +17,6 @@ pub struct ReaderOptions {
     pub on_corrupt: CorruptPolicy,
     /// Verify payload checksums.
     pub verify_crc: bool,
-}
-
-/// Whole-file compression of TFRecord files.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Compression {
-    /// From the file name, else from the first bytes.
-    Auto,
-    /// None.
-    None,
-    /// GZIP.
-    Gzip,
-    /// ZLIB.
-    Zlib,
-}
-
-/// What a corrupt record does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CorruptPolicy {
-    /// The pass fails, naming file, record and offset.
-    Fail,
-    /// The record is skipped and counted.
-    Skip,
-    /// The rest of the file is skipped and counted.
-    SkipFile,
-}
-
-/// How a `shard` deals out a pass's elements.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Remainder {
-    /// Every `num_shards`-th element; the last round may be partial.
-    Keep,
-    /// Equal counts: the last partial round dropped.
-    Drop,
-    /// Equal counts: the last partial round padded with the pass's first elements.
-    Pad,
 }
 
 /// A map function's input, operations and output, as the code generator writes it.
@@ -89,8 +55,8 @@ pub enum Exec {
     Range(crate::ir::plan::Range),
     /// Each input path's whole file as one element (`read_file`).
     ReadFile {
-        /// Label each file by its folder.
-        labels: bool,
+        /// Label each file by its folder (`dir`) or not.
+        labels: Labels,
         /// What a missing or unreadable file does.
         on_error: CorruptPolicy,
     },

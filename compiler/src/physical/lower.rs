@@ -29,13 +29,13 @@
 //!
 //! A `device cuda` pipeline's `DeviceTail` becomes the plan's tail.
 
-use super::exec::{
-    Compression, CorruptPolicy, DeviceTailExec, Exec, MapFn, ReaderMap, ReaderOptions, Remainder,
-};
+use super::exec::{CorruptPolicy, DeviceTailExec, Exec, MapFn, ReaderMap, ReaderOptions, Remainder};
 use super::memory::Cx;
 use super::{ExecNode, Figures};
 use crate::ir::formats::{ParquetFormat, ParseFormat};
-use crate::ir::plan::{ArgValue, Element, FieldType, Interleave, Map, MapOp, Plan, RecordFormat};
+use crate::ir::plan::{
+    ArgValue, Element, FieldType, Interleave, Map, MapOp, Plan, RecordFormat, ShuffleBuffer,
+};
 
 /// One node of the chain, with the elementwise maps over its batches merged into it (for
 /// a map + batch).
@@ -63,8 +63,8 @@ pub(super) fn lower(plan: &Plan, cx: &mut Cx<'_>) -> (Vec<ExecNode>, Option<(Dev
         {
             let figures = cx.stage(next.expect("matched"));
             let shard = match chain.get(i + 2).map(|s| s.node) {
-                Some(Plan::Shard(p)) if p.remainder() != "pad" => {
-                    Some((arg(&p.args, "num_shards"), arg(&p.args, "index"), p.remainder() == "drop"))
+                Some(Plan::Shard(p)) if p.remainder != Remainder::Pad => {
+                    Some((p.num_shards.clone(), p.index.clone(), p.remainder == Remainder::Drop))
                 }
                 _ => None,
             };
@@ -186,7 +186,7 @@ fn shuffle_batches(il: &Interleave, shuffle: &Plan, batch: &Plan, cx: &mut Cx<'_
         bytes: buffer.bytes.div(2u64).saturating_mul(5u64).saturating_add(per_batch),
     };
     let exec = Exec::ShuffleBatches {
-        buffer: s.buffer.clone(),
+        buffer: elements(&s.buffer),
         seed: s.seed.clone(),
         reshuffle_each_epoch: s.reshuffle_each_epoch,
         size: b.size.clone(),
@@ -204,11 +204,7 @@ fn columnar(il: &Interleave, step: &Step<'_>) -> Option<(ParquetFormat, Element)
     use crate::ir::types::Value;
     let RecordFormat::Parquet(p) = &il.format else { return None };
     let one = matches!(il.cycle_length, ArgValue::Const(Value::Int(1) | Value::UInt(1)));
-    if !il.deterministic
-        || !one
-        || !p.tests.is_empty()
-        || reader_options(il).on_corrupt != CorruptPolicy::Fail
-    {
+    if !il.deterministic || !one || !p.tests.is_empty() || il.on_corrupt != CorruptPolicy::Fail {
         return None;
     }
     let f = map_batch_fn(step);
@@ -222,7 +218,7 @@ fn columnar(il: &Interleave, step: &Step<'_>) -> Option<(ParquetFormat, Element)
 
 /// Whether `node` is a `prefetch` whose depth AUTOTUNE picks.
 fn is_auto_prefetch(node: &Plan) -> bool {
-    matches!(node, Plan::Prefetch(p) if matches!(p.args.first(), None | Some((_, ArgValue::Auto))))
+    matches!(node, Plan::Prefetch(p) if p.is_auto())
 }
 
 /// Whether an interleave and the `next` node run as one `ReadBatchesExec`: a
@@ -323,9 +319,10 @@ fn one(step: &Step<'_>, cx: &mut Cx<'_>) -> ExecNode {
         Plan::SampleFrom(s) => Exec::SampleFrom(s.clone()),
         Plan::ReadFile(r) => Exec::ReadFile {
             labels: r.labels,
-            on_error: match &r.on_error {
-                ArgValue::Word(w) if w != "fail" => CorruptPolicy::Skip,
-                _ => CorruptPolicy::Fail,
+            // A file is one element: skipping the rest of it is skipping it.
+            on_error: match r.on_error {
+                CorruptPolicy::Fail => CorruptPolicy::Fail,
+                CorruptPolicy::Skip | CorruptPolicy::SkipFile => CorruptPolicy::Skip,
             },
         },
         Plan::Interleave(il) => Exec::Interleave {
@@ -384,14 +381,14 @@ fn one(step: &Step<'_>, cx: &mut Cx<'_>) -> ExecNode {
             Exec::Select { from: from.fields().to_vec(), to: n.output().fields().to_vec(), depth }
         }
         Plan::Shuffle(s) => Exec::Shuffle {
-            buffer: s.buffer.clone(),
+            buffer: elements(&s.buffer),
             seed: s.seed.clone(),
             reshuffle_each_epoch: s.reshuffle_each_epoch,
         },
         Plan::ShuffleRepeat(s) => Exec::ShuffleRepeat {
             buffer: s.buffer.clone(),
             seed: s.seed.clone(),
-            count: count(Some(&s.count)),
+            count: s.count.times().cloned(),
         },
         Plan::Batch(b) => Exec::Batch {
             input: input(),
@@ -405,23 +402,14 @@ fn one(step: &Step<'_>, cx: &mut Cx<'_>) -> ExecNode {
             Element::Fields(from) => Exec::UnbatchFields { from, to: n.output().fields().to_vec() },
             _ => Exec::Unbatch,
         },
-        Plan::Repeat(p) => Exec::Repeat(count(p.args.iter().find(|(k, _)| *k == "count").map(|(_, v)| v))),
-        Plan::Take(p) => Exec::Take(arg(&p.args, "count")),
-        Plan::Skip(p) => Exec::Skip(p.args.first().map_or(ArgValue::Auto, |(_, v)| v.clone())),
-        Plan::Shard(p) => Exec::Shard {
-            num_shards: arg(&p.args, "num_shards"),
-            index: arg(&p.args, "index"),
-            remainder: match p.remainder() {
-                "drop" => Remainder::Drop,
-                "pad" => Remainder::Pad,
-                _ => Remainder::Keep,
-            },
-        },
-        Plan::Cache(p) => Exec::Cache { input: input(), file: p.args.first().map(|(_, v)| v.clone()) },
-        Plan::Prefetch(p) => Exec::Prefetch(match p.args.first() {
-            None | Some((_, ArgValue::Auto)) => None,
-            Some((_, v)) => Some(v.clone()),
-        }),
+        Plan::Repeat(p) => Exec::Repeat(p.count.times().cloned()),
+        Plan::Take(p) => Exec::Take(p.count.clone()),
+        Plan::Skip(p) => Exec::Skip(p.count.clone()),
+        Plan::Shard(p) => {
+            Exec::Shard { num_shards: p.num_shards.clone(), index: p.index.clone(), remainder: p.remainder }
+        }
+        Plan::Cache(p) => Exec::Cache { input: input(), file: p.file.clone() },
+        Plan::Prefetch(p) => Exec::Prefetch(if p.is_auto() { None } else { p.buffer.clone() }),
         Plan::Enumerate(e) => Exec::Enumerate {
             from: input().fields().to_vec(),
             to: n.output().fields().to_vec(),
@@ -510,31 +498,15 @@ fn map_batch_fn(step: &Step<'_>) -> MapFn {
 
 /// The reader options of an interleave.
 fn reader_options(i: &Interleave) -> ReaderOptions {
-    ReaderOptions {
-        compression: match &i.compression {
-            ArgValue::Word(w) if w == "gzip" => Compression::Gzip,
-            ArgValue::Word(w) if w == "zlib" => Compression::Zlib,
-            ArgValue::Word(w) if w == "none" => Compression::None,
-            _ => Compression::Auto,
-        },
-        on_corrupt: match &i.on_corrupt {
-            ArgValue::Word(w) if w == "skip" => CorruptPolicy::Skip,
-            ArgValue::Word(w) if w == "skip_file" => CorruptPolicy::SkipFile,
-            _ => CorruptPolicy::Fail,
-        },
-        verify_crc: i.verify_crc,
-    }
+    ReaderOptions { compression: i.compression, on_corrupt: i.on_corrupt, verify_crc: i.verify_crc }
 }
 
-/// A pass node's argument (checked present by sema).
-fn arg(args: &[(&'static str, ArgValue)], name: &str) -> ArgValue {
-    args.iter().find(|(k, _)| *k == name).map_or(ArgValue::Auto, |(_, v)| v.clone())
-}
-
-/// A repeat count: `None` for forever.
-fn count(v: Option<&ArgValue>) -> Option<ArgValue> {
-    match v {
-        None | Some(ArgValue::Word(_)) => None,
-        Some(v) => Some(v.clone()),
+/// The size of a local shuffle's buffer. A global one is never a shuffle of its own: sema
+/// puts it right on the reader of the files (E0314), and the two run as one
+/// `GlobalShuffleExec`.
+fn elements(buffer: &ShuffleBuffer) -> ArgValue {
+    match buffer {
+        ShuffleBuffer::Elements(v) => v.clone(),
+        ShuffleBuffer::Global => unreachable!("a global shuffle runs as `GlobalShuffleExec`"),
     }
 }

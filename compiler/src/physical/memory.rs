@@ -6,7 +6,7 @@ use super::amount::Amount;
 use super::defaults::*;
 use super::{Figures, Options};
 use crate::ir::decls::ParamDecl;
-use crate::ir::plan::{ArgValue, Element, FieldType, Interleave, Plan};
+use crate::ir::plan::{ArgValue, Element, FieldType, Interleave, Plan, Remainder, Shuffle, ShuffleBuffer};
 use crate::ir::types::{DType, Dim, Shape, Value};
 
 /// What planning one pipeline gathers: the assumptions its bound rests on, and the rows
@@ -241,19 +241,16 @@ impl Cx<'_> {
                 let window = p.spec.window;
                 Figures { threads: "1".into(), held: window, bytes: elem(self).saturating_mul(window) }
             }
-            Plan::Shuffle(s) if s.is_global() => {
+            Plan::Shuffle(Shuffle { buffer: ShuffleBuffer::Global, .. }) => {
                 // Reader threads hold two windows of about 8 MiB of records each; the
                 // reader below it does not run.
                 let (threads, workers) = self.threads(&ArgValue::Auto);
                 let held = workers.saturating_mul(2);
                 Figures { threads, held, bytes: Amount::of(held.saturating_mul(GLOBAL_SHUFFLE_WINDOW_BYTES)) }
             }
-            Plan::Shuffle(s) => {
-                let held = self.count(
-                    &s.buffer,
-                    10_000,
-                    "a shuffle buffer of 10000 elements when set by a parameter",
-                );
+            Plan::Shuffle(Shuffle { buffer: ShuffleBuffer::Elements(buffer), .. }) => {
+                let held =
+                    self.count(buffer, 10_000, "a shuffle buffer of 10000 elements when set by a parameter");
                 Figures { threads: "1".into(), held: held.value(), bytes: held.saturating_mul(elem(self)) }
             }
             Plan::Batch(b) => {
@@ -302,23 +299,29 @@ impl Cx<'_> {
                 Figures { threads: "1".into(), held: held.value(), bytes: held.saturating_mul(batch) }
             }
             Plan::Prefetch(p) => {
-                let held = match p.args.first().map(|(_, v)| v) {
-                    None | Some(ArgValue::Auto) => Amount::of(PREFETCH_AUTO_DEPTH),
-                    Some(v) => self.count(v, 2, "a prefetch depth of 2 when set by a parameter").max(1u64),
+                let held = match &p.buffer {
+                    Some(v) if !p.is_auto() => {
+                        self.count(v, 2, "a prefetch depth of 2 when set by a parameter").max(1u64)
+                    }
+                    _ => Amount::of(PREFETCH_AUTO_DEPTH),
                 };
                 Figures { threads: "1".into(), held: held.value(), bytes: held.saturating_mul(elem(self)) }
             }
-            Plan::Cache(c) if c.args.is_empty() => {
+            Plan::Cache(c) if c.file.is_none() => {
                 self.assumptions
                     .push("an in-memory cache of at most 1024 elements (it holds the whole dataset)");
                 Figures { threads: "1".into(), held: 1024, bytes: elem(self).saturating_mul(1024u64) }
             }
             // `remainder: drop` holds back this worker's element of a round; `pad` keeps
             // the elements before the worker's first position, at most `num_shards - 1`.
-            Plan::Shard(p) if p.remainder() != "keep" => {
-                let held = match (p.remainder(), p.args.iter().find(|(k, _)| *k == "num_shards")) {
-                    ("pad", Some((_, n))) => self
-                        .count(n, 8, "at most 8 workers for a padded shard's parameter without a default")
+            Plan::Shard(p) if p.remainder != Remainder::Keep => {
+                let held = match p.remainder {
+                    Remainder::Pad => self
+                        .count(
+                            &p.num_shards,
+                            8,
+                            "at most 8 workers for a padded shard's parameter without a default",
+                        )
                         .saturating_sub(1u64),
                     _ => Amount::of(1),
                 };

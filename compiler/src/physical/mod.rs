@@ -31,7 +31,7 @@ mod rules;
 
 pub use amount::{Amount, Expr};
 pub use exec::{
-    Compression, CorruptPolicy, DeviceTailExec, Exec, MapFn, ReaderMap, ReaderOptions, Remainder,
+    Compression, CorruptPolicy, DeviceTailExec, Exec, Labels, MapFn, ReaderMap, ReaderOptions, Remainder,
 };
 pub use resume::{Elastic, Resume, Resumption, classify};
 pub use rules::ParamRule;

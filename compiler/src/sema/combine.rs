@@ -212,7 +212,7 @@ pub(super) fn concatenate(
 pub(super) fn enumerate(
     s: &ast::Stage,
     input: Box<Plan>,
-    start: Option<ArgValue>,
+    start: Option<Result<ArgValue, String>>,
     diags: &mut Vec<Diagnostic>,
 ) -> Option<Plan> {
     let element = input.output();
@@ -238,18 +238,20 @@ pub(super) fn enumerate(
         diags.push(Diagnostic::error("E0332", message, s.name.span, label).with_help(help));
         return None;
     }
+    let bad = |label: String| {
+        Diagnostic::error("E0332", "the `start` of `enumerate` must be an i64", s.name.span, label)
+    };
     let start = match start {
         None => ArgValue::Const(Value::Int(0)),
-        Some(ArgValue::Const(Value::UInt(n))) => {
-            diags.push(Diagnostic::error(
-                "E0332",
-                "the `start` of `enumerate` must be an i64",
-                s.name.span,
-                format!("{n} is more than the largest i64"),
-            ));
+        Some(Ok(ArgValue::Const(Value::UInt(n)))) => {
+            diags.push(bad(format!("{n} is more than the largest i64")));
             return None;
         }
-        Some(v) => v,
+        Some(Err(w)) => {
+            diags.push(bad(format!("`{w}` is not an i64")));
+            return None;
+        }
+        Some(Ok(v)) => v,
     };
     Some(Plan::Enumerate(Enumerate { input, start }))
 }
@@ -304,6 +306,26 @@ mod tests {
         insta::assert_snapshot!(
             zipped("files(\"d/*\"); tfrecord(); batch(2);", "range(3); batch(2);"),
             @"E0333: `zip` merges elements with fields, or batches of them"
+        );
+    }
+
+    #[test]
+    fn an_enumerate_start_that_is_not_an_i64_is_an_error() {
+        let start = |n: &str| {
+            let src = format!("pipeline a() {{ range(3); enumerate(start: {n}); }}");
+            let diags = crate::compile(&src).diagnostics;
+            diags
+                .iter()
+                .map(|d| format!("{}: {}: {}", d.code, d.message, d.primary.message))
+                .collect::<String>()
+        };
+        insta::assert_snapshot!(
+            start("-9223372036854775809"),
+            @"E0332: the `start` of `enumerate` must be an i64: `-9223372036854775809` is not an i64"
+        );
+        insta::assert_snapshot!(
+            start("9223372036854775808"),
+            @"E0332: the `start` of `enumerate` must be an i64: 9223372036854775808 is more than the largest i64"
         );
     }
 }

@@ -111,9 +111,12 @@ pub(super) fn chain(
             &s.args
         };
         let args = bind(sig, stage_args);
-        let a = |name: &str| {
-            sig.args.iter().position(|x| x.name == name).and_then(|i| args[i]).map(|e| value(e, decls))
-        };
+        // An argument's expression, its value as the plan keeps it, its enumeration word.
+        let arg = |name: &str| sig.args.iter().position(|x| x.name == name).and_then(|i| args[i]);
+        let a = |name: &str| arg(name).and_then(|e| value(e, decls).ok());
+        // An integer of `range` or `enumerate`, which may be below the smallest i64.
+        let int = |name: &str| arg(name).map(|e| value(e, decls));
+        let w = |name: &str| arg(name).and_then(word);
         let flag = |name: &str, default: bool| match a(name) {
             Some(ArgValue::Const(Value::Bool(b))) => b,
             _ => default,
@@ -145,7 +148,7 @@ pub(super) fn chain(
                 continue;
             }
             if sig.kind == StageKind::Range {
-                plan = Some(range(s, a("start"), a("end"), a("step"), diags)?);
+                plan = Some(range(s, int("start"), int("end"), int("step"), diags)?);
                 continue;
             }
             let files = Plan::Files(Files {
@@ -201,8 +204,8 @@ pub(super) fn chain(
                 block_length: a("block").unwrap_or(ArgValue::Const(Value::Int(1))),
                 parallel: a("parallel").unwrap_or(ArgValue::Const(Value::Int(1))),
                 deterministic: flag("deterministic", true),
-                compression: a("compression").unwrap_or(ArgValue::Auto),
-                on_corrupt: a("on_corrupt").unwrap_or(ArgValue::Word("fail".into())),
+                compression: w("compression").and_then(Compression::from_word).unwrap_or(Compression::Auto),
+                on_corrupt: w("on_corrupt").and_then(CorruptPolicy::from_word).unwrap_or(CorruptPolicy::Fail),
                 verify_crc: flag("verify_crc", true),
             });
             // Text sources give fields at once: the parse is a map of its own, which the
@@ -218,7 +221,7 @@ pub(super) fn chain(
                         deterministic: true,
                         // `on_error: skip`: a line or row whose values do not parse is
                         // dropped and counted, as `ignore_errors()` after the source.
-                        skip_errors: matches!(a("on_error"), Some(ArgValue::Word(w)) if w == "skip"),
+                        skip_errors: w("on_error").and_then(OnError::from_word) == Some(OnError::Skip),
                         output,
                     })
                 }
@@ -259,13 +262,7 @@ pub(super) fn chain(
                     reader_of(s, diags)?
                 };
                 let (rsig, rargs) = reader.expect("a reader");
-                let r = |name: &str| {
-                    rsig.args
-                        .iter()
-                        .position(|x| x.name == name)
-                        .and_then(|i| rargs[i])
-                        .map(|e| value(e, decls))
-                };
+                let r = |name: &str| rsig.args.iter().position(|x| x.name == name).and_then(|i| rargs[i]);
                 let interleave = sig.kind == StageKind::Interleave;
                 Plan::Interleave(Interleave {
                     input,
@@ -277,10 +274,16 @@ pub(super) fn chain(
                     parallel: if interleave { a("parallel") } else { None }
                         .unwrap_or(ArgValue::Const(Value::Int(1))),
                     deterministic: !interleave || flag("deterministic", true),
-                    compression: r("compression").unwrap_or(ArgValue::Auto),
-                    on_corrupt: r("on_corrupt").unwrap_or(ArgValue::Word("fail".into())),
-                    verify_crc: match r("verify_crc") {
-                        Some(ArgValue::Const(Value::Bool(b))) => b,
+                    compression: r("compression")
+                        .and_then(word)
+                        .and_then(Compression::from_word)
+                        .unwrap_or(Compression::Auto),
+                    on_corrupt: r("on_corrupt")
+                        .and_then(word)
+                        .and_then(CorruptPolicy::from_word)
+                        .unwrap_or(CorruptPolicy::Fail),
+                    verify_crc: match r("verify_crc").map(|e| value(e, decls)) {
+                        Some(Ok(ArgValue::Const(Value::Bool(b)))) => b,
                         _ => true,
                     },
                 })
@@ -301,7 +304,7 @@ pub(super) fn chain(
                     ops,
                     parallel: a("parallel").unwrap_or(ArgValue::Const(Value::Int(1))),
                     deterministic: flag("deterministic", true),
-                    skip_errors: matches!(a("on_error"), Some(ArgValue::Word(w)) if w == "skip"),
+                    skip_errors: w("on_error").and_then(OnError::from_word) == Some(OnError::Skip),
                     output: element,
                 })
             }
@@ -317,7 +320,7 @@ pub(super) fn chain(
             }
             StageKind::TakeWhile => super::combine::take_while(s, args[0]?, input, decls, diags)?,
             StageKind::FlatMap => super::flat_map::lower(s, p, input, decls, pipelines, rust_code, diags)?,
-            StageKind::Enumerate => super::combine::enumerate(s, input, a("start"), diags)?,
+            StageKind::Enumerate => super::combine::enumerate(s, input, int("start"), diags)?,
             StageKind::ReadFile => {
                 if input.output() != Element::Path {
                     diags.push(
@@ -333,14 +336,11 @@ pub(super) fn chain(
                 }
                 Plan::ReadFile(ReadFile {
                     input,
-                    labels: matches!(a("labels"), Some(ArgValue::Word(w)) if w == "dir"),
-                    on_error: a("on_error").unwrap_or(ArgValue::Word("fail".into())),
+                    labels: w("labels").and_then(Labels::from_word).unwrap_or(Labels::None),
+                    on_error: w("on_error").and_then(CorruptPolicy::from_word).unwrap_or(CorruptPolicy::Fail),
                 })
             }
-            StageKind::Pack => {
-                let arg = |name: &str| sig.args.iter().position(|x| x.name == name).and_then(|i| args[i]);
-                super::pack::lower(s, arg, input, diags)?
-            }
+            StageKind::Pack => super::pack::lower(s, arg, input, diags)?,
             StageKind::Select => {
                 let element = input.output();
                 let fields: Vec<String> = element.fields().iter().map(|x| x.name.clone()).collect();
@@ -366,7 +366,7 @@ pub(super) fn chain(
                 Plan::Select(Select { input, fields: kept })
             }
             StageKind::Shuffle
-                if a("buffer") == Some(ArgValue::Word("global".into()))
+                if w("buffer") == Some(ShuffleBuffer::GLOBAL)
                     && !matches!(&*input, Plan::Interleave(i) if matches!(*i.input, Plan::Files(_))) =>
             {
                 diags.push(
@@ -388,24 +388,22 @@ pub(super) fn chain(
             }
             StageKind::Shuffle => Plan::Shuffle(Shuffle {
                 input,
-                buffer: a("buffer").unwrap_or(ArgValue::Const(Value::Int(1))),
+                buffer: match w("buffer") {
+                    Some(ShuffleBuffer::GLOBAL) => ShuffleBuffer::Global,
+                    _ => ShuffleBuffer::Elements(a("buffer").unwrap_or(ArgValue::Const(Value::Int(1)))),
+                },
                 seed: a("seed"),
                 reshuffle_each_epoch: flag("reshuffle_each_epoch", true),
             }),
             StageKind::Batch if !batchable(&input.output(), "batch", s.name.span, diags) => return None,
             StageKind::PaddedBatch
-                if !super::bucket::check_pad_to_multiple(
-                    s,
-                    |name: &str| sig.args.iter().position(|x| x.name == name).and_then(|i| args[i]),
-                    &input.output(),
-                    diags,
-                ) =>
+                if !super::bucket::check_pad_to_multiple(s, arg, &input.output(), diags) =>
             {
                 return None;
             }
             StageKind::Batch | StageKind::PaddedBatch => Plan::Batch(Batch {
                 padding_values: super::bucket::padding_values(
-                    sig.args.iter().position(|x| x.name == "padding_values").and_then(|i| args[i]),
+                    arg("padding_values"),
                     input.output().fields(),
                     diags,
                 )?,
@@ -416,40 +414,28 @@ pub(super) fn chain(
                 pad_to_multiple: a("pad_to_multiple"),
             }),
             StageKind::BucketByLength => {
-                let arg = |name: &str| sig.args.iter().position(|x| x.name == name).and_then(|i| args[i]);
                 let flags = (flag("pad_to_bucket_boundary", false), flag("drop_remainder", false));
                 super::bucket::lower(s, arg, flags, input, diags)?
             }
             StageKind::Window => super::window::lower(s, a, flag("drop_remainder", false), input, diags)?,
             StageKind::Unbatch => super::unbatch::lower(s, input, diags)?,
-            kind @ (StageKind::Repeat
-            | StageKind::Take
-            | StageKind::Skip
-            | StageKind::Shard
-            | StageKind::Cache
-            | StageKind::Prefetch) => {
-                let mut args: Vec<(&'static str, ArgValue)> = sig
-                    .args
-                    .iter()
-                    .zip(&args)
-                    .filter_map(|(x, v)| v.map(|e| (x.name, value(e, decls))))
-                    .collect();
-                if kind == StageKind::Repeat && args.is_empty() {
-                    args.push(("count", ArgValue::Word("forever".into())));
-                }
-                if kind == StageKind::Shard && !args.iter().any(|(k, _)| *k == "remainder") {
-                    args.push(("remainder", ArgValue::Word("keep".into())));
-                }
-                let pass = Pass { input, args, span: s.span };
-                match kind {
-                    StageKind::Repeat => Plan::Repeat(pass),
-                    StageKind::Take => Plan::Take(pass),
-                    StageKind::Skip => Plan::Skip(pass),
-                    StageKind::Shard => Plan::Shard(pass),
-                    StageKind::Cache => Plan::Cache(pass),
-                    _ => Plan::Prefetch(pass),
-                }
-            }
+            // Required arguments were checked present by the stage checks.
+            StageKind::Repeat => Plan::Repeat(Repeat {
+                input,
+                count: a("count").map_or(RepeatCount::Forever, RepeatCount::Times),
+                span: s.span,
+            }),
+            StageKind::Take => Plan::Take(Take { input, count: a("count")?, span: s.span }),
+            StageKind::Skip => Plan::Skip(Skip { input, count: a("count")?, span: s.span }),
+            StageKind::Shard => Plan::Shard(Shard {
+                input,
+                num_shards: a("num_shards")?,
+                index: a("index")?,
+                remainder: w("remainder").and_then(Remainder::from_word).unwrap_or(Remainder::Keep),
+                span: s.span,
+            }),
+            StageKind::Cache => Plan::Cache(Cache { input, file: a("file"), span: s.span }),
+            StageKind::Prefetch => Plan::Prefetch(Prefetch { input, buffer: a("buffer"), span: s.span }),
             // Sources were lowered (or refused, E0302) above.
             StageKind::Files
             | StageKind::Range
@@ -556,7 +542,7 @@ fn sample_from(
         diags.push(bad("all weights are zero: nothing would be drawn".into()));
         return None;
     }
-    let seed = named("seed").map(|a| value(&a.value, decls));
+    let seed = named("seed").and_then(|a| value(&a.value, decls).ok());
     let stop_on_empty = matches!(named("stop_on_empty").map(|a| &a.value.kind), Some(ExprKind::Bool(true)));
     Some(Plan::SampleFrom(SampleFrom { inputs, weights, seed, stop_on_empty, output }))
 }
@@ -596,16 +582,24 @@ fn bind<'a>(sig: &StageSig, args: &'a [ast::Arg]) -> Vec<Option<&'a ast::Expr>> 
     super::args::bind(&params, args).0.into_iter().map(|a| a.map(|a| &a.value)).collect()
 }
 
-/// An argument as the plan keeps it.
-fn value(e: &ast::Expr, decls: &Declarations) -> ArgValue {
+/// The word an argument is (an enumeration's, `global`), if it is one.
+fn word(e: &ast::Expr) -> Option<&str> {
     match &e.kind {
+        ExprKind::Path(p) if p.segments.len() == 1 => Some(p.segments[0].name.as_str()),
+        _ => None,
+    }
+}
+
+/// An argument as the plan keeps it: a constant, a parameter or `auto`. `Err` with the
+/// argument as written for what is none of them: an enumeration word (read by [`word`]
+/// into its typed value instead) or a negative integer below the smallest i64 (which
+/// `range` and `enumerate` report).
+fn value(e: &ast::Expr, decls: &Declarations) -> Result<ArgValue, String> {
+    Ok(match &e.kind {
         ExprKind::Int(n) => ArgValue::Const(i64::try_from(*n).map_or(Value::UInt(*n), Value::Int)),
         ExprKind::Unary(ast::UnaryOp::Neg, inner) if matches!(inner.kind, ExprKind::Int(_)) => {
             let ExprKind::Int(n) = inner.kind else { unreachable!("matched above") };
-            match i64::try_from(-i128::from(n)) {
-                Ok(v) => ArgValue::Const(Value::Int(v)),
-                Err(_) => ArgValue::Word(e.to_string()),
-            }
+            ArgValue::Const(Value::Int(i64::try_from(-i128::from(n)).map_err(|_| e.to_string())?))
         }
         ExprKind::Float(x) => ArgValue::Const(Value::Float(*x)),
         ExprKind::Bool(b) => ArgValue::Const(Value::Bool(*b)),
@@ -617,11 +611,11 @@ fn value(e: &ast::Expr, decls: &Declarations) -> ArgValue {
             } else if decls.params.iter().any(|q| &q.name == name) {
                 ArgValue::Param(name.clone())
             } else {
-                ArgValue::Word(name.clone())
+                return Err(name.clone());
             }
         }
-        _ => ArgValue::Word(e.to_string()),
-    }
+        _ => return Err(e.to_string()),
+    })
 }
 
 type Reader<'a> = (&'static StageSig, Vec<Option<&'a ast::Expr>>);
@@ -633,8 +627,8 @@ fn reader_of<'a>(s: &'a ast::Stage, diags: &mut Vec<Diagnostic>) -> Option<Optio
         .iter()
         .flat_map(|b| &b.stmts)
         .filter_map(|st| match &st.value.kind {
-            ExprKind::Call { callee, args, .. } if callee.to_string() == "tfrecord" => {
-                let sig = stage("tfrecord").expect("tfrecord is a stage");
+            ExprKind::Call { callee, args, .. } => {
+                let sig = stage(&callee.to_string()).filter(|sig| sig.kind == StageKind::Tfrecord)?;
                 Some((sig, bind(sig, args)))
             }
             _ => None,

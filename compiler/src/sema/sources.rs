@@ -154,15 +154,16 @@ fn table_format(
 /// `range(end)` (one argument: the end), `range(start, end)`, `range(start, end, step)`.
 pub(super) fn range(
     s: &ast::Stage,
-    start: Option<ArgValue>,
-    end: Option<ArgValue>,
-    step: Option<ArgValue>,
+    start: Option<Result<ArgValue, String>>,
+    end: Option<Result<ArgValue, String>>,
+    step: Option<Result<ArgValue, String>>,
     diags: &mut Vec<Diagnostic>,
 ) -> Option<Plan> {
+    let zero = || Ok(ArgValue::Const(Value::Int(0)));
     let (start, end) = match (start, end) {
-        (Some(end), None) => (ArgValue::Const(Value::Int(0)), end),
+        (Some(end), None) => (zero(), end),
         (Some(start), Some(end)) => (start, end),
-        (None, Some(end)) => (ArgValue::Const(Value::Int(0)), end),
+        (None, Some(end)) => (zero(), end),
         (None, None) => {
             diags.push(
                 Diagnostic::error("E0320", "`range` needs an end", s.name.span, "no end given")
@@ -171,12 +172,14 @@ pub(super) fn range(
             return None;
         }
     };
-    let step = step.unwrap_or(ArgValue::Const(Value::Int(1)));
+    let step = step.unwrap_or(Ok(ArgValue::Const(Value::Int(1))));
     for (what, v) in [("start", &start), ("end", &end), ("step", &step)] {
         let bad = match v {
-            ArgValue::Const(Value::UInt(n)) => Some(format!("{n} is more than the largest i64")),
-            ArgValue::Word(w) => Some(format!("`{w}` is not an i64")),
-            ArgValue::Const(Value::Int(0)) if what == "step" => Some("a step of 0 never ends".to_string()),
+            Ok(ArgValue::Const(Value::UInt(n))) => Some(format!("{n} is more than the largest i64")),
+            Err(w) => Some(format!("`{w}` is not an i64")),
+            Ok(ArgValue::Const(Value::Int(0))) if what == "step" => {
+                Some("a step of 0 never ends".to_string())
+            }
             _ => None,
         };
         if let Some(label) = bad {
@@ -192,5 +195,7 @@ pub(super) fn range(
             return None;
         }
     }
+    // Every `Err` was reported above.
+    let (Ok(start), Ok(end), Ok(step)) = (start, end, step) else { return None };
     Some(Plan::Range(crate::ir::plan::Range { start, end, step }))
 }

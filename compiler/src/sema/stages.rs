@@ -15,6 +15,7 @@
 
 use crate::ast::{self, ExprKind};
 use crate::diagnostic::Diagnostic;
+use crate::ir::options;
 use crate::ir::types::{ParamType, Value};
 
 use super::args::{BindError, bind};
@@ -81,12 +82,12 @@ impl ArgKind {
     fn words(self) -> &'static [&'static str] {
         match self {
             ArgKind::CountOrAuto => &["auto"],
-            ArgKind::CountOrGlobal => &["global"],
-            ArgKind::Compression => &["auto", "none", "gzip", "zlib"],
-            ArgKind::CorruptPolicy => &["fail", "skip", "skip_file"],
-            ArgKind::Remainder => &["keep", "drop", "pad"],
-            ArgKind::Labels => &["dir", "none"],
-            ArgKind::OnError => &["fail", "skip"],
+            ArgKind::CountOrGlobal => &[options::ShuffleBuffer::GLOBAL],
+            ArgKind::Compression => options::Compression::WORDS,
+            ArgKind::CorruptPolicy => options::CorruptPolicy::WORDS,
+            ArgKind::Remainder => options::Remainder::WORDS,
+            ArgKind::Labels => options::Labels::WORDS,
+            ArgKind::OnError => options::OnError::WORDS,
             _ => &[],
         }
     }
@@ -456,7 +457,7 @@ pub(super) fn check_stage(s: &ast::Stage, decls: &Declarations, diags: &mut Vec<
                 .with_help(format!("write `{example}`")),
             );
         }
-        if names.len() == 1 && sig.name != "sample_from" {
+        if names.len() == 1 && sig.kind != StageKind::SampleFrom {
             diags.push(
                 Diagnostic::error(
                     "E0203",

@@ -236,19 +236,44 @@ impl MapRows {
         }
     }
 
-    /// A batch of records mapped straight into the output's `columns` (nothing random).
+    /// A batch of records mapped straight into the output's `columns` (nothing random),
+    /// its rows split across the pipeline's pool when the budget allows
+    /// ([`columns_of_rows`](crate::value::columns_of_rows)).
     fn straight_into_columns(
         &self,
         b: &sluice_runtime::stage::RecordBatch,
         columns: &[Column],
     ) -> Result<Item, BoxError> {
         let n = b.len();
+        let data =
+            crate::value::columns_of_rows(n, |rows, room| self.rows_into_columns(b, rows, room, columns))?;
+        let columns = columns
+            .iter()
+            .zip(data)
+            .map(|(c, data)| {
+                let mut shape = Vec::with_capacity(c.dims.len() + 1);
+                shape.push(n);
+                shape.extend(&c.dims);
+                Value { data, shape, kind: Kind::Tensor }
+            })
+            .collect();
+        Ok(Item::Batch(Columns { names: self.names.clone(), columns, rows: n }))
+    }
+
+    /// Records `rows` of `b` mapped into `columns` of their own (room for `room` rows).
+    fn rows_into_columns(
+        &self,
+        b: &sluice_runtime::stage::RecordBatch,
+        rows: std::ops::Range<usize>,
+        room: usize,
+        columns: &[Column],
+    ) -> Result<Vec<Data>, BoxError> {
         let mut data = columns
             .iter()
-            .map(|c| Data::column(c.dtype, n * c.per))
+            .map(|c| Data::column(c.dtype, room * c.per))
             .collect::<Result<Vec<Data>, String>>()?;
         let mut wrote = vec![false; columns.len()];
-        for i in 0..n {
+        for i in rows {
             let origin = b.origin(i);
             wrote.iter_mut().for_each(|w| *w = false);
             let sink = Sink { data: &mut data, written: &mut wrote };
@@ -277,17 +302,7 @@ impl MapRows {
                 put(&mut data[j], v, c).map_err(|e| abi::located(origin, e))?;
             }
         }
-        let columns = columns
-            .iter()
-            .zip(data)
-            .map(|(c, data)| {
-                let mut shape = Vec::with_capacity(c.dims.len() + 1);
-                shape.push(n);
-                shape.extend(&c.dims);
-                Value { data, shape, kind: Kind::Tensor }
-            })
-            .collect();
-        Ok(Item::Batch(Columns { names: self.names.clone(), columns, rows: n }))
+        Ok(data)
     }
 
     pub(crate) fn row(&self, x: Item) -> Result<Row, BoxError> {

@@ -227,19 +227,24 @@ impl ExampleParser {
             return Ok(None);
         }
         let rows = batch.len();
-        let mut columns: Vec<Data> = self
-            .features
-            .iter()
-            .map(|f| {
-                let n = rows * f.fixed.as_ref().map_or(1, |(n, _)| *n);
-                Data::with_capacity(f.ty.dtype, n)
-            })
-            .collect::<Result<_, _>>()?;
-        let mut entries = vec![None; self.features.len()];
-        for (i, record) in batch.iter().enumerate() {
-            self.parse_into(record, &mut entries, &mut columns)
-                .map_err(|e| sluice_runtime::abi::located(batch.origin(i), e))?;
-        }
+        // The rows, split across the pipeline's pool when its CPU budget allows.
+        let columns = crate::value::columns_of_rows(rows, |range, room| {
+            let mut columns: Vec<Data> = self
+                .features
+                .iter()
+                .map(|f| {
+                    let n = room * f.fixed.as_ref().map_or(1, |(n, _)| *n);
+                    Data::with_capacity(f.ty.dtype, n)
+                })
+                .collect::<Result<_, _>>()?;
+            let mut entries = vec![None; self.features.len()];
+            for i in range {
+                let record = batch.get(i).ok_or("a record past the batch's end")?;
+                self.parse_into(record, &mut entries, &mut columns)
+                    .map_err(|e| sluice_runtime::abi::located(batch.origin(i), e))?;
+            }
+            Ok(columns)
+        })?;
         let columns = self
             .features
             .iter()

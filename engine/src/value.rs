@@ -9,11 +9,41 @@
 
 use std::sync::Arc;
 
+use sluice_runtime::BoxError;
 use sluice_runtime::abi::Rows;
 use sluice_runtime::abi::export::{self, ToExample};
 use sluice_runtime::abi::show::{self, Json, Show};
 use sluice_runtime::column::Tensor;
 use sluice_runtime::stage::{Element, Record, RecordBatch};
+
+/// The columns of a batch of `n` rows that `make(rows, room)` makes (columns of rows
+/// `rows`, with room for `room` rows): on this thread, or split across the pipeline's
+/// pool when its CPU budget has threads left over (`rows::split`, as generated code splits
+/// its `map_rows_*`), each part's columns appended to the first's in row order: the same
+/// batch either way; the first error in row order.
+pub(crate) fn columns_of_rows(
+    n: usize,
+    make: impl Fn(std::ops::Range<usize>, usize) -> Result<Vec<Data>, BoxError> + Sync,
+) -> Result<Vec<Data>, BoxError> {
+    let Some(split) = sluice_runtime::stage::rows::split(n) else { return make(0..n, n) };
+    let mut parts: Vec<Option<Vec<Data>>> = split.ranges().iter().map(|_| None).collect();
+    split.run(parts.iter_mut(), |rows, slot| {
+        // The first part has room for the whole batch: the others are appended to it.
+        let room = if rows.start == 0 { n } else { rows.len() };
+        *slot = Some(make(rows, room)?);
+        Ok::<_, BoxError>(())
+    })?;
+    let mut parts = parts.into_iter().flatten();
+    let mut data = parts.next().ok_or("a split batch with no part")?;
+    for part in parts {
+        for (d, p) in data.iter_mut().zip(part) {
+            if !d.extend(p) {
+                return Err("the parts of a split batch have columns of different types".into());
+            }
+        }
+    }
+    Ok(data)
+}
 
 /// Values of one dtype, flat in row-major order.
 #[derive(Debug, Clone, PartialEq)]

@@ -133,3 +133,66 @@ fn a_failing_row_of_a_split_batch_names_its_record() {
         assert!(err.contains("record 200"), "{cores} cores: {err}");
     }
 }
+
+/// The engine's batches of `examples/bench/NAME.pipe` over `glob` on a budget of `cores`,
+/// and the batches split.
+fn engine_pass(name: &str, glob: &str, cores: usize) -> (Vec<sluice_engine::Columns>, u64) {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let source = std::fs::read_to_string(root.join(format!("examples/bench/{name}.pipe"))).unwrap();
+    let all = sluice_compiler::compile(&source).pipelines;
+    let p = all.iter().find(|p| p.name() == name).unwrap();
+    sluice_engine::check_in(&all, p).unwrap();
+    let params = sluice_engine::params_in(&all, p, &[("files".to_string(), glob.to_string())]).unwrap();
+    let ds = sluice_engine::dataset_in(&all, p, &params).unwrap();
+    let ctx = Ctx::new(&RuntimeOptions { cores: Some(cores), memory_budget: Some(256 << 20) });
+    let items = ds.stream_in(&ctx).and_then(|s| s.collect::<sluice::Result<Vec<_>>>()).expect("a pass");
+    let batches = items
+        .into_iter()
+        .map(|i| match i {
+            sluice_engine::Item::Batch(c) => c,
+            other => panic!("not a batch: {other:?}"),
+        })
+        .collect();
+    (batches, ctx.report().stages.iter().map(|s| s.splits).sum())
+}
+
+#[test]
+fn the_engine_splits_a_batchs_rows_as_the_compiled_runner_does() {
+    let (_dir, glob) = one_file(Kind::Jpeg, 700);
+    let (alone, splits) = engine_pass("jpeg", &glob, 1);
+    assert_eq!(splits, 0);
+    let (split, splits) = engine_pass("jpeg", &glob, 8);
+    assert!(splits >= 2, "the full batches were split ({splits})");
+    assert_eq!(alone.len(), 6);
+    for (k, (a, b)) in alone.iter().zip(&split).enumerate() {
+        assert_eq!((&a.names, a.rows), (&b.names, b.rows), "batch {k}");
+        for (x, y) in a.columns.iter().zip(&b.columns) {
+            assert_eq!(x.shape, y.shape, "batch {k}");
+            match (&x.data, &y.data) {
+                (sluice_engine::Data::F32(x), sluice_engine::Data::F32(y)) => {
+                    assert!(x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits()), "batch {k}: pixels")
+                }
+                (x, y) => assert_eq!(x, y, "batch {k}"),
+            }
+        }
+    }
+    // And the compiled runner's batches, split, are the engine's.
+    let args = vec![("files".to_string(), glob)];
+    let ds = jpeg::dataset(&jpeg::Params::from_args(&args).expect("params")).expect("dataset");
+    let (compiled, _, _) = pass(&ds, 8);
+    for (c, e) in compiled.iter().zip(&split) {
+        let sluice_engine::Data::F32(pixels) = &e.columns[0].data else { panic!("f32 pixels") };
+        assert!(c.image.as_slice().iter().zip(pixels).all(|(p, q)| p.to_bits() == q.to_bits()));
+    }
+}
+
+#[test]
+fn the_engines_example_parser_splits_a_batchs_rows() {
+    let (_dir, glob) = one_file(Kind::Tabular, 9000);
+    let (alone, splits) = engine_pass("parse_tabular", &glob, 1);
+    assert_eq!(splits, 0);
+    let (split, splits) = engine_pass("parse_tabular", &glob, 7);
+    assert!(splits >= 2, "the full batches were split ({splits})");
+    assert_eq!(alone.len(), 9);
+    assert!(alone == split, "the same batches, split or not");
+}

@@ -56,7 +56,8 @@ pub struct RunArgs {
     pub progress: bool,
     /// RAM (bytes) that AUTOTUNE may spend on buffers; unlimited when `None`.
     pub memory_budget: Option<usize>,
-    /// The CPU budget: the most map workers the pipeline's stages keep busy at once
+    /// The CPU budget: the most threads the pipeline's maps, parsing readers and batch-row
+    /// splits keep busy at once
     /// (`--threads N`, else the pipeline's declared `threads N;`; the cores available when `None`).
     pub threads: Option<usize>,
     /// Print the first this many elements of one pass as JSON lines instead of running
@@ -233,7 +234,8 @@ struct Outcome {
     epoch_skipped: Vec<u64>,
     /// The memory budget AUTOTUNE ran within, in bytes (`None`: unlimited).
     budget: Option<usize>,
-    /// The CPU budget (threads) and the most map workers it had given out at once.
+    /// The CPU budget (threads) and the most threads it had given out at once (maps,
+    /// parsing readers, batch-row splits; `peak_map_workers` in `--json`, its first name).
     threads: (usize, usize),
     /// The backend that ran it (`RunArgs::engine`).
     engine: &'static str,
@@ -388,7 +390,7 @@ impl Outcome {
         };
         let threads = match self.threads {
             (_, 0) => String::new(),
-            (limit, peak) => format!(", map workers at most {peak} of {limit} threads"),
+            (limit, peak) => format!(", threads busy at most {peak} of {limit}"),
         };
         let each = match self.epoch_seconds.as_slice() {
             [] | [_] => String::new(),

@@ -65,9 +65,9 @@ pub struct RunArgs {
     /// RAM (MiB) that AUTOTUNE may spend on buffers.
     #[arg(long, value_name = "MIB")]
     memory_budget_mb: Option<usize>,
-    /// The CPU budget: the most map workers the pipeline's stages keep busy at once, fixed
-    /// ones and AUTOTUNE's together (default: the pipeline's declared `threads N;`, else the cores
-    /// available).
+    /// The CPU budget: the most threads the pipeline's maps, parsing readers and batch-row
+    /// splits keep busy at once, fixed ones and AUTOTUNE's together (default: the pipeline's
+    /// declared `threads N;`, else the cores available).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     threads: Option<u64>,
     /// Write the pipeline's elements (records, not batches) as shards

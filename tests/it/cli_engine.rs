@@ -414,7 +414,7 @@ fn the_cpu_budget_bounds_the_map_workers_of_every_stage_together() {
     )
     .unwrap();
     let o = sluice(dir.path(), &["explain", file.to_str().unwrap()], &[]);
-    assert!(stdout(&o).contains("threads: 3 (declared: the most map workers"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("threads: 3 (declared: the most threads its maps"), "{}", stdout(&o));
     for engine in ["compiled", "interpreted"] {
         for (flag, budget) in [(None, 3), (Some("4"), 4)] {
             let mut args = vec!["run", file.to_str().unwrap(), "--json", "--no-progress", "--engine", engine];

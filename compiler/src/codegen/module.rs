@@ -126,8 +126,8 @@ pub fn generate(c: &Unit<'_>, all: &[Unit<'_>]) -> R<(TokenStream, Vec<crate::ir
                 /// declared.
                 pub const BUDGET: ::std::option::Option<usize> = #budget;
 
-                /// The declared `threads N;`: the most map workers its stages keep busy
-                /// at once (the CPU budget); `None` when none is declared (the cores
+                /// The declared `threads N;`: the most threads its maps, parsing readers and
+                /// batch-row splits keep busy at once (the CPU budget); `None` when none is declared (the cores
                 /// available).
                 pub const THREADS: ::std::option::Option<usize> = #threads;
 

@@ -234,8 +234,8 @@ impl PhysicalPlan {
             // The generated `THREADS`/`options()` carry it to the runtime.
             let _ = writeln!(
                 out,
-                "threads: {n} (declared: the most map workers its stages keep busy at once, fixed ones and AUTOTUNE's \
-                 together; `--threads` overrides)"
+                "threads: {n} (declared: the most threads its maps, parsing readers and batch-row splits keep busy at \
+                 once, fixed ones and AUTOTUNE's together; `--threads` overrides)"
             );
         }
         if self.recycled > 0 {

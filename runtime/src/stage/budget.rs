@@ -1,6 +1,6 @@
 //! The budgets one running pipeline's stages share: [`MemoryBudget`] (the RAM AUTOTUNE may
-//! spend on buffers) and [`ThreadBudget`] (its CPU budget: the map workers it may keep
-//! busy at once).
+//! spend on buffers) and [`ThreadBudget`] (its CPU budget: the threads its maps, parsing
+//! readers and batch-row splits may keep busy at once).
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -42,12 +42,14 @@ impl MemoryBudget {
     }
 }
 
-/// The worker threads one pipeline's parallel maps may keep working at once: its CPU
-/// budget ([`RuntimeOptions::cores`], default the cores available), shared by every
-/// stage as the [`MemoryBudget`] is. A map's fixed workers and each map's first worker
-/// are always granted (a stage must make progress); AUTOTUNE's raises are granted only
-/// within the budget, so that several `parallel: auto` stages together never keep more
-/// workers busy than it allows (when it allows at least one per stage).
+/// The threads one pipeline's parallel maps, parsing readers (`tfrecord_batches`) and
+/// batch-row splits ([`rows`](super::rows)) may keep working at once: its CPU budget
+/// ([`RuntimeOptions::cores`], default the cores available), shared by every stage as the
+/// [`MemoryBudget`] is. A map's fixed workers, each map's first worker and a reader's
+/// threads are always granted (a stage must make progress); AUTOTUNE's raises and the
+/// splits' threads are granted only within the budget, so that several `parallel: auto`
+/// stages together never keep more threads busy than it allows (when it allows at least
+/// one per stage).
 ///
 /// Raises wait until the pass is built ([`while_building`](Self::while_building)): a stage
 /// upstream of a `prefetch` starts working while the stages after it are

@@ -136,7 +136,8 @@ pub struct RuntimeOptions {
     /// RAM that AUTOTUNE may spend on buffers (default: unlimited).
     pub memory_budget: Option<usize>,
     /// Cores AUTOTUNE may use (default: all available): the pipeline's CPU budget, the
-    /// most map workers its stages keep busy at once ([`ThreadBudget`]).
+    /// most threads its maps, parsing readers and batch-row splits keep busy at once
+    /// ([`ThreadBudget`]).
     pub cores: Option<usize>,
 }
 

@@ -96,12 +96,7 @@ impl Compilation {
         let units: Vec<codegen::Unit<'_>> = self
             .pipelines
             .iter()
-            .map(|p| codegen::Unit {
-                decls: &p.decls,
-                plan: &p.optimized.plan,
-                physical: &p.physical,
-                rust_code: &p.rust_code,
-            })
+            .map(|p| codegen::Unit { decls: &p.decls, physical: &p.physical, rust_code: &p.rust_code })
             .collect();
         codegen::generate(&units)
     }

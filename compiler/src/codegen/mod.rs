@@ -60,7 +60,6 @@ use proc_macro2::TokenStream;
 
 use crate::diagnostic::Diagnostic;
 use crate::ir::decls::Declarations;
-use crate::ir::plan::Plan;
 use crate::physical::PhysicalPlan;
 
 /// The Rust generated for one `.pipe` file.
@@ -96,10 +95,9 @@ pub fn pretty(tokens: &TokenStream) -> String {
 pub struct Unit<'a> {
     /// Its declarations (parameters, schema, user functions).
     pub decls: &'a Declarations,
-    /// Its optimized plan: the module embeds its `explain` text (the resume fingerprint)
-    /// and why it cannot be resumed, if it cannot.
-    pub plan: &'a Plan,
-    /// What runs: the chain of exec nodes and the device tail.
+    /// What runs: the chain of exec nodes and the device tail, and what the module needs
+    /// of the optimized logical plan (its `explain` text, output, resume blocker:
+    /// [`Logical`](crate::physical::Logical)).
     pub physical: &'a PhysicalPlan,
     /// The tokens of its Rust code (`pipeline!`), by a Rust stage's `code_index`.
     pub rust_code: &'a [TokenStream],

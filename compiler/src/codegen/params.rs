@@ -155,7 +155,7 @@ impl Gen<'_> {
         self.all
             .iter()
             .find(|c| c.decls.name == self.decls.name)
-            .map_or_else(Vec::new, |c| crate::ir::combine::taken(c.plan))
+            .map_or_else(Vec::new, |c| c.physical.logical.taken.clone())
     }
 }
 

@@ -10,48 +10,22 @@ use quote::quote;
 use super::context::R;
 use super::types::field_ident;
 use crate::ir::expr::ExprKind;
-use crate::ir::op::Op;
-use crate::ir::plan::{MapOp, Plan};
+use crate::physical::Logical;
 
 /// `__sl::abi::tokenize::tokenizer(path, add_bos, add_eos)?;` for each distinct
-/// tokenizer use in `plan`'s maps, in plan order (source first).
-pub(super) fn preload(plan: &Plan) -> R<TokenStream> {
-    let mut nodes = Vec::new();
-    let mut node = Some(plan);
-    while let Some(n) = node {
-        nodes.push(n);
-        node = n.input();
-    }
-    let mut seen: Vec<(String, bool, bool)> = Vec::new();
+/// tokenizer use of the pipeline's maps, in plan order (source first).
+pub(super) fn preload(logical: &Logical) -> R<TokenStream> {
     let mut out = TokenStream::new();
-    for n in nodes.into_iter().rev() {
-        let ops: &[MapOp] = match n {
-            Plan::Map(m) => &m.ops,
-            Plan::MapFilter(m) => &m.ops,
-            Plan::MapBatch(m) => &m.ops,
-            Plan::DeviceTail(t) => &t.ops,
-            _ => continue,
-        };
-        for op in ops {
-            let MapOp::Assign { value, .. } = op else { continue };
-            for e in value.nodes() {
-                let Some(Op::Tokenize { tokenizer, add_bos, add_eos, .. }) = e.op() else { continue };
-                let key = (tokenizer.to_string(), *add_bos, *add_eos);
-                if seen.contains(&key) {
-                    continue;
-                }
-                seen.push(key);
-                let path = match &tokenizer.kind {
-                    ExprKind::Str(s) => quote!(#s),
-                    ExprKind::Param { name, .. } => {
-                        let id = field_ident(name);
-                        quote!(params.#id.as_str())
-                    }
-                    _ => return Err(format!("the tokenizer `{tokenizer}` is not a file")),
-                };
-                out.extend(quote!(__sl::abi::tokenize::tokenizer(#path, #add_bos, #add_eos)?;));
+    for (tokenizer, add_bos, add_eos) in &logical.tokenizers {
+        let path = match &tokenizer.kind {
+            ExprKind::Str(s) => quote!(#s),
+            ExprKind::Param { name, .. } => {
+                let id = field_ident(name);
+                quote!(params.#id.as_str())
             }
-        }
+            _ => return Err(format!("the tokenizer `{tokenizer}` is not a file")),
+        };
+        out.extend(quote!(__sl::abi::tokenize::tokenizer(#path, #add_bos, #add_eos)?;));
     }
     Ok(out)
 }

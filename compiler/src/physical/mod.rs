@@ -24,6 +24,7 @@ use crate::span::Span;
 mod amount;
 pub mod defaults;
 mod exec;
+mod logical;
 mod lower;
 mod memory;
 mod resume;
@@ -33,6 +34,7 @@ pub use amount::{Amount, Expr};
 pub use exec::{
     Compression, CorruptPolicy, DeviceTailExec, Exec, Labels, MapFn, ReaderMap, ReaderOptions, Remainder,
 };
+pub use logical::Logical;
 pub use resume::{Elastic, Resume, Resumption, classify};
 pub use rules::ParamRule;
 
@@ -107,6 +109,8 @@ pub struct PhysicalPlan {
     pub threads: Option<u32>,
     /// Where the tail after `batch` runs.
     pub device: Device,
+    /// What the generated module needs of the optimized logical plan besides the stages.
+    pub logical: Logical,
 }
 
 /// Plans the optimized `plan` with the pipeline's parameters (their defaults size the
@@ -152,6 +156,7 @@ pub fn plan(
         budget,
         threads: None,
         device,
+        logical: Logical::of(plan),
     };
     if let Some(b) = budget
         && memory_bound > b

@@ -55,8 +55,9 @@ impl Drop for Entered {
     }
 }
 
-/// A batch of `n` rows split into parts, one per thread taken from the budget (the
-/// calling thread runs a part too). Gives its threads back when dropped.
+/// A batch of `n` rows split into parts: one per thread taken from the budget, and one
+/// for the calling thread's own share (its thread waits while the pool runs every part).
+/// Gives its threads back when dropped.
 #[derive(Debug)]
 pub struct Split {
     rt: Arc<Runtime>,

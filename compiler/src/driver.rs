@@ -45,8 +45,9 @@ impl Pipeline {
         &self.decls.name
     }
 
-    /// The `explain` text of its plans: logical, optimized (with the plan after each rule
-    /// that changed it when `verbose`) and physical, as `sluice explain` prints them.
+    /// The `explain` text of its plans: logical, optimized (with the plan after each rule,
+    /// the optimizer's then fusion's, that changed it when `verbose`) and physical, as
+    /// `sluice explain` prints them.
     pub fn explain(&self, verbose: bool) -> String {
         let name = self.name();
         let mut out = format!("== {name} (logical) ==\n{}", self.logical.explain());
@@ -54,6 +55,9 @@ impl Pipeline {
         if verbose {
             for a in &self.optimized.applied {
                 out.push_str(&format!("-- after {}:\n{}", a.rule, a.after.explain()));
+            }
+            for a in &self.physical.fusions {
+                out.push_str(&format!("-- after {} (physical):\n{}", a.rule, a.after.explain()));
             }
         }
         out.push_str(&format!("== {name} (physical) ==\n{}", self.physical.explain()));

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use sluice_compiler::Pipeline;
 use sluice_compiler::ir::decls::FieldDecl;
-use sluice_compiler::ir::plan::{ArgValue, Element, FieldType, MapOp};
+use sluice_compiler::ir::plan::{ArgValue, Element, FieldType, MapOp, PrefetchDepth};
 use sluice_compiler::physical::{self, Exec, MapFn, ReaderMap, Remainder};
 use sluice_runtime::abi;
 use sluice_runtime::stage::{
@@ -295,8 +295,8 @@ fn paths_stage(e: &Exec, paths: Paths, p: &Arc<Params>) -> R<Chain> {
                 Remainder::Pad => paths.shard_with(n, i, sluice_runtime::stage::Remainder::Pad)?.boxed(),
             }
         }
-        Exec::Prefetch(None) => paths.prefetch(Buffer::Auto).boxed(),
-        Exec::Prefetch(Some(n)) => paths.prefetch(usize_arg(p, n)?).boxed(),
+        Exec::Prefetch(PrefetchDepth::Auto) => paths.prefetch(Buffer::Auto).boxed(),
+        Exec::Prefetch(PrefetchDepth::Elements(n)) => paths.prefetch(usize_arg(p, n)?).boxed(),
         other => return Err(invalid(format!("`{}` of file paths", other.name()))),
     };
     Ok(Chain::Paths(paths))
@@ -606,8 +606,8 @@ fn stage(e: &Exec, ds: Option<Chain>, p: &Arc<Params>, schema: &Arc<Schema>, all
         Exec::Cache { input, file: Some(path) } => {
             crate::cache::cache_file(items(ds)?, input, &p.text(path).map_err(invalid)?).map_err(invalid)?
         }
-        Exec::Prefetch(None) => items(ds)?.prefetch(Buffer::Auto).boxed(),
-        Exec::Prefetch(Some(n)) => items(ds)?.prefetch(usize_arg(p, n)?).boxed(),
+        Exec::Prefetch(PrefetchDepth::Auto) => items(ds)?.prefetch(Buffer::Auto).boxed(),
+        Exec::Prefetch(PrefetchDepth::Elements(n)) => items(ds)?.prefetch(usize_arg(p, n)?).boxed(),
         Exec::Enumerate { to, start, .. } => {
             let start = p.i64(start).map_err(invalid)?;
             let names = names_of(to);

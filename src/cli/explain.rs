@@ -1,6 +1,6 @@
 //! `sluice explain FILE.pipe [--verbose]`: the plans of each pipeline of a file, one
-//! node per line — the logical plan, then the optimized one; `--verbose` adds the plan
-//! after each optimizer rule that changed it. Exit status as `sluice check`: 1 with the
+//! node per line — the logical plan, the optimized one, then the physical one;
+//! `--verbose` adds the plan after each optimizer and fusion rule that changed it. Exit status as `sluice check`: 1 with the
 //! diagnostics when the file has errors.
 
 use std::path::PathBuf;
@@ -15,7 +15,7 @@ use super::Failure;
 pub struct ExplainArgs {
     /// The `.pipe` file.
     file: PathBuf,
-    /// Also print the plan after each optimizer rule that changed it.
+    /// Also print the plan after each optimizer and fusion rule that changed it.
     #[arg(long)]
     verbose: bool,
 }

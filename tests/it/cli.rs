@@ -369,16 +369,13 @@ fn explain_prints_the_logical_plan() {
     let out = stdout(&o);
     assert!(out.starts_with("== parse_tabular (logical) ==\nPrefetch: buffer=auto"), "{out}");
     assert!(out.contains("\n        Files: pattern=$files"), "{out}");
-    // The optimized plan follows each logical one; `eval`'s batch fuses with its map.
+    // The optimized plan follows each logical one: `eval`'s arithmetic runs once per
+    // batch, after the batch of its parse. It holds no fused node: the physical plan fuses.
     let logical = out.find("== eval (logical) ==\n").expect("eval's logical plan");
-    let optimized = out.find("== eval (optimized) ==\nPrefetch: buffer=auto").expect("eval's optimized plan");
+    let optimized = out.find("== eval (optimized) ==\nMap: fns=[expr]").expect("eval's optimized plan");
     assert!(logical < optimized, "{out}");
-    // Its arithmetic runs once per batch, after the batch the parse is fused into.
-    assert!(
-        out[optimized..].contains("\n  Map: fns=[expr]")
-            && out[optimized..].contains("\n    MapBatch: fns=[parse_example]"),
-        "{out}"
-    );
+    assert!(out[optimized..].contains("\n  Batch: size=512"), "{out}");
+    assert!(out[optimized..].contains("\n    Map: fns=[parse_example]"), "{out}");
     // The physical plan is what runs: the map over the batches runs in the map + batch's
     // rows, one stage.
     let physical = out.find("== eval (physical) ==\nPrefetchExec:").expect("eval's physical plan");
@@ -389,7 +386,8 @@ fn explain_prints_the_logical_plan() {
         "{out}"
     );
     assert!(!out.contains("-- after"), "{out}");
-    // `--verbose` adds the plan after each rule that changed it, after the optimized plan.
+    // `--verbose` adds the plan after each rule that changed it, after the optimized plan:
+    // the optimizer's, then the physical plan's fusion rules.
     let o = sluice(&["explain", "--verbose", root.join("tests/pipes/tabular.pipe").to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));
     let verbose = stdout(&o);
@@ -397,10 +395,15 @@ fn explain_prints_the_logical_plan() {
     let rules: Vec<&str> = verbose.lines().filter(|l| l.starts_with("-- after ")).collect();
     assert_eq!(
         rules,
-        ["-- after vectorize_past_batch:", "-- after fuse_map_batch:", "-- after insert_prefetch:"],
+        [
+            "-- after vectorize_past_batch:",
+            "-- after fuse_map_batch (physical):",
+            "-- after insert_prefetch (physical):"
+        ],
         "{verbose}"
     );
-    assert!(verbose.contains("-- after fuse_map_batch:\nMap: fns=[expr]"), "{verbose}");
+    assert!(verbose.contains("-- after fuse_map_batch (physical):\nMap: fns=[expr]"), "{verbose}");
+    assert!(verbose.contains("\n  MapBatch: fns=[parse_example]"), "{verbose}");
     let o = sluice(&["explain", root.join("tests/errors/second_source.pipe").to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("error[E0302]"), "{}", stderr(&o));

@@ -7,7 +7,7 @@ use quote::quote;
 
 use super::context::{Gen, MapFn, R, arg_tokens, parallel, seed, string_arg, u64_arg, usize_arg};
 use super::types::field_ident;
-use crate::ir::plan::{ArgValue, Element, RecordFormat};
+use crate::ir::plan::{ArgValue, Element, PrefetchDepth, RecordFormat};
 use crate::physical::{self, Compression, CorruptPolicy, Exec, Labels, ReaderMap, ReaderOptions, Remainder};
 
 fn compression(c: Compression) -> TokenStream {
@@ -506,8 +506,8 @@ impl Gen<'_> {
             Exec::Concatenate(c) => self.concatenate(c)?,
             Exec::FlatMap { from, inner } => self.flat_map(from, inner)?,
             Exec::InnerSource(s) => self.inner_source(s, None)?,
-            Exec::Prefetch(None) => quote!(let ds = ds.prefetch(__sl::Buffer::Auto);),
-            Exec::Prefetch(Some(v)) => {
+            Exec::Prefetch(PrefetchDepth::Auto) => quote!(let ds = ds.prefetch(__sl::Buffer::Auto);),
+            Exec::Prefetch(PrefetchDepth::Elements(v)) => {
                 let c = usize_arg(v)?;
                 quote!(let ds = ds.prefetch(#c);)
             }

@@ -1,5 +1,5 @@
 //! Fused chains of per-row operations on a batch column: what a `device cuda` pipeline's
-//! tail becomes ([`crate::optimizer`]'s `lower_device_tail` builds them) and what
+//! tail becomes ([`crate::physical::fuse`]'s `lower_device_tail` builds them) and what
 //! `codegen::cuda` prints as one CUDA C kernel each. Plain data: no syntax, no code.
 
 use crate::ir::types::DType;

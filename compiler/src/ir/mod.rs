@@ -30,5 +30,6 @@ pub mod plan;
 pub mod range;
 pub mod read_file;
 pub mod resume;
+pub mod rewrite;
 pub mod types;
 pub mod window;

@@ -158,6 +158,34 @@ impl fmt::Display for RepeatCount {
     }
 }
 
+/// How many elements a `prefetch` makes ahead.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PrefetchDepth {
+    /// `auto`, or no depth given: AUTOTUNE picks it within the budget.
+    Auto,
+    /// This many elements (a constant or a parameter).
+    Elements(ArgValue),
+}
+
+impl PrefetchDepth {
+    /// The depth of a `prefetch` written with `buffer` (`None`: not given).
+    pub fn of(buffer: Option<ArgValue>) -> PrefetchDepth {
+        match buffer {
+            None | Some(ArgValue::Auto) => PrefetchDepth::Auto,
+            Some(v) => PrefetchDepth::Elements(v),
+        }
+    }
+}
+
+impl fmt::Display for PrefetchDepth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PrefetchDepth::Auto => f.write_str("auto"),
+            PrefetchDepth::Elements(v) => write!(f, "{v}"),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,9 +1,9 @@
 //! The nodes that pass their input's elements through, selecting or buffering them:
 //! `repeat`, `take`, `skip`, `shard`, `cache` and `prefetch`, each with its arguments
 //! bound by sema into typed fields. Each carries the span of the stage it was written as
-//! (empty for a node the optimizer adds).
+//! (empty for a node the physical plan adds).
 
-use super::options::{Remainder, RepeatCount};
+use super::options::{PrefetchDepth, Remainder, RepeatCount};
 use super::plan::{ArgValue, Plan};
 use crate::span::Span;
 
@@ -71,15 +71,15 @@ pub struct Cache {
 pub struct Prefetch {
     /// Input.
     pub input: Box<Plan>,
-    /// Elements made ahead: `None` when not given, which is `auto` (AUTOTUNE) too.
-    pub buffer: Option<ArgValue>,
+    /// Elements made ahead.
+    pub buffer: PrefetchDepth,
     /// The stage it was written as.
     pub span: Span,
 }
 
 impl Prefetch {
-    /// Whether AUTOTUNE picks the depth (no buffer given, or `auto`).
+    /// Whether AUTOTUNE picks the depth.
     pub fn is_auto(&self) -> bool {
-        matches!(self.buffer, None | Some(ArgValue::Auto))
+        self.buffer == PrefetchDepth::Auto
     }
 }

@@ -16,7 +16,7 @@ use super::kernel::Kernel;
 use super::map_op::map_pairs;
 pub use super::map_op::{MapOp, apply_ops, select_fields};
 pub use super::options::{
-    Compression, CorruptPolicy, Labels, OnError, Remainder, RepeatCount, ShuffleBuffer,
+    Compression, CorruptPolicy, Labels, OnError, PrefetchDepth, Remainder, RepeatCount, ShuffleBuffer,
 };
 pub use super::pass::{Cache, Prefetch, Repeat, Shard, Skip, Take};
 pub use super::range::Range;
@@ -112,8 +112,8 @@ pub enum RustKind {
     Filter,
 }
 
-/// `map` then `filter`, fused by the optimizer: each worker maps an element and tests
-/// it in one pass, so rejected elements never cross a queue.
+/// `map` then `filter`, fused by the physical plan (`physical::fuse`): each worker maps an
+/// element and tests it in one pass, so rejected elements never cross a queue.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MapFilter {
     /// Input.
@@ -200,7 +200,8 @@ pub struct Batch {
     pub padding_values: super::bucket::PaddingValues,
 }
 
-/// `shuffle` then `repeat`, fused by the optimizer (tf.data's `ShuffleAndRepeatDataset`):
+/// `shuffle` then `repeat`, fused by the physical plan (`physical::fuse`; tf.data's
+/// `ShuffleAndRepeatDataset`):
 /// every epoch is shuffled anew, and the buffer is refilled across an epoch boundary
 /// instead of draining first, so the first elements of an epoch may come out among the
 /// last of the previous one. Each epoch still yields every element exactly once.
@@ -216,8 +217,8 @@ pub struct ShuffleRepeat {
     pub count: RepeatCount,
 }
 
-/// `map` then `batch`, fused by the optimizer: the workers write each mapped element
-/// straight into its row of the batch's columns.
+/// `map` then `batch`, fused by the physical plan (`physical::fuse`): the workers write
+/// each mapped element straight into its row of the batch's columns.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MapBatch {
     /// Input.
@@ -240,7 +241,8 @@ pub struct MapBatch {
 /// columns that run on the GPU as one generated kernel per column ([`Kernel`]), copied
 /// there by the runtime's device feed, or as their CPU twin (a map over the batches)
 /// where there is no GPU. Added by sema on top of a `device cuda` pipeline that yields
-/// batches, empty; `lower_device_tail` moves the chains it can run into it.
+/// batches, empty; the physical plan's `lower_device_tail` moves the chains it can run
+/// into it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeviceTail {
     /// The batches, as the CPU makes them.
@@ -275,7 +277,7 @@ pub enum Plan {
     Select(Select),
     /// `map` or `filter` with Rust code (`pipeline!` only).
     Rust(RustStage),
-    /// A map and the filter on it, fused.
+    /// A map and the filter on it, fused (by `physical::fuse` only).
     MapFilter(MapFilter),
     /// `shuffle(...)`.
     Shuffle(Shuffle),
@@ -295,9 +297,9 @@ pub enum Plan {
     Cache(Cache),
     /// `prefetch(buffer)`.
     Prefetch(Prefetch),
-    /// `shuffle` + `repeat`, fused by the optimizer.
+    /// `shuffle` + `repeat`, fused (by `physical::fuse` only).
     ShuffleRepeat(ShuffleRepeat),
-    /// `map` + `batch`, fused by the optimizer.
+    /// `map` + `batch`, fused (by `physical::fuse` only).
     MapBatch(MapBatch),
     /// The GPU tail of a `device cuda` pipeline.
     DeviceTail(DeviceTail),
@@ -643,7 +645,7 @@ impl Plan {
             }
             Plan::Prefetch(n) => {
                 s.push_str("Prefetch:");
-                kv(&mut s, &n.buffer.iter().map(|b| ("buffer", b.to_string())).collect::<Vec<_>>());
+                kv(&mut s, &[("buffer", n.buffer.to_string())]);
             }
         }
         let _ = write!(s, " -> {}", self.output());

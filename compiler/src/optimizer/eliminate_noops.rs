@@ -15,13 +15,13 @@
 use crate::ir::plan::{ArgValue, Plan, RepeatCount, ShuffleBuffer};
 use crate::ir::types::Value;
 
-use super::{OptimizerRule, Transformed, rewrite_each_node};
+use super::{Rule, Transformed, rewrite_each_node};
 
 /// Drops stages that do nothing.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct EliminateNoops;
 
-impl OptimizerRule for EliminateNoops {
+impl Rule for EliminateNoops {
     fn name(&self) -> &'static str {
         "eliminate_noops"
     }

@@ -11,13 +11,13 @@
 
 use crate::ir::plan::Plan;
 
-use super::{OptimizerRule, Transformed, rewrite_each_node};
+use super::{Rule, Transformed, rewrite_each_node};
 
 /// Fuses adjacent filters.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct FuseFilters;
 
-impl OptimizerRule for FuseFilters {
+impl Rule for FuseFilters {
     fn name(&self) -> &'static str {
         "fuse_filters"
     }

@@ -13,13 +13,13 @@
 
 use crate::ir::plan::{ArgValue, Plan};
 
-use super::{OptimizerRule, Transformed, rewrite_each_node};
+use super::{Rule, Transformed, rewrite_each_node};
 
 /// Fuses adjacent maps with the same determinism and error policy.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct FuseMaps;
 
-impl OptimizerRule for FuseMaps {
+impl Rule for FuseMaps {
     fn name(&self) -> &'static str {
         "fuse_maps"
     }

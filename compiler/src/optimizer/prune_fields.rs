@@ -15,13 +15,13 @@ use std::collections::BTreeSet;
 
 use crate::ir::plan::{Element, MapOp, ParseFormat, Plan, RecordFormat, apply_ops};
 
-use super::{OptimizerRule, Transformed};
+use super::{Rule, Transformed};
 
 /// Parses only the features that are used.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct PruneFields;
 
-impl OptimizerRule for PruneFields {
+impl Rule for PruneFields {
     fn name(&self) -> &'static str {
         "prune_fields"
     }
@@ -75,12 +75,8 @@ fn prune(node: &mut Plan, mut needed: BTreeSet<String>) -> bool {
         Plan::TakeWhile(t) => needed.extend(t.reads.iter().cloned()),
         // Rust code may read any field, and a Rust map returns the whole record.
         Plan::Rust(r) => needed = field_names(&r.input.output()),
+        // The optimizer's plan has no fused nodes: the physical plan makes them.
         Plan::Map(m) => ops_of(&mut m.ops, &mut needed, m.skip_errors),
-        Plan::MapFilter(m) => {
-            needed.extend(m.reads.iter().cloned());
-            ops_of(&mut m.ops, &mut needed, m.skip_errors)
-        }
-        Plan::MapBatch(m) => ops_of(&mut m.ops, &mut needed, false),
         // A pack reads its packed fields and drops the others.
         Plan::Pack(p) => needed = p.spec.fields.iter().cloned().collect(),
         // A bucketing reads its length field and passes every field on.
@@ -106,17 +102,9 @@ fn refresh(node: &mut Plan) {
     if let Some(input) = node.input_mut() {
         refresh(input);
     }
-    match node {
-        Plan::Map(m) => {
-            project(&mut m.input, &m.ops);
-            m.output = apply_ops(&m.input.output(), &m.ops)
-        }
-        Plan::MapFilter(m) => {
-            project(&mut m.input, &m.ops);
-            m.output = apply_ops(&m.input.output(), &m.ops)
-        }
-        Plan::MapBatch(m) => m.map_output = apply_ops(&m.input.output(), &m.ops),
-        _ => {}
+    if let Plan::Map(m) = node {
+        project(&mut m.input, &m.ops);
+        m.output = apply_ops(&m.input.output(), &m.ops)
     }
 }
 

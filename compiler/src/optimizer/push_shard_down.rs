@@ -30,13 +30,13 @@
 
 use crate::ir::plan::{CorruptPolicy, Plan, Remainder};
 
-use super::{OptimizerRule, Transformed, rewrite_each_node};
+use super::{Rule, Transformed, rewrite_each_node};
 
 /// Shards files, not records.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct PushShardDown;
 
-impl OptimizerRule for PushShardDown {
+impl Rule for PushShardDown {
     fn name(&self) -> &'static str {
         "push_shard_down"
     }

@@ -16,13 +16,13 @@
 
 use crate::ir::plan::Plan;
 
-use super::{OptimizerRule, Transformed, rewrite_each_node};
+use super::{Rule, Transformed, rewrite_each_node};
 
 /// Moves `take` below 1:1 maps.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct PushTakeDown;
 
-impl OptimizerRule for PushTakeDown {
+impl Rule for PushTakeDown {
     fn name(&self) -> &'static str {
         "push_take_down"
     }

@@ -16,13 +16,13 @@
 use crate::ir::plan::{ArgValue, Batch, Plan};
 use crate::ir::types::Value;
 
-use super::{OptimizerRule, Transformed, rewrite_each_node};
+use super::{Rule, Transformed, rewrite_each_node};
 
 /// Turns windows that are batches into batches.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SimplifyWindows;
 
-impl OptimizerRule for SimplifyWindows {
+impl Rule for SimplifyWindows {
     fn name(&self) -> &'static str {
         "simplify_windows"
     }

@@ -7,10 +7,10 @@
 //!
 //! ```text
 //! before                                   after
-//! MapFilter: fns=[parse_parquet],          MapFilter: fns=[parse_parquet],
-//!            predicate=id >= 100                      predicate=id >= 100
-//!   Interleave: reader=parquet(              Interleave: reader=parquet(columns: [id, x],
-//!               columns: [id, x])                        skip_row_groups: [id >= 100])
+//! Filter: predicate=id >= 100              Filter: predicate=id >= 100
+//!   Map: fns=[parse_parquet]                 Map: fns=[parse_parquet]
+//!     Interleave: reader=parquet(              Interleave: reader=parquet(columns: [id, x],
+//!                 columns: [id, x])                        skip_row_groups: [id >= 100])
 //! ```
 
 use crate::ir::expr::{BinaryOp, Expr, ExprKind, UnaryOp};
@@ -18,13 +18,13 @@ use crate::ir::formats::{ColumnTest, ParseFormat, RecordFormat, TestValue};
 use crate::ir::plan::{MapOp, Plan};
 use crate::ir::types::{DType, Shape};
 
-use super::{OptimizerRule, Transformed, rewrite_each_node};
+use super::{Rule, Transformed, rewrite_each_node};
 
 /// Gives a `parquet` reader the tests of the filter on its rows.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SkipRowGroups;
 
-impl OptimizerRule for SkipRowGroups {
+impl Rule for SkipRowGroups {
     fn name(&self) -> &'static str {
         "skip_row_groups"
     }
@@ -35,7 +35,8 @@ impl OptimizerRule for SkipRowGroups {
 }
 
 fn give_tests(mut plan: Plan) -> Transformed {
-    let Plan::MapFilter(m) = &mut plan else { return Transformed::no(plan) };
+    let Plan::Filter(filter) = &mut plan else { return Transformed::no(plan) };
+    let Plan::Map(m) = filter.input.as_mut() else { return Transformed::no(plan) };
     let Some(MapOp::Parse { format: ParseFormat::Table, fields }) = m.ops.first() else {
         return Transformed::no(plan);
     };
@@ -58,7 +59,7 @@ fn give_tests(mut plan: Plan) -> Transformed {
             })
     };
     let mut conjuncts = Vec::new();
-    for c in &m.conditions {
+    for c in &filter.conditions {
         and_parts(c, &mut conjuncts);
     }
     let tests: Vec<ColumnTest> = conjuncts.into_iter().filter_map(|c| test_of(c, &numeric)).collect();

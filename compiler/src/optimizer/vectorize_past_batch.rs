@@ -19,13 +19,13 @@
 use crate::ir::plan::{ArgValue, Map, Plan, apply_ops};
 use crate::ir::types::Value;
 
-use super::{OptimizerRule, Transformed, rewrite_each_node};
+use super::{Rule, Transformed, rewrite_each_node};
 
 /// Moves trailing elementwise map operations past a plain batch.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct VectorizePastBatch;
 
-impl OptimizerRule for VectorizePastBatch {
+impl Rule for VectorizePastBatch {
     fn name(&self) -> &'static str {
         "vectorize_past_batch"
     }

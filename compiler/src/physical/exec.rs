@@ -6,7 +6,9 @@
 use crate::ir::expr::Expr;
 use crate::ir::kernel::Kernel;
 pub use crate::ir::options::{Compression, CorruptPolicy, Labels, Remainder};
-use crate::ir::plan::{ArgValue, Concatenate, Element, FieldType, MapOp, RustKind, SampleFrom, Zip};
+use crate::ir::plan::{
+    ArgValue, Concatenate, Element, FieldType, MapOp, PrefetchDepth, RustKind, SampleFrom, Zip,
+};
 
 /// How a TFRecord reader opens and checks its files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -283,8 +285,8 @@ pub enum Exec {
         /// The file (`None`: memory).
         file: Option<ArgValue>,
     },
-    /// A producer thread and a bounded queue (`None`: depth chosen at run time).
-    Prefetch(Option<ArgValue>),
+    /// A producer thread and a bounded queue (`auto`: depth chosen at run time).
+    Prefetch(PrefetchDepth),
     /// Adds `index: i64`, the position in the pass plus `start` (`enumerate`).
     Enumerate {
         /// The fields in.

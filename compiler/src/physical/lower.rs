@@ -409,7 +409,7 @@ fn one(step: &Step<'_>, cx: &mut Cx<'_>) -> ExecNode {
             Exec::Shard { num_shards: p.num_shards.clone(), index: p.index.clone(), remainder: p.remainder }
         }
         Plan::Cache(p) => Exec::Cache { input: input(), file: p.file.clone() },
-        Plan::Prefetch(p) => Exec::Prefetch(if p.is_auto() { None } else { p.buffer.clone() }),
+        Plan::Prefetch(p) => Exec::Prefetch(p.buffer.clone()),
         Plan::Enumerate(e) => Exec::Enumerate {
             from: input().fields().to_vec(),
             to: n.output().fields().to_vec(),

@@ -6,7 +6,9 @@ use super::amount::Amount;
 use super::defaults::*;
 use super::{Figures, Options};
 use crate::ir::decls::ParamDecl;
-use crate::ir::plan::{ArgValue, Element, FieldType, Interleave, Plan, Remainder, Shuffle, ShuffleBuffer};
+use crate::ir::plan::{
+    ArgValue, Element, FieldType, Interleave, Plan, PrefetchDepth, Remainder, Shuffle, ShuffleBuffer,
+};
 use crate::ir::types::{DType, Dim, Shape, Value};
 
 /// What planning one pipeline gathers: the assumptions its bound rests on, and the rows
@@ -300,10 +302,10 @@ impl Cx<'_> {
             }
             Plan::Prefetch(p) => {
                 let held = match &p.buffer {
-                    Some(v) if !p.is_auto() => {
+                    PrefetchDepth::Elements(v) => {
                         self.count(v, 2, "a prefetch depth of 2 when set by a parameter").max(1u64)
                     }
-                    _ => Amount::of(PREFETCH_AUTO_DEPTH),
+                    PrefetchDepth::Auto => Amount::of(PREFETCH_AUTO_DEPTH),
                 };
                 Figures { threads: "1".into(), held: held.value(), bytes: held.saturating_mul(elem(self)) }
             }

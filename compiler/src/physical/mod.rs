@@ -1,7 +1,10 @@
 //! The physical plan: what runs. The only stage of the compiler that decides how the
-//! optimized plan executes: which logical nodes run fused as one runtime stage (a global
-//! shuffle in place of its reader, maps run in the reader threads, a batch gathered by
-//! its map's workers), threads, queue depths and devices ([`lower`]). Each [`Exec`] node
+//! optimized plan executes: which logical nodes run fused as one runtime stage — first
+//! as fused nodes of the plan ([`fuse`]: a map and its batch, a map and its filter, a
+//! shuffle and its repeat, a `device cuda` pipeline's kernels, the `prefetch` it ends
+//! in), then as exec nodes (a global shuffle in place of its reader, maps run in the
+//! reader threads, a batch gathered by its map's workers) — threads, queue depths and
+//! devices ([`lower`]). Each [`Exec`] node
 //! is one runtime stage of the generated chain; the code generator prints them and makes
 //! no choice of its own. It also computes a static upper bound on the memory the
 //! pipeline's buffers hold: for each stage, the elements it can hold at once times an
@@ -24,6 +27,7 @@ use crate::span::Span;
 mod amount;
 pub mod defaults;
 mod exec;
+pub mod fuse;
 mod logical;
 mod lower;
 mod memory;
@@ -111,10 +115,14 @@ pub struct PhysicalPlan {
     pub device: Device,
     /// What the generated module needs of the optimized logical plan besides the stages.
     pub logical: Logical,
+    /// The fusion rules that changed the optimized plan, each with the plan as it left
+    /// the rule (`explain --verbose`).
+    pub fusions: Vec<crate::ir::rewrite::Application>,
 }
 
 /// Plans the optimized `plan` with the pipeline's parameters (their defaults size the
-/// buffers they set); with a declared `budget` the bound exceeds, returns the error.
+/// buffers they set): fuses it ([`fuse`]), then lowers it to exec nodes; with a declared
+/// `budget` the bound exceeds, returns the error.
 pub fn plan(
     plan: &Plan,
     params: &[ParamDecl],
@@ -131,7 +139,8 @@ pub fn plan(
         open_files: 0,
         largest_batch: Amount::of(0),
     };
-    let (stages, tail) = lower::lower(plan, &mut cx);
+    let fused = fuse::fuse(plan.clone());
+    let (stages, tail) = lower::lower(&fused.plan, &mut cx);
     let recycled = cx.recycled();
     let largest_batch = cx.largest_batch.value();
     let bound = stages
@@ -157,6 +166,7 @@ pub fn plan(
         threads: None,
         device,
         logical: Logical::of(plan),
+        fusions: fused.applied,
     };
     if let Some(b) = budget
         && memory_bound > b

@@ -39,6 +39,7 @@ use crate::ir::plan::{ArgValue, RecordFormat, RustKind};
 use crate::ir::resume::{
     UNORDERED_INTERLEAVE, UNORDERED_MAP, UNSEEDED_SAMPLE_FROM, UNSEEDED_SHUFFLE, is_parallel, unseeded_ops,
 };
+use crate::ir::types::Value;
 
 /// How one stage gets to a position of its pass.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -235,7 +236,7 @@ struct Position {
 
 impl Position {
     fn times(&mut self, n: &ArgValue) {
-        if matches!(n, ArgValue::Const(v) if v.to_string() == "1") {
+        if matches!(n, ArgValue::Const(Value::Int(1) | Value::UInt(1))) {
             return;
         }
         if self.sum {

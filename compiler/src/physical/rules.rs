@@ -9,7 +9,7 @@
 use super::PhysicalPlan;
 use super::amount::Expr;
 use super::exec::Exec;
-use crate::ir::plan::ArgValue;
+use crate::ir::plan::{ArgValue, PrefetchDepth};
 
 /// One rule on the pipeline's parameters.
 #[derive(Debug, Clone, PartialEq)]
@@ -148,7 +148,7 @@ impl PhysicalPlan {
                     at_least_one(num_shards, "shard", "num_shards");
                     shards.push((index.clone(), num_shards.clone()));
                 }
-                Exec::Prefetch(Some(b)) => at_least_one(b, "prefetch", "buffer"),
+                Exec::Prefetch(PrefetchDepth::Elements(b)) => at_least_one(b, "prefetch", "buffer"),
                 Exec::Window { size, shift, stride, .. } => {
                     at_least_one(size, "window", "size");
                     at_least_one(shift, "window", "shift");

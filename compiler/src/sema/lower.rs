@@ -435,7 +435,9 @@ pub(super) fn chain(
                 span: s.span,
             }),
             StageKind::Cache => Plan::Cache(Cache { input, file: a("file"), span: s.span }),
-            StageKind::Prefetch => Plan::Prefetch(Prefetch { input, buffer: a("buffer"), span: s.span }),
+            StageKind::Prefetch => {
+                Plan::Prefetch(Prefetch { input, buffer: PrefetchDepth::of(a("buffer")), span: s.span })
+            }
             // Sources were lowered (or refused, E0302) above.
             StageKind::Files
             | StageKind::Range

@@ -11,16 +11,16 @@
 //!                                 Map: …
 //! ```
 
-use crate::ir::plan::{ArgValue, Plan, Prefetch};
+use crate::ir::plan::{ArgValue, Plan, Prefetch, PrefetchDepth};
 use crate::ir::types::Value;
 
-use super::{OptimizerRule, Transformed};
+use super::{Rule, Transformed};
 
 /// Ends the pipeline with a `prefetch`.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct InsertPrefetch;
 
-impl OptimizerRule for InsertPrefetch {
+impl Rule for InsertPrefetch {
     fn name(&self) -> &'static str {
         "insert_prefetch"
     }
@@ -48,7 +48,7 @@ impl OptimizerRule for InsertPrefetch {
         }
         Transformed::yes(Plan::Prefetch(Prefetch {
             input: Box::new(plan),
-            buffer: Some(ArgValue::Auto),
+            buffer: PrefetchDepth::Auto,
             span: crate::span::Span::default(),
         }))
     }

@@ -10,13 +10,13 @@
 
 use crate::ir::plan::{MapFilter, Plan};
 
-use super::{OptimizerRule, Transformed, rewrite_each_node};
+use super::{Rule, Transformed, rewrite_each_node};
 
 /// Fuses a filter into the map below it.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct FuseMapFilter;
 
-impl OptimizerRule for FuseMapFilter {
+impl Rule for FuseMapFilter {
     fn name(&self) -> &'static str {
         "fuse_map_filter"
     }

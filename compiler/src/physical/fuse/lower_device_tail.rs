@@ -33,13 +33,13 @@ use crate::ir::op::{Layout, Op};
 use crate::ir::plan::{Batch, Element, FieldType, MapOp, Plan, apply_ops};
 use crate::ir::types::{DType, Dim, Shape, TensorType};
 
-use super::{OptimizerRule, Transformed};
+use super::{Rule, Transformed};
 
 /// Moves a `device cuda` pipeline's trailing row operations into its device tail.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct LowerDeviceTail;
 
-impl OptimizerRule for LowerDeviceTail {
+impl Rule for LowerDeviceTail {
     fn name(&self) -> &'static str {
         "lower_device_tail"
     }
@@ -395,7 +395,7 @@ mod tests {
         ))
         .into_result()
         .unwrap();
-        let plan = checked[0].optimized.plan.clone();
+        let plan = super::super::fuse(checked[0].optimized.plan.clone()).plan;
         let Plan::DeviceTail(tail) = plan else { panic!("{}", plan.explain()) };
         let [k] = &tail.kernels[..] else { panic!("{:?}", tail.kernels) };
         assert_eq!(
@@ -415,8 +415,8 @@ mod tests {
 
     #[test]
     fn takes_from_a_map_over_batches_and_a_fused_map_batch() {
-        // Fully optimized: `vectorize_past_batch` moves `cast` and `scale` after the batch,
-        // `fuse_map_batch` fuses the rest; the tail takes from both.
+        // Optimized and fused: `vectorize_past_batch` moves `cast` and `scale` after the
+        // batch, `fuse_map_batch` fuses the rest; the tail takes from both.
         let checked = crate::compile(&pipe(
             "cuda",
             "image = center_crop(image, 4, 4); image = cast(image, f32); image = scale(image, 0.5);",
@@ -424,7 +424,7 @@ mod tests {
         ))
         .into_result()
         .unwrap();
-        let plan = checked[0].optimized.plan.clone();
+        let plan = super::super::fuse(checked[0].optimized.plan.clone()).plan;
         insta::assert_snapshot!(plan.explain(), @r"
         DeviceTail: device=cuda, kernels=[tail_image(image: center_crop, cast, scale)] -> batch<{image: f32[4, 4, 3], label: i64}>
           Prefetch: buffer=2 -> batch<{image: u8[8, 8, 3], label: i64}>

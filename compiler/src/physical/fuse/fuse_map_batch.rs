@@ -18,13 +18,13 @@
 
 use crate::ir::plan::{MapBatch, Plan};
 
-use super::{OptimizerRule, Transformed, rewrite_each_node};
+use super::{Rule, Transformed, rewrite_each_node};
 
 /// Fuses `batch` on `map`.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct FuseMapBatch;
 
-impl OptimizerRule for FuseMapBatch {
+impl Rule for FuseMapBatch {
     fn name(&self) -> &'static str {
         "fuse_map_batch"
     }

@@ -17,13 +17,13 @@
 
 use crate::ir::plan::{Plan, Shuffle, ShuffleBuffer, ShuffleRepeat};
 
-use super::{OptimizerRule, Transformed, rewrite_each_node};
+use super::{Rule, Transformed, rewrite_each_node};
 
 /// Fuses `repeat` on `shuffle`.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct FuseShuffleRepeat;
 
-impl OptimizerRule for FuseShuffleRepeat {
+impl Rule for FuseShuffleRepeat {
     fn name(&self) -> &'static str {
         "fuse_shuffle_repeat"
     }

@@ -405,6 +405,11 @@ impl Exec {
         let fns = |f: &MapFn| f.ops.iter().map(MapOp::name).collect::<Vec<_>>().join(", ");
         match self {
             Exec::GlobalShuffle { shard: Some(_), .. } => "shard=block of the permutation".into(),
+            Exec::Interleave { format: crate::ir::plan::RecordFormat::Parquet(p), .. }
+                if p.shard.is_some() =>
+            {
+                p.shard.as_ref().map(|s| format!("shard={s}")).unwrap_or_default()
+            }
             Exec::ReadColumns { format, .. } => format!(
                 "reader={}, arrays into batch columns",
                 crate::ir::plan::RecordFormat::Parquet(format.clone()).name()

@@ -9,7 +9,7 @@
 use super::PhysicalPlan;
 use super::amount::Expr;
 use super::exec::Exec;
-use crate::ir::plan::ArgValue;
+use crate::ir::plan::{ArgValue, ParquetFormat, RecordFormat};
 
 /// One rule on the pipeline's parameters.
 #[derive(Debug, Clone, PartialEq)]
@@ -96,7 +96,11 @@ impl PhysicalPlan {
                         nonzero.push(ParamRule::NonZero { param: p.clone(), stage: "range", arg: "step" });
                     }
                 }
-                Exec::Interleave { cycle, block, parallel, .. } => {
+                Exec::Interleave { cycle, block, parallel, format, .. } => {
+                    if let RecordFormat::Parquet(ParquetFormat { shard: Some(s), .. }) = format {
+                        at_least_one(&s.num_shards, "shard", "num_shards");
+                        shards.push((s.index.clone(), s.num_shards.clone()));
+                    }
                     at_least_one(cycle, "interleave", "cycle");
                     at_least_one(block, "interleave", "block");
                     at_least_one(parallel, "interleave", "parallel");
@@ -109,6 +113,10 @@ impl PhysicalPlan {
                     at_least_one(size, "batch", "size");
                     limit(cycle, "interleave", "cycle");
                     limit(parallel, "interleave", "parallel");
+                }
+                Exec::ReadColumns { format: ParquetFormat { shard: Some(s), .. }, .. } => {
+                    at_least_one(&s.num_shards, "shard", "num_shards");
+                    shards.push((s.index.clone(), s.num_shards.clone()));
                 }
                 Exec::GlobalShuffle { shard: Some((count, index, _)), .. } => {
                     at_least_one(count, "shard", "num_shards");

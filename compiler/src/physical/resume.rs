@@ -28,8 +28,12 @@
 //! filter or batch its share (their positions lead the saved state down to the shard's
 //! count): `shuffle(global)` dealt by blocks of its permutation, or a record-level `shard`
 //! over readers, `range` and maps. A local shuffle buffer before the shard mixes records of
-//! every shard; a shard of the file list deals whole files. The runtime's
-//! `PipelineState::reshard` redeals the states of an elastic pipeline (`reshard.rs`).
+//! every shard; a shard of the file list deals whole files; a shard moved into a
+//! `parquet` reader deals whole row groups of a list whose deal depends on the number of
+//! shards, and the runtime's redeal knows elements, not row groups: it is refused with
+//! that reason (`remainder: drop` keeps the shard on the rows, which is elastic). The
+//! runtime's `PipelineState::reshard` redeals the states of an elastic pipeline
+//! (`reshard.rs`).
 
 use std::fmt;
 

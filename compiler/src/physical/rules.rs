@@ -221,6 +221,34 @@ mod tests {
         );
     }
 
+    /// A `shard` moved into a `parquet` reader (by rows or by columns) keeps the shard's
+    /// rules: `--set worker=3` of 3 is a usage error naming the `shard`, not a reader that
+    /// reads nothing.
+    #[test]
+    fn a_shard_moved_into_a_parquet_reader_keeps_its_rules() {
+        for stages in ["map { y = x; }", "batch(4);"] {
+            let p = physical(&format!(
+                "pipeline p(files: glob, n: u64 = 2, i: u64 = 0) {{ schema {{ x: f32[4] }} parquet(files); \
+                 shard(n, i); {stages} }}"
+            ));
+            assert!(!p.stages.iter().any(|s| matches!(s.exec, Exec::Shard { .. })), "{stages}: moved");
+            let rules = p.param_rules();
+            let (n, i) = (ArgValue::Param("n".into()), ArgValue::Param("i".into()));
+            assert!(
+                rules.contains(&ParamRule::AtLeastOne {
+                    param: "n".into(),
+                    stage: "shard",
+                    arg: "num_shards"
+                }),
+                "{stages}: {rules:?}"
+            );
+            assert!(
+                rules.contains(&ParamRule::IndexBelowCount { index: i, count: n }),
+                "{stages}: {rules:?}"
+            );
+        }
+    }
+
     /// With a `budget`, the bound of buffers sized by parameters is an expression of them,
     /// checked when their values are known: at their defaults it is the bound `explain`
     /// prints; a buffer of a billion elements is over the budget (before, only the same

@@ -70,10 +70,12 @@ pub mod __private {
     // `unbatch` of fields: each record split into its rows.
     pub use sluice_runtime::stage::{row_count, unbatch_fields};
     pub use sluice_runtime::text::{CsvOptions, OpenCsv, OpenLines, TextOptions, csv_file, lines_file};
-    // `parquet(files)`: in the runners of pipelines that read Parquet (feature `parquet`).
+    // `parquet(files)`: in the runners of pipelines that read Parquet (feature `parquet`);
+    // a `shard` moved into the reader is a `RowGroupShard`, its files from `parquet_parts`.
     #[cfg(feature = "parquet")]
     pub use sluice_runtime::parquet::{
-        Bound, Cmp, OpenParquet, ParquetOptions, RowGroupTest, TableColumns, parquet_columns,
+        Bound, Cmp, OpenParquet, ParquetOptions, RowGroupShard, RowGroupTest, TableColumns, parquet_columns,
+        parquet_parts,
     };
     // The columns of table rows (`parquet`, `webdataset`) and the `webdataset` source.
     pub use sluice_runtime::abi::table::{ColumnShape, ColumnType, TableColumn};

@@ -18,7 +18,7 @@
 use crate::ast;
 use crate::codegen::{self, Generated};
 use crate::diagnostic::Diagnostic;
-use crate::ir::plan::{ArgValue, Element, Plan, Remainder, Shard};
+use crate::ir::plan::{ArgValue, Element, ParquetFormat, Plan, RecordFormat, Remainder, Shard};
 use crate::ir::types::Value;
 use crate::optimizer::{self, Optimized};
 use crate::physical::{self, PhysicalPlan};
@@ -194,6 +194,12 @@ fn file_level_shards(logical: &Plan, optimized: &Plan) -> Vec<Diagnostic> {
     while let Some(n) = node {
         node = n.input();
         let consumer = parent.replace(n);
+        if let Plan::Interleave(i) = n
+            && let RecordFormat::Parquet(ParquetFormat { shard: Some(s), .. }) = &i.format
+            && s.num_shards != ArgValue::Const(Value::Int(1))
+        {
+            out.push(row_group_shard(s.span));
+        }
         let Plan::Shard(pass) = n else { continue };
         // `read_file` makes one element of each file: a shard of its paths is one of elements.
         if pass.input.output() != Element::Path || single(pass) || matches!(consumer, Some(Plan::ReadFile(_)))
@@ -235,6 +241,26 @@ fn file_level_shards(logical: &Plan, optimized: &Plan) -> Vec<Diagnostic> {
     out
 }
 
+/// W0210 for a `shard` that `push_shard_down` moved into a `parquet` reader.
+fn row_group_shard(span: crate::span::Span) -> Diagnostic {
+    Diagnostic::warning(
+        "W0210",
+        "row-group sharding cannot give workers equal record counts",
+        span,
+        "each worker reads whole row groups",
+    )
+    .with_note(
+        "a `shard` right on a `parquet` reader moves into it: each worker reads the row groups whose index \
+         in the list of every file's row groups (file after file) is its `index` modulo `num_shards`, so a \
+         worker gets whole row groups, not every `num_shards`-th row, and counts match only when every row \
+         group holds the same number of rows and their number is a multiple of `num_shards`",
+    )
+    .with_help(
+        "declare `remainder: drop` or `remainder: pad` to shard row by row with equal counts (every worker \
+         then decodes every row group)",
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use crate::diagnostic::Severity;
@@ -271,6 +297,19 @@ mod tests {
             file_level("files(files); shard(2, 0); interleave(cycle: 2) { tfrecord(); } shard(8, 3);"),
             ["shard(2, 0);"]
         );
+    }
+
+    #[test]
+    fn shards_of_parquet_row_groups_warn_so() {
+        let schema = "schema { x: f32[4] }";
+        assert_eq!(file_level(&format!("{schema} parquet(files); shard(w, i);")), ["shard(w, i);"]);
+        assert!(file_level(&format!("{schema} parquet(files); shard(w, i, remainder: drop);")).is_empty());
+        assert!(file_level(&format!("{schema} parquet(files); shard(1, 0);")).is_empty());
+        let src =
+            "pipeline p(files: glob) {\n    schema { x: f32[4] }\n    parquet(files);\n    shard(4, 1);\n}\n";
+        let text = crate::diagnostic::render("p.pipe", src, &super::compile(src).diagnostics);
+        assert!(text.starts_with("warning[W0210]: row-group sharding cannot"), "{text}");
+        assert!(text.contains("each worker reads whole row groups"), "{text}");
     }
 
     #[test]

@@ -387,11 +387,11 @@ fn stage(e: &Exec, ds: Option<Chain>, p: &Arc<Params>, schema: &Arc<Schema>, all
                 c => usize_arg(p, c)?,
             };
             let (block, par) = (usize_arg(p, block)?, parallel(p, par)?);
-            crate::sources::interleave(paths, format, r, cycle, block, par, *deterministic)
+            crate::sources::interleave(p, paths, format, r, cycle, block, par, *deterministic)?
         }
         Exec::ReadColumns { format, size, drop_remainder, .. } => {
             let Some(Chain::Paths(paths)) = ds else { return Err(invalid("a reader without files")) };
-            crate::sources::read_columns(paths, format, usize_arg(p, size)?, *drop_remainder)?
+            crate::sources::read_columns(p, paths, format, usize_arg(p, size)?, *drop_remainder)?
         }
         Exec::ReadFile { labels, on_error } => {
             let Some(Chain::Paths(paths)) = ds else { return Err(invalid("`read_file` without files")) };

@@ -265,6 +265,44 @@ mod tests {
         );
     }
 
+    /// A `shard` moved into a `parquet` reader (`tests/pipes/parquet.pipe`, over the
+    /// fixtures' four row groups): every worker's pass resumed at any position is the rest of
+    /// its whole pass, by rows (behind a filter) and by columns (the footers' counts of its
+    /// own row groups); resharding it is refused, naming why.
+    #[test]
+    fn a_sharded_parquet_reader_resumes_exactly_and_is_not_redealt() {
+        use sluice_runtime::stage::{Ctx, DataIter};
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let source = std::fs::read_to_string(root.join("tests/pipes/parquet.pipe")).unwrap();
+        let files = root.join("tests/fixtures/parquet/table-*.parquet").display().to_string();
+        for name in ["sharded", "sharded_columns"] {
+            let p = pipeline(&source, name);
+            check(&p).unwrap();
+            for worker in ["0", "1", "2"] {
+                let set = [("files".to_string(), files.clone()), ("worker".to_string(), worker.to_string())];
+                let params = params(&p, &set).unwrap();
+                let ds = dataset(&p, &params).unwrap();
+                let pass = |skip: u64| -> Vec<String> {
+                    let mut it = ds.iter_from(&Ctx::new(&Default::default()), skip).unwrap();
+                    let mut out = Vec::new();
+                    while let Some(x) = it.next().unwrap() {
+                        let mut json = Json::new();
+                        x.show(&mut json);
+                        out.push(json.as_str().to_string());
+                    }
+                    out
+                };
+                let whole = pass(0);
+                assert!(!whole.is_empty(), "{name}: worker {worker}");
+                for k in 1..=whole.len() {
+                    assert_eq!(pass(k as u64), whole[k..], "{name}: worker {worker} resumed at {k}");
+                }
+                let e = resume::reshard(&p, std::slice::from_ref(&p), &params, &[]).unwrap_err().to_string();
+                assert!(e.contains("reads whole Parquet row groups of its shard"), "{e}");
+            }
+        }
+    }
+
     #[test]
     fn bad_parameters_and_data_errors_are_errors() {
         let p = pipeline(RANGES, "evens");

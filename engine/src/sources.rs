@@ -19,8 +19,8 @@ use sluice_compiler::physical::{self, Exec};
 use sluice_runtime::abi;
 use sluice_runtime::column::Buffer;
 use sluice_runtime::parquet::{
-    Bound, Cmp, ColumnShape, ColumnType, OpenParquet, ParquetOptions, RowGroupTest, TableColumn,
-    TableColumns, parquet_columns,
+    Bound, Cmp, ColumnShape, ColumnType, OpenParquet, ParquetOptions, RowGroupShard, RowGroupTest,
+    TableColumn, TableColumns, parquet_columns, parquet_parts,
 };
 use sluice_runtime::stage::{
     Dataset, FileContents, InterleaveFn, OpenTfRecord, Parallelism, ReadFileOptions, Record, global_shuffle,
@@ -65,6 +65,7 @@ fn compression(c: physical::Compression) -> Compression {
 /// `ds.interleave(open_fn, cycle, block)` reads them.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn interleave(
+    p: &Params,
     paths: Paths,
     format: &RecordFormat,
     r: &physical::ReaderOptions,
@@ -72,7 +73,7 @@ pub(crate) fn interleave(
     block: usize,
     par: Parallelism,
     det: bool,
-) -> Ds {
+) -> R<Ds> {
     fn run<F>(paths: Paths, open: F, cycle: usize, block: usize, par: Parallelism, det: bool) -> Ds
     where
         F: InterleaveFn<PathBuf> + Send + Sync + 'static,
@@ -81,7 +82,7 @@ pub(crate) fn interleave(
         paths.interleave(open, cycle, block).num_parallel(par).deterministic(det).map(Item::Record).boxed()
     }
     let c = compression(r.compression);
-    match format {
+    Ok(match format {
         RecordFormat::TfRecord => {
             let options = ReaderOptions {
                 compression: c,
@@ -109,21 +110,49 @@ pub(crate) fn interleave(
             let options = WebDatasetOptions { columns: Arc::from(columns), compression: c };
             run(paths, OpenWebDataset::new(options), cycle, block, par, det)
         }
-        RecordFormat::Parquet(p) => run(paths, OpenParquet::new(parquet_options(p)), cycle, block, par, det),
-    }
+        RecordFormat::Parquet(f) if f.shard.is_some() => {
+            // A reader of row groups of the global list takes its files with the row
+            // groups before each.
+            let open = OpenParquet::new(parquet_options(p, f)?);
+            parquet_parts(paths)
+                .interleave(open, cycle, block)
+                .num_parallel(par)
+                .deterministic(det)
+                .map(Item::Record)
+                .boxed()
+        }
+        RecordFormat::Parquet(f) => {
+            run(paths, OpenParquet::new(parquet_options(p, f)?), cycle, block, par, det)
+        }
+    })
 }
 
-/// The `ParquetOptions` of a `parquet` reader of `p`'s columns (as the generated ones).
-fn parquet_options(p: &ParquetFormat) -> ParquetOptions {
-    let columns = p.columns.iter().map(|c| table_column(c, p.defaults.contains(&c.name))).collect::<Vec<_>>();
-    let tests = p.tests.iter().map(row_group_test).collect::<Vec<_>>();
-    ParquetOptions { columns: Arc::from(columns), tests: Arc::from(tests), ..Default::default() }
+/// The `ParquetOptions` of a `parquet` reader of `f`'s columns (as the generated ones),
+/// with its shard of row groups when a `shard` moved into it (`RowGroupShard::new` holds
+/// the index below the count).
+fn parquet_options(p: &Params, f: &ParquetFormat) -> R<ParquetOptions> {
+    let columns = f.columns.iter().map(|c| table_column(c, f.defaults.contains(&c.name))).collect::<Vec<_>>();
+    let tests = f.tests.iter().map(row_group_test).collect::<Vec<_>>();
+    let shard = match &f.shard {
+        Some(s) => Some(RowGroupShard::new(
+            p.u64(&s.num_shards).map_err(invalid)?,
+            p.u64(&s.index).map_err(invalid)?,
+        )?),
+        None => None,
+    };
+    Ok(ParquetOptions { columns: Arc::from(columns), tests: Arc::from(tests), shard, ..Default::default() })
 }
 
 /// `ReadColumnsExec`: the Parquet files of `paths` as batches of `size` rows, each Arrow
 /// array into its batch column (the runtime's `parquet_columns`, as the generated code
 /// reads them), a column a tensor of the batch (`[rows, dims...]`).
-pub(crate) fn read_columns(paths: Paths, p: &ParquetFormat, size: usize, drop_remainder: bool) -> R<Ds> {
+pub(crate) fn read_columns(
+    params: &Params,
+    paths: Paths,
+    p: &ParquetFormat,
+    size: usize,
+    drop_remainder: bool,
+) -> R<Ds> {
     let names: Names = p.columns.iter().map(|c| c.name.clone()).collect::<Vec<_>>().into();
     let dims = p
         .columns
@@ -134,7 +163,7 @@ pub(crate) fn read_columns(paths: Paths, p: &ParquetFormat, size: usize, drop_re
                 .ok_or_else(|| invalid("a Parquet column of a fixed shape"))
         })
         .collect::<R<Vec<_>>>()?;
-    let ds = parquet_columns(paths, parquet_options(p), size, drop_remainder)?;
+    let ds = parquet_columns(paths, parquet_options(params, p)?, size, drop_remainder)?;
     Ok(ds
         .try_map(move |t: TableColumns| -> Result<Item, BoxError> {
             let rows = t.rows;

@@ -219,3 +219,75 @@ fn row_groups_a_filter_empties_are_skipped_and_counted_by_both_backends() {
     let explain = super::support::sluice(&["explain", pipe.to_str().unwrap()]);
     assert!(stdout(&explain).contains("reader=parquet(columns: [id, name], skip_row_groups: [id >= 12])"));
 }
+
+/// `shard(workers, worker)` right after `parquet` shards row groups (table-0's three of 4,
+/// 4 and 2 rows, then table-1's one of 7: four in the global list), in both backends and on
+/// both paths (rows, with a filter whose statistics skip row group 0; columns): each
+/// worker's rows are its whole row groups, the workers' rows partition the unsharded
+/// pass's, and an index past the count is a usage error naming the `shard`, no panic.
+#[test]
+fn a_shard_on_parquet_deals_whole_row_groups_and_partitions_the_rows_in_both_backends() {
+    let pipe = root().join("tests/pipes/parquet.pipe");
+    let dir = tempfile::tempdir().unwrap();
+    let show = |pipeline: &str, engine: &str, sets: &[String]| {
+        let mut c = sluice_command(dir.path());
+        c.current_dir(root()).args([
+            "show",
+            pipe.to_str().unwrap(),
+            pipeline,
+            "-n",
+            "all",
+            "--engine",
+            engine,
+        ]);
+        for s in sets {
+            c.arg("--set").arg(s);
+        }
+        c.output().expect("sluice runs")
+    };
+    let ids = |out: &str| -> Vec<i64> {
+        out.lines()
+            .flat_map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                let id = &v["id"];
+                let values =
+                    id.get("values").and_then(|v| v.as_array()).cloned().unwrap_or_else(|| vec![id.clone()]);
+                values.into_iter().map(|x| x.as_i64().unwrap()).collect::<Vec<_>>()
+            })
+            .collect()
+    };
+    let groups: [&[i64]; 4] = [&[0, 1, 2, 3], &[4, 5, 6, 7], &[8, 9], &[10, 11, 12, 13, 14, 15, 16]];
+    for (pipeline, from) in [("sharded", 2), ("sharded_columns", 0)] {
+        let mut union = Vec::new();
+        for worker in 0..3usize {
+            let sets = [format!("worker={worker}")];
+            let (compiled, engine) =
+                (show(pipeline, "compiled", &sets), show(pipeline, "interpreted", &sets));
+            assert!(compiled.status.success(), "{pipeline} {worker}: {}", stderr(&compiled));
+            assert_eq!(compiled.stdout, engine.stdout, "{pipeline} {worker}: the backends differ");
+            let want: Vec<i64> = groups
+                .iter()
+                .skip(worker)
+                .step_by(3)
+                .flat_map(|g| g.iter().copied())
+                .filter(|&i| i >= from)
+                .collect();
+            let got = ids(&stdout(&compiled));
+            assert_eq!(got, want, "{pipeline}: worker {worker} reads row groups {worker}, {} …", worker + 3);
+            assert!(!got.is_empty(), "{pipeline}: worker {worker}");
+            union.extend(got);
+        }
+        union.sort_unstable();
+        assert_eq!(union, (from..17).collect::<Vec<_>>(), "{pipeline}: every row once");
+        for engine in ["compiled", "interpreted"] {
+            let o = show(pipeline, engine, &["worker=3".into()]);
+            assert_eq!(o.status.code(), Some(2), "{pipeline} {engine}: {}", stderr(&o));
+            let e = stderr(&o);
+            assert!(
+                e.contains("the `index` of `shard` must be below its `num_shards`"),
+                "{pipeline} {engine}: {e}"
+            );
+            assert!(!e.contains("panicked"), "{e}");
+        }
+    }
+}

@@ -19,11 +19,11 @@ fn compression(c: Compression) -> TokenStream {
     }
 }
 
-/// The function of an interleave that opens each file: a TFRecord, text-lines or CSV
-/// reader.
-fn open_fn(format: &RecordFormat, r: &ReaderOptions) -> TokenStream {
+/// The function of an interleave that opens each file: a TFRecord, text-lines, CSV,
+/// WebDataset or Parquet reader.
+fn open_fn(format: &RecordFormat, r: &ReaderOptions) -> R<TokenStream> {
     let c = compression(r.compression);
-    match format {
+    Ok(match format {
         RecordFormat::TfRecord => {
             let options = reader_options(r);
             quote!(__sl::OpenTfRecord::new(#options))
@@ -41,21 +41,30 @@ fn open_fn(format: &RecordFormat, r: &ReaderOptions) -> TokenStream {
         }
         RecordFormat::WebDataset(w) => open_webdataset(w, c),
         RecordFormat::Parquet(p) => {
-            let options = parquet_options(p);
+            let options = parquet_options(p)?;
             quote!(__sl::OpenParquet::new(#options))
         }
-    }
+    })
 }
 
-/// The `ParquetOptions` of a `parquet` reader of `p`'s columns.
-fn parquet_options(p: &crate::ir::formats::ParquetFormat) -> TokenStream {
+/// The `ParquetOptions` of a `parquet` reader of `p`'s columns (and its row groups, when a
+/// `shard` moved into it: `RowGroupShard::new` holds the index below the count).
+fn parquet_options(p: &crate::ir::formats::ParquetFormat) -> R<TokenStream> {
     let columns = p.columns.iter().map(|c| table_column(c, p.defaults.contains(&c.name)));
     let tests = p.tests.iter().map(row_group_test);
-    quote!(__sl::ParquetOptions {
+    let shard = match &p.shard {
+        Some(s) => {
+            let (n, i) = (u64_arg(&s.num_shards)?, u64_arg(&s.index)?);
+            quote!(shard: ::core::option::Option::Some(__sl::RowGroupShard::new(#n, #i)?),)
+        }
+        None => TokenStream::new(),
+    };
+    Ok(quote!(__sl::ParquetOptions {
         columns: ::std::sync::Arc::from([#(#columns),*]),
         tests: ::std::sync::Arc::from([#(#tests),*]),
+        #shard
         ..::core::default::Default::default()
-    })
+    }))
 }
 
 /// The `webdataset` reader of `w`'s fields.
@@ -271,13 +280,19 @@ impl Gen<'_> {
                 quote!(let ds = __sl::sample_from(::std::vec![#(#inputs),*], ::std::vec![#(#weights),*], #seed)?.stop_on_empty_dataset(#stop);)
             }
             Exec::Interleave { format, reader, cycle, block, parallel: par, deterministic } => {
-                let open = open_fn(format, reader);
+                let open = open_fn(format, reader)?;
                 let (first, cycle) = cycle_arg(cycle)?;
                 let block = usize_arg(block)?;
                 let par = parallel(par)?;
+                // A reader of row groups of the global list takes its files with the row
+                // groups before each.
+                let files = match format {
+                    RecordFormat::Parquet(p) if p.shard.is_some() => quote!(__sl::parquet_parts(ds)),
+                    _ => quote!(ds),
+                };
                 quote! {
                     #first
-                    let ds = ds.interleave(
+                    let ds = #files.interleave(
                         #open,
                         #cycle,
                         #block,
@@ -287,7 +302,7 @@ impl Gen<'_> {
             Exec::ReadColumns { format, size, drop_remainder, output } => {
                 // Each batch's columns moved out of the reader's buffers, none copied.
                 let Element::Fields(fields) = output else { return Err("a table row has fields".into()) };
-                let options = parquet_options(format);
+                let options = parquet_options(format)?;
                 let size = usize_arg(size)?;
                 let b = self.batch(fields)?;
                 let mut cols = Vec::new();

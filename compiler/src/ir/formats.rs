@@ -32,6 +32,27 @@ pub struct ParquetFormat {
     /// decide (`skip_row_groups` sets them): a row group none of whose rows can pass is
     /// not read.
     pub tests: Vec<ColumnTest>,
+    /// A `shard` moved into the reader (`push_shard_down`): it reads only the row groups
+    /// whose index in the global list (every file's row groups, file after file in the
+    /// order of the paths) is `index` modulo `num_shards`. Always `None` for `webdataset`.
+    pub shard: Option<RowGroupShard>,
+}
+
+/// `shard(num_shards, index)` taken into a `parquet` reader: this worker's row groups.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RowGroupShard {
+    /// Workers.
+    pub num_shards: ArgValue,
+    /// This worker, from 0.
+    pub index: ArgValue,
+    /// The `shard` stage it was written as (W0210 names it).
+    pub span: crate::span::Span,
+}
+
+impl std::fmt::Display for RowGroupShard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "row_groups(num_shards: {}, index: {})", self.num_shards, self.index)
+    }
 }
 
 /// `column OP constant`, a conjunct of a filter on a Parquet column.
@@ -94,15 +115,14 @@ impl RecordFormat {
             RecordFormat::Parquet(p) => {
                 let names: Vec<&str> = p.columns.iter().map(|c| c.name.as_str()).collect();
                 let tests: Vec<String> = p.tests.iter().map(ToString::to_string).collect();
-                if tests.is_empty() {
-                    format!("parquet(columns: [{}])", names.join(", "))
-                } else {
-                    format!(
-                        "parquet(columns: [{}], skip_row_groups: [{}])",
-                        names.join(", "),
-                        tests.join(", ")
-                    )
+                let mut text = format!("parquet(columns: [{}]", names.join(", "));
+                if let Some(s) = &p.shard {
+                    text += &format!(", shard: {s}");
                 }
+                if !tests.is_empty() {
+                    text += &format!(", skip_row_groups: [{}]", tests.join(", "));
+                }
+                text + ")"
             }
             RecordFormat::WebDataset(w) => {
                 let names: Vec<&str> = w.columns.iter().map(|c| c.name.as_str()).collect();

@@ -21,14 +21,37 @@
 //! the paths is its share of the elements, with any remainder policy (for `drop` and
 //! `pad` only when no file is skipped, `on_error: fail`, so that positions stay 1:1).
 //!
+//! A `remainder: keep` shard right on a `parquet` reader of `files` (the reader's parse
+//! map, which the source lowers to, between them) moves *into* the reader instead, which
+//! shards row groups, not files: the reader lists every file's row groups, file after
+//! file in the order of the paths (the global row-group list), and reads only those whose
+//! global index is `index` modulo `num_shards`. Each worker decodes about `1 / num_shards`
+//! of the data, balanced to a row group even with a single big file, where file-level
+//! sharding would leave every worker but one empty. The workers still see every row once
+//! per epoch: the global list is the same for all of them (a shuffled file list is
+//! shuffled with the same seed by each). What changes is which worker gets which rows:
+//! whole row groups, not every `num_shards`-th row (W0210 says so). The shard is decided
+//! on the global index of every row group *before* `skip_row_groups`' statistics skip
+//! any, so that the shards partition the rows whatever the statistics say: a row group a
+//! test skips is one of exactly one worker's, which then skips it. Only a shard right on
+//! the reader's parse (its map holds nothing else yet: the rules that fuse maps run after
+//! this one): the parse makes one element per row, so the shard was one of rows.
+//!
 //! ```text
 //! before                                        after
 //! Shard: num_shards=8, index=0, remainder=keep  Interleave: …
 //!   Interleave: …                                 Shard: num_shards=8, index=0, remainder=keep
 //!     Files: pattern=…                              Files: pattern=…
+//!
+//! Shard: num_shards=$n, index=$i, remainder=keep
+//!   Map: fns=[parse_parquet], …                 Map: fns=[parse_parquet], …
+//!     Interleave: reader=parquet(columns: [x])    Interleave: reader=parquet(columns: [x],
+//!       Files: pattern=…                                      shard: row_groups(num_shards: $n, index: $i))
+//!                                                   Files: pattern=…
 //! ```
 
-use crate::ir::plan::{CorruptPolicy, Plan, Remainder};
+use crate::ir::formats::{ParseFormat, RecordFormat, RowGroupShard};
+use crate::ir::plan::{CorruptPolicy, MapOp, Plan, Remainder};
 
 use super::{Rule, Transformed, rewrite_each_node};
 
@@ -56,6 +79,15 @@ fn push(plan: Plan) -> Transformed {
             interleave.input = Box::new(Plan::Shard(shard));
             Transformed::yes(Plan::Interleave(interleave))
         }
+        Plan::Map(mut map) if keep => {
+            if let Some(p) = parquet_reader(&mut map) {
+                let (num_shards, index, span) = (shard.num_shards, shard.index, shard.span);
+                p.shard = Some(RowGroupShard { num_shards, index, span });
+                return Transformed::yes(Plan::Map(map));
+            }
+            shard.input = Box::new(Plan::Map(map));
+            Transformed::no(Plan::Shard(shard))
+        }
         Plan::ReadFile(mut read)
             if matches!(*read.input, Plan::Files(_)) && (keep || read.on_error == CorruptPolicy::Fail) =>
         {
@@ -67,6 +99,21 @@ fn push(plan: Plan) -> Transformed {
             shard.input = Box::new(other);
             Transformed::no(Plan::Shard(shard))
         }
+    }
+}
+
+/// The format of the unsharded `parquet` reader of `files` right under `map`, when `map`
+/// is that reader's parse alone.
+fn parquet_reader(map: &mut crate::ir::plan::Map) -> Option<&mut crate::ir::formats::ParquetFormat> {
+    if !matches!(map.ops.as_slice(), [MapOp::Parse { format: ParseFormat::Table, .. }]) {
+        return None;
+    }
+    let Plan::Interleave(interleave) = map.input.as_mut() else { return None };
+    match &mut interleave.format {
+        RecordFormat::Parquet(p) if p.shard.is_none() && matches!(*interleave.input, Plan::Files(_)) => {
+            Some(p)
+        }
+        _ => None,
     }
 }
 
@@ -105,6 +152,49 @@ mod tests {
             Shard: num_shards=8, index=3, remainder=keep -> path
               Files: pattern=$files, shuffle_seed=7 -> path
         ");
+    }
+
+    #[test]
+    fn applies_to_a_keep_shard_right_on_a_parquet_reader_which_shards_row_groups() {
+        let text = check(
+            &PushShardDown,
+            "pipeline p(files: glob = \"d/*.parquet\", n: u64 = 3, i: u64 = 0) {
+                 schema { x: f32[4], label: i64 }
+                 parquet(files, cycle: 2);
+                 shard(n, i);
+             }",
+        );
+        insta::assert_snapshot!(text, @r"
+        changed=true
+        Map: fns=[parse_parquet], parses=[x, label], parallel=1, deterministic=true -> {x: f32[4], label: i64}
+          Interleave: reader=parquet(columns: [x, label], shard: row_groups(num_shards: $n, index: $i)), cycle_length=2, block_length=1, parallel=1, deterministic=true, compression=auto -> record
+            Files: pattern=$files, shuffle_seed=none -> path
+        ");
+    }
+
+    #[test]
+    fn does_not_apply_to_a_parquet_reader_under_a_map_or_with_a_dropped_remainder() {
+        let parquet = |stages: &str| {
+            check(
+                &PushShardDown,
+                &format!(
+                    "pipeline p(files: glob = \"d/*.parquet\") {{
+                         schema {{ x: f32[4], label: i64 }}
+                         parquet(files);
+                         {stages}
+                     }}"
+                ),
+            )
+        };
+        insta::assert_snapshot!(parquet("shard(3, 1, remainder: drop);"), @r"
+        changed=false
+        Shard: num_shards=3, index=1, remainder=drop -> {x: f32[4], label: i64}
+          Map: fns=[parse_parquet], parses=[x, label], parallel=1, deterministic=true -> {x: f32[4], label: i64}
+            Interleave: reader=parquet(columns: [x, label]), cycle_length=1, block_length=1, parallel=1, deterministic=true, compression=auto -> record
+              Files: pattern=$files, shuffle_seed=none -> path
+        ");
+        let text = parquet("map { label = label + 1; } shard(3, 1);");
+        assert!(text.starts_with("changed=false\nShard:"), "{text}");
     }
 
     #[test]

@@ -404,13 +404,18 @@ impl Exec {
     /// What the node does beyond its name, for `explain`: the fused parts and the
     /// choices that are not threads or memory (empty when there is nothing to say).
     pub fn detail(&self) -> String {
+        use crate::ir::{formats::ParquetFormat, plan::RecordFormat};
         let fns = |f: &MapFn| f.ops.iter().map(MapOp::name).collect::<Vec<_>>().join(", ");
         match self {
             Exec::GlobalShuffle { shard: Some(_), .. } => "shard=block of the permutation".into(),
-            Exec::ReadColumns { format, .. } => format!(
-                "reader={}, arrays into batch columns",
-                crate::ir::plan::RecordFormat::Parquet(format.clone()).name()
-            ),
+            Exec::Interleave {
+                format: RecordFormat::Parquet(ParquetFormat { shard: Some(s), .. }), ..
+            } => {
+                format!("shard={s}")
+            }
+            Exec::ReadColumns { format, .. } => {
+                format!("reader={}, arrays into batch columns", RecordFormat::Parquet(format.clone()).name())
+            }
             Exec::ReadBatches { maps, .. } if !maps.is_empty() => {
                 let parts: Vec<String> = maps
                     .iter()

@@ -28,8 +28,12 @@
 //! filter or batch its share (their positions lead the saved state down to the shard's
 //! count): `shuffle(global)` dealt by blocks of its permutation, or a record-level `shard`
 //! over readers, `range` and maps. A local shuffle buffer before the shard mixes records of
-//! every shard; a shard of the file list deals whole files. The runtime's
-//! `PipelineState::reshard` redeals the states of an elastic pipeline (`reshard.rs`).
+//! every shard; a shard of the file list deals whole files; a shard moved into a
+//! `parquet` reader deals whole row groups of a list whose deal depends on the number of
+//! shards, and the runtime's redeal knows elements, not row groups: it is refused with
+//! that reason (`remainder: drop` keeps the shard on the rows, which is elastic). The
+//! runtime's `PipelineState::reshard` redeals the states of an elastic pipeline
+//! (`reshard.rs`).
 
 use std::fmt;
 
@@ -363,10 +367,10 @@ fn walk(plan: &PhysicalPlan, stages: &[Resume], tail: Option<&Resume>) -> (Resum
 /// Whether a state saved by N shards could be redealt to M (module doc), and then the
 /// parameters of the shard's count and index.
 fn elastic(stages: &[ExecNode], pipeline: &Resume) -> (Elastic, Option<(String, String)>) {
-    let Some(at) = stages
-        .iter()
-        .position(|s| matches!(s.exec, Exec::Shard { .. } | Exec::GlobalShuffle { shard: Some(_), .. }))
-    else {
+    let Some(at) = stages.iter().position(|s| {
+        matches!(s.exec, Exec::Shard { .. } | Exec::GlobalShuffle { shard: Some(_), .. })
+            || row_group_shard(&s.exec)
+    }) else {
         return (Elastic::NoShard, None);
     };
     let why = elastic_why(stages, at, pipeline);
@@ -397,6 +401,13 @@ fn elastic_why(stages: &[ExecNode], at: usize, pipeline: &Resume) -> Elastic {
         return Elastic::No("its position cannot be saved exactly (resume: blocked)".into());
     }
     let shard = &stages[at].exec;
+    if row_group_shard(shard) {
+        return Elastic::No(format!(
+            "{} reads whole Parquet row groups of its shard (a `shard` right on `parquet`): what a worker \
+             reads depends on the number of shards; `remainder: drop` keeps the shard on the rows",
+            shard.name()
+        ));
+    }
     if matches!(shard, Exec::Shard { .. }) && at > 0 && matches!(stages[at - 1].exec, Exec::Files { .. }) {
         return Elastic::No(
             "ShardExec deals whole files: what a worker reads depends on the number of shards".into(),
@@ -441,6 +452,16 @@ fn elastic_why(stages: &[ExecNode], at: usize, pipeline: &Resume) -> Elastic {
         Exec::GlobalShuffle { .. } => "the permutation is global: shards are blocks of it".into(),
         _ => "the shard deals from one stream, the same for any number of shards".into(),
     })
+}
+
+/// Whether `exec` is a `parquet` reader a `shard` moved into (it reads its row groups).
+fn row_group_shard(exec: &Exec) -> bool {
+    match exec {
+        Exec::Interleave { format: RecordFormat::Parquet(p), .. } | Exec::ReadColumns { format: p, .. } => {
+            p.shard.is_some()
+        }
+        _ => false,
+    }
 }
 
 #[cfg(test)]
@@ -564,6 +585,22 @@ mod tests {
         let r = resumption("range(100); shard(n, i); batch(8); unbatch();");
         let Elastic::No(why) = &r.elastic else { panic!("{}", r.elastic) };
         assert!(why.contains("after the shard delivers parts"), "{why}");
+    }
+
+    #[test]
+    fn a_shard_of_parquet_row_groups_is_not_elastic() {
+        for stages in ["map { y = x; }", "batch(4);"] {
+            let source = format!(
+                "pipeline p(files: glob, n: u64 = 2, i: u64 = 0) {{ schema {{ x: f32[4] }} parquet(files); \
+                 shard(n, i); {stages} }}"
+            );
+            let c = crate::driver::compile(&source);
+            assert!(!c.has_errors(), "{source}: {:?}", c.diagnostics);
+            let r = classify(&c.pipelines[0].physical);
+            let Elastic::No(why) = &r.elastic else { panic!("{}", r.elastic) };
+            assert!(why.contains("reads whole Parquet row groups of its shard"), "{why}");
+            assert_eq!(r.pipeline, Resume::FastForward, "{stages}");
+        }
     }
 
     #[test]

@@ -9,7 +9,7 @@
 use super::PhysicalPlan;
 use super::amount::Expr;
 use super::exec::Exec;
-use crate::ir::plan::{ArgValue, PrefetchDepth};
+use crate::ir::plan::{ArgValue, ParquetFormat, PrefetchDepth, RecordFormat};
 
 /// One rule on the pipeline's parameters.
 #[derive(Debug, Clone, PartialEq)]
@@ -96,7 +96,11 @@ impl PhysicalPlan {
                         nonzero.push(ParamRule::NonZero { param: p.clone(), stage: "range", arg: "step" });
                     }
                 }
-                Exec::Interleave { cycle, block, parallel, .. } => {
+                Exec::Interleave { cycle, block, parallel, format, .. } => {
+                    if let RecordFormat::Parquet(ParquetFormat { shard: Some(s), .. }) = format {
+                        at_least_one(&s.num_shards, "shard", "num_shards");
+                        shards.push((s.index.clone(), s.num_shards.clone()));
+                    }
                     at_least_one(cycle, "interleave", "cycle");
                     at_least_one(block, "interleave", "block");
                     at_least_one(parallel, "interleave", "parallel");
@@ -109,6 +113,10 @@ impl PhysicalPlan {
                     at_least_one(size, "batch", "size");
                     limit(cycle, "interleave", "cycle");
                     limit(parallel, "interleave", "parallel");
+                }
+                Exec::ReadColumns { format: ParquetFormat { shard: Some(s), .. }, .. } => {
+                    at_least_one(&s.num_shards, "shard", "num_shards");
+                    shards.push((s.index.clone(), s.num_shards.clone()));
                 }
                 Exec::GlobalShuffle { shard: Some((count, index, _)), .. } => {
                     at_least_one(count, "shard", "num_shards");
@@ -211,6 +219,34 @@ mod tests {
                 ("t".to_string(), "interleave", "parallel", 4096),
             ]
         );
+    }
+
+    /// A `shard` moved into a `parquet` reader (by rows or by columns) keeps the shard's
+    /// rules: `--set worker=3` of 3 is a usage error naming the `shard`, not a reader that
+    /// reads nothing.
+    #[test]
+    fn a_shard_moved_into_a_parquet_reader_keeps_its_rules() {
+        for stages in ["map { y = x; }", "batch(4);"] {
+            let p = physical(&format!(
+                "pipeline p(files: glob, n: u64 = 2, i: u64 = 0) {{ schema {{ x: f32[4] }} parquet(files); \
+                 shard(n, i); {stages} }}"
+            ));
+            assert!(!p.stages.iter().any(|s| matches!(s.exec, Exec::Shard { .. })), "{stages}: moved");
+            let rules = p.param_rules();
+            let (n, i) = (ArgValue::Param("n".into()), ArgValue::Param("i".into()));
+            assert!(
+                rules.contains(&ParamRule::AtLeastOne {
+                    param: "n".into(),
+                    stage: "shard",
+                    arg: "num_shards"
+                }),
+                "{stages}: {rules:?}"
+            );
+            assert!(
+                rules.contains(&ParamRule::IndexBelowCount { index: i, count: n }),
+                "{stages}: {rules:?}"
+            );
+        }
     }
 
     /// With a `budget`, the bound of buffers sized by parameters is an expression of them,

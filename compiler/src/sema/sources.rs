@@ -148,6 +148,7 @@ fn table_format(
             .collect(),
         defaults: decls.schema.iter().filter(|f| f.default.is_some()).map(|f| f.name.clone()).collect(),
         tests: Vec::new(),
+        shard: None,
     })
 }
 

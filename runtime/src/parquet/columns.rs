@@ -13,6 +13,10 @@
 //! A pass resumed after `skip` batches starts at row `skip × n`: whole files and row
 //! groups are passed over by their row counts in the footers, rows within one by a row
 //! selection, so that no skipped row is decoded.
+//!
+//! With a [`shard`](ParquetOptions::shard), the files' row groups are numbered as it goes
+//! (the global list: file after file) and only the shard's are read; a resumed pass
+//! counts the rows of those alone.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -113,6 +117,7 @@ impl<D: Dataset<Item = PathBuf>> Dataset for ParquetColumns<D> {
             file: None,
             batch: None,
             skip: rows,
+            groups: 0,
             options: self.options.clone(),
             size: self.size,
             drop_remainder: self.drop_remainder,
@@ -140,6 +145,8 @@ pub struct ParquetColumnsIter<I> {
     batch: Option<Pending>,
     /// Rows still to pass over before the first one taken (a resumed pass).
     skip: u64,
+    /// The row groups of the files before the next one (a sharded reader's global index).
+    groups: u64,
     options: Arc<ParquetOptions>,
     size: usize,
     drop_remainder: bool,
@@ -163,8 +170,14 @@ impl<I: DataIter<Item = PathBuf>> ParquetColumnsIter<I> {
         loop {
             if self.file.is_none() {
                 let Some(path) = self.paths.next()? else { return Ok(None) };
-                let file = ParquetFile { path: path.clone(), options: self.options.clone() };
+                let file = ParquetFile {
+                    path: path.clone(),
+                    options: self.options.clone(),
+                    first_group: Some(self.groups),
+                    footer: None,
+                };
                 let it = file.open(&self.ctx, self.skip)?;
+                self.groups += it.meta.metadata().num_row_groups() as u64;
                 let rows: u64 = it.groups.iter().map(|g| g.rows).sum();
                 if self.skip >= rows {
                     // A resumed pass starts past this whole file.
@@ -416,6 +429,7 @@ mod tests {
             ]),
             batch_rows: 5,
             tests: Arc::from(Vec::new()),
+            shard: None,
         }
     }
 

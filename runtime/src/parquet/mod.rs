@@ -36,20 +36,22 @@ mod chunks;
 mod columns;
 mod convert;
 mod prune;
+mod shard;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use ::parquet::arrow::ProjectionMask;
 use ::parquet::arrow::arrow_reader::{
-    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder,
-    RowSelection, RowSelector,
+    ArrowReaderMetadata, ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder, RowSelection, RowSelector,
 };
 use arrow_array::{ArrayRef, RecordBatch};
 
 use self::chunks::Chunks;
 pub use self::columns::{ParquetColumns, ParquetColumnsIter, TableColumns, parquet_columns, reads_columnar};
 pub use self::prune::{Bound, Cmp, RowGroupTest};
+use self::shard::Footer;
+pub use self::shard::{ParquetPart, ParquetParts, ParquetPartsIter, RowGroupShard, parquet_parts};
 use crate::abi::table::RowWriter;
 pub use crate::abi::table::{ColumnShape, ColumnType, TableColumn};
 use crate::error::{Error, Result};
@@ -66,17 +68,32 @@ pub struct ParquetOptions {
     /// The tests of the filter after the reader that can skip whole row groups by their
     /// statistics (all must hold for a row to pass).
     pub tests: Arc<[RowGroupTest]>,
+    /// Only this worker's row groups, by their index in the global list of the files' row
+    /// groups, decided before the tests skip any ([`RowGroupShard`]). The row path then
+    /// takes its files from [`parquet_parts`].
+    pub shard: Option<RowGroupShard>,
 }
 
 impl Default for ParquetOptions {
     fn default() -> Self {
-        ParquetOptions { columns: Arc::from(Vec::new()), batch_rows: 1024, tests: Arc::from(Vec::new()) }
+        ParquetOptions {
+            columns: Arc::from(Vec::new()),
+            batch_rows: 1024,
+            tests: Arc::from(Vec::new()),
+            shard: None,
+        }
     }
 }
 
-/// The rows of one Parquet file (see the [module](self)).
+/// The rows of one Parquet file (see the [module](self)); with a
+/// [`shard`](ParquetOptions::shard), its row groups are the global list.
 pub fn parquet_file(path: impl AsRef<Path>, options: ParquetOptions) -> ParquetFile {
-    ParquetFile { path: path.as_ref().to_path_buf(), options: Arc::new(options) }
+    ParquetFile {
+        path: path.as_ref().to_path_buf(),
+        options: Arc::new(options),
+        first_group: Some(0),
+        footer: None,
+    }
 }
 
 /// See [`parquet_file`].
@@ -85,6 +102,11 @@ pub fn parquet_file(path: impl AsRef<Path>, options: ParquetOptions) -> ParquetF
 pub struct ParquetFile {
     path: PathBuf,
     options: Arc<ParquetOptions>,
+    /// The global index of its first row group (`None`: not known, which a sharded reader
+    /// refuses).
+    first_group: Option<u64>,
+    /// Its footer, when [`parquet_parts`] has read it.
+    footer: Option<Footer>,
 }
 
 fn table_error(path: &Path, message: impl std::fmt::Display) -> Error {
@@ -95,9 +117,20 @@ impl ParquetFile {
     /// Opens the file, reads its footer and checks the columns: the reader at row `skip`.
     fn open(&self, ctx: &Ctx, skip: u64) -> Result<ParquetIter> {
         let path = &self.path;
-        let input = Chunks::open(path)?;
-        let meta = ArrowReaderMetadata::load(&input, ArrowReaderOptions::new())
-            .map_err(|e| table_error(path, format!("not a readable Parquet file: {e}")))?;
+        let Footer { input, meta } = match &self.footer {
+            Some(f) => f.clone(),
+            None => Footer::read(path)?,
+        };
+        let first_group = match (self.options.shard, self.first_group) {
+            (Some(_), None) => {
+                return Err(table_error(
+                    path,
+                    "a reader sharded by row groups takes its files from `parquet_parts` (the row groups \
+                     before each file decide its share)",
+                ));
+            }
+            (_, first) => first.unwrap_or(0),
+        };
         let arrow = meta.schema().clone();
         let mut roots = Vec::with_capacity(self.options.columns.len());
         for c in self.options.columns.iter() {
@@ -124,12 +157,16 @@ impl ParquetFile {
                 matches!(f.data_type(), D::Int8 | D::Int16 | D::Int32 | D::Int64 | D::Float32 | D::Float64)
             })
         };
-        // The row groups read (the others no row of which can pass the filter after the
-        // reader), each with its rows and the file's index of its first row.
+        // The row groups read (this shard's, less those no row of which can pass the
+        // filter after the reader), each with its rows and the file's index of its first
+        // row. The shard is decided first, on the global index, so that the shards
+        // partition the row groups whatever the statistics say.
         let (mut groups, mut pruned, mut first) = (Vec::new(), 0u64, 0u64);
         for (g, rg) in meta.metadata().row_groups().iter().enumerate() {
             let rows = u64::try_from(rg.num_rows()).unwrap_or(0);
-            if prune::skippable(rg, &self.options.tests, &self.options.columns, &leaf, &signed) {
+            if self.options.shard.is_some_and(|s| !s.reads(first_group + g as u64)) {
+                // Another shard's.
+            } else if prune::skippable(rg, &self.options.tests, &self.options.columns, &leaf, &signed) {
                 pruned += 1;
             } else {
                 groups.push(Group { index: g, rows, first });
@@ -372,7 +409,22 @@ impl InterleaveFn<PathBuf> for OpenParquet {
     type Output = ParquetFile;
 
     fn open(&self, path: PathBuf) -> ParquetFile {
-        ParquetFile { path, options: self.options.clone() }
+        ParquetFile { path, options: self.options.clone(), first_group: None, footer: None }
+    }
+}
+
+/// A sharded reader's files ([`parquet_parts`]), each with its footer and the global
+/// index of its first row group.
+impl InterleaveFn<ParquetPart> for OpenParquet {
+    type Output = ParquetFile;
+
+    fn open(&self, part: ParquetPart) -> ParquetFile {
+        ParquetFile {
+            path: part.path,
+            options: self.options.clone(),
+            first_group: Some(part.first_group),
+            footer: Some(part.footer),
+        }
     }
 }
 
@@ -439,6 +491,7 @@ mod tests {
             ]),
             batch_rows: 4,
             tests: Arc::from(Vec::new()),
+            shard: None,
         }
     }
 
@@ -548,6 +601,7 @@ mod tests {
             columns: Arc::from(vec![c]),
             batch_rows: 4,
             tests: Arc::from(Vec::new()),
+            shard: None,
         };
         assert_eq!(
             error(&path, with(column("y", ColumnType::F32, ColumnShape::Scalar))),

@@ -124,9 +124,21 @@ fn check_chain(name: &str, module: &str, physical: &PhysicalPlan, code: &str) {
     );
 }
 
+/// The generated module fills batch columns by row ranges (`__sl::rows::split`, whose
+/// rows the pool may split) exactly when a stage of its plan does
+/// (`Exec::fills_columns_by_rows`, which `explain`'s `rows=split` rests on).
+fn check_row_splits(name: &str, module: &str, physical: &PhysicalPlan, code: &str) -> bool {
+    let start = code.find(&format!("pub mod {module} {{")).unwrap_or_else(|| panic!("module {module}"));
+    let end = code[start..].find("\n}\n").map_or(code.len(), |e| start + e);
+    let generated = code[start..end].contains("__sl::rows::split(");
+    let planned = physical.stages.iter().any(|s| s.exec.fills_columns_by_rows());
+    assert_eq!(generated, planned, "{name}: {module}: generated row splits {generated}, planned {planned}");
+    planned
+}
+
 #[test]
 fn the_generated_chain_is_the_physical_plan() {
-    let mut checked = 0;
+    let (mut checked, mut splits) = (0, 0);
     for (name, source) in sources() {
         let compilation = sluice_compiler::compile(&source);
         let Ok(code) = compilation.generate() else {
@@ -136,6 +148,7 @@ fn the_generated_chain_is_the_physical_plan() {
         let text = code.to_pretty_string();
         for p in &compilation.pipelines {
             check_chain(&name, p.name(), &p.physical, &text);
+            splits += usize::from(check_row_splits(&name, p.name(), &p.physical, &text));
             let explained = p.physical.explain();
             let names: Vec<&str> = p.physical.nodes().map(|(n, _)| n).collect();
             for (line, n) in explained.lines().zip(&names) {
@@ -145,6 +158,7 @@ fn the_generated_chain_is_the_physical_plan() {
         }
     }
     assert!(checked >= 20, "{checked} pipelines");
+    assert!(splits >= 4, "{splits} pipelines fill batch columns by row ranges");
 }
 
 /// A chain that does not match its plan is caught (the check is not vacuous).
@@ -300,4 +314,31 @@ fn the_memory_bound_counts_recycled_batch_buffers_and_the_hand_over_by_bytes() {
     let batch = 256 * 64 * 64 * 3 * 4;
     assert_eq!(read.held, 2 + 2 * READ_BATCHES_HANDOVER_PER_THREAD);
     assert_eq!(read.bytes, 2 * batch + 2 * READ_BATCHES_HANDOVER_BYTES_PER_THREAD + 2 * READ_BUFFER_BYTES);
+}
+
+/// `explain` marks `rows=split` where a batch's rows may be split across the pool: a map of
+/// batches of records into fixed-size numbers, nothing random, on threads of its own.
+#[test]
+fn explain_marks_the_stages_that_may_split_a_batchs_rows() {
+    let split = |schema: &str, body: &str| {
+        let source = format!("pipeline p(files: glob) {{ schema {{ {schema} }} tfrecords(files); {body} }}");
+        let c = sluice_compiler::compile(&source);
+        assert!(!c.has_errors(), "{source}: {:?}", c.diagnostics);
+        let text = c.pipelines[0].physical.explain();
+        let marked: Vec<&str> = text.lines().filter(|l| l.contains("rows=split")).collect();
+        assert_eq!(marked.is_empty(), !text.contains("\nbatch rows: "), "{text}");
+        marked.iter().map(|l| l.trim_start().split(':').next().unwrap().to_string()).collect::<Vec<_>>()
+    };
+    let fixed = "x: f32[4], label: i64";
+    let over_batches = "batch(64); map(parallel: auto) { parse_example(); }";
+    assert_eq!(split(fixed, over_batches), ["ChunkedMapExec"]);
+    assert_eq!(split(fixed, "map(parallel: auto) { parse_example(); } batch(64);"), ["MapBatchExec"]);
+    // On the consumer's thread: nothing to split onto.
+    assert!(split(fixed, "batch(64); map { parse_example(); }").is_empty());
+    // A string column, or a random row (drawn in order), is made row by row.
+    assert!(split("x: f32[4], name: str", over_batches).is_empty());
+    let image = "image: u8[8, 8, 3], label: i64";
+    let flip = |f: &str| format!("batch(64); map(parallel: auto) {{ parse_example(); image = {f}; }}");
+    assert_eq!(split(image, &flip("transpose(image, chw)")), ["ChunkedMapExec"]);
+    assert!(split(image, &flip("random_flip(image, seed: 3)")).is_empty(), "random");
 }

@@ -62,7 +62,8 @@ struct Column {
 /// The fixed dimensions of `f`'s type, when it is a number of fixed size.
 fn fixed(f: &FieldType) -> Option<Column> {
     let ty = f.ty.as_ref()?;
-    if matches!(ty.dtype, DType::Bytes | DType::Str) {
+    // The columns the plan says are filled by rows (`explain`'s `rows=split`).
+    if !sluice_compiler::ir::fusion::fixed_column(ty) {
         return None;
     }
     let Shape::Dims(dims) = &ty.shape else { return None };
@@ -245,8 +246,9 @@ impl MapRows {
         columns: &[Column],
     ) -> Result<Item, BoxError> {
         let n = b.len();
-        let data =
-            crate::value::columns_of_rows(n, |rows, room| self.rows_into_columns(b, rows, room, columns))?;
+        let data = crate::value::columns_of_rows(n, true, |rows, room| {
+            self.rows_into_columns(b, rows, room, columns)
+        })?;
         let columns = columns
             .iter()
             .zip(data)

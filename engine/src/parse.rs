@@ -227,8 +227,10 @@ impl ExampleParser {
             return Ok(None);
         }
         let rows = batch.len();
-        // The rows, split across the pipeline's pool when its CPU budget allows.
-        let columns = crate::value::columns_of_rows(rows, |range, room| {
+        // The rows, split across the pipeline's pool when every column has a fixed size
+        // (as the generated parser's `parse_rows_*`) and its CPU budget allows.
+        let splits = self.features.iter().all(|f| sluice_compiler::ir::fusion::fixed_column(&f.ty));
+        let columns = crate::value::columns_of_rows(rows, splits, |range, room| {
             let mut columns: Vec<Data> = self
                 .features
                 .iter()

@@ -17,15 +17,18 @@ use sluice_runtime::column::Tensor;
 use sluice_runtime::stage::{Element, Record, RecordBatch};
 
 /// The columns of a batch of `n` rows that `make(rows, room)` makes (columns of rows
-/// `rows`, with room for `room` rows): on this thread, or split across the pipeline's
-/// pool when its CPU budget has threads left over (`rows::split`, as generated code splits
-/// its `map_rows_*`), each part's columns appended to the first's in row order: the same
-/// batch either way; the first error in row order.
+/// `rows`, with room for `room` rows): on this thread, or, when `splits` (the map fills
+/// fixed-size columns by rows: `ir::fusion::fills_columns_by_rows`, as the plan says) and
+/// the pipeline's CPU budget has threads left over, split across its pool (`rows::split`,
+/// as generated code splits its `map_rows_*`), each part's columns appended to the
+/// first's in row order: the same batch either way; the first error in row order.
 pub(crate) fn columns_of_rows(
     n: usize,
+    splits: bool,
     make: impl Fn(std::ops::Range<usize>, usize) -> Result<Vec<Data>, BoxError> + Sync,
 ) -> Result<Vec<Data>, BoxError> {
-    let Some(split) = sluice_runtime::stage::rows::split(n) else { return make(0..n, n) };
+    let split = if splits { sluice_runtime::stage::rows::split(n) } else { None };
+    let Some(split) = split else { return make(0..n, n) };
     let mut parts: Vec<Option<Vec<Data>>> = split.ranges().iter().map(|_| None).collect();
     split.run(parts.iter_mut(), |rows, slot| {
         // The first part has room for the whole batch: the others are appended to it.

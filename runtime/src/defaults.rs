@@ -35,6 +35,10 @@ pub const MAP_MICRO_BATCH: usize = 32;
 /// elements are handed over one by one.
 pub const MAP_MICRO_BATCH_BYTES: usize = 64 << 10;
 
+/// The fewest rows of a batch one part of a split across the pipeline's pool takes
+/// (`stage/rows.rs`): fewer are not worth a thread's hand-over.
+pub const MIN_ROWS_PER_PART: usize = 8;
+
 /// The depth an automatic prefetch (`prefetch()`, `prefetch(auto)`) starts at.
 pub const PREFETCH_AUTO_DEPTH: usize = 2;
 

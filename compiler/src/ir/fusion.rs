@@ -3,12 +3,36 @@
 //! (`sluice-engine`) fuse exactly the same statements: `decode_jpeg` → `resize` →
 //! `scale(1/255)` → `normalize` ([`jpeg_run`]) and `decode_raw` → `reshape` → arithmetic
 //! ([`raw_run`]). A fused pass gives the values, errors and bits of its statements one by
-//! one; only where the values are written changes.
+//! one; only where the values are written changes. So are the maps of batches of records
+//! both fill straight into fixed-size columns, row range by row range
+//! ([`fills_columns_by_rows`]), whose rows the pipeline's pool may split.
 
+use super::element::Element;
 use super::expr::{Expr, ExprKind};
 use super::map_op::MapOp;
 use super::op::{ImageFormat, Op};
-use super::types::TensorType;
+use super::types::{DType, Dim, Shape, TensorType};
+
+/// Whether a batch of records mapped by `ops` into rows of `output` is filled straight
+/// into fixed-size batch columns, row range by row range, so that the pipeline's pool may
+/// split its rows (the runtime's `stage/rows.rs`): every field of the row a number or
+/// `bool` of a fixed shape, and nothing random (a random row needs its position, drawn
+/// in order). The code generator's `map_rows_*`/`parse_rows_*` functions and the
+/// engine's `columns_of_rows` fill exactly these; `explain` marks the stages that may
+/// split (`rows=split`).
+pub fn fills_columns_by_rows(input: &Element, ops: &[MapOp], output: &Element) -> bool {
+    let Element::Fields(fields) = output else { return false };
+    *input == Element::Record
+        && !fields.is_empty()
+        && fields.iter().all(|f| f.ty.as_ref().is_some_and(fixed_column))
+        && !ops.iter().any(MapOp::is_random)
+}
+
+/// Whether values of type `t` make a fixed-size batch column of numbers or `bool`s.
+pub fn fixed_column(t: &TensorType) -> bool {
+    !matches!(t.dtype, DType::Str | DType::Bytes | DType::F16 | DType::Bf16)
+        && matches!(&t.shape, Shape::Dims(d) if d.iter().all(|d| matches!(d, Dim::Fixed(_))))
+}
 
 /// `t = decode_jpeg(b, channels: 3); t = resize(t, h, w); t = scale(t, 1.0 / 255.0);
 /// t = normalize(t, mean, std);`: the runtime's `decode_resize_normalize_*`.

@@ -9,6 +9,7 @@ pub use crate::ir::options::{Compression, CorruptPolicy, Labels, Remainder};
 use crate::ir::plan::{
     ArgValue, Concatenate, Element, FieldType, MapOp, PrefetchDepth, RustKind, SampleFrom, Zip,
 };
+use crate::ir::types::Value;
 
 /// How a TFRecord reader opens and checks its files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,6 +41,17 @@ impl MapFn {
     /// Whether it draws random numbers (its elements need their epoch and index).
     pub fn is_random(&self) -> bool {
         self.ops.iter().any(MapOp::is_random)
+    }
+
+    /// Whether, run on a batch of records (as a map over such batches, or as the row
+    /// function of a map + batch), it fills fixed-size columns row range by row range
+    /// ([`fills_columns_by_rows`](crate::ir::fusion::fills_columns_by_rows)).
+    pub fn fills_columns_by_rows(&self) -> bool {
+        let (input, output) = match (&self.input, &self.output) {
+            (Element::Batch(i), Element::Batch(o)) => (&**i, &**o),
+            (i, o) => (i, o),
+        };
+        crate::ir::fusion::fills_columns_by_rows(input, &self.ops, output)
     }
 }
 
@@ -401,9 +413,54 @@ impl Exec {
         }
     }
 
+    /// Whether the map of batches of records it runs fills fixed-size columns row range by
+    /// row range, whatever its threads ([`MapFn::fills_columns_by_rows`]): the first map
+    /// in a `ReadBatchesExec`'s readers, a `ChunkedMapExec`'s, a map + batch's of records
+    /// (gathered into a batch, then mapped), or a `MapExec` over batches of records.
+    pub fn fills_columns_by_rows(&self) -> bool {
+        let over_records = |f: &MapFn| f.input == Element::Batch(Box::new(Element::Record));
+        match self {
+            Exec::ReadBatches { maps, .. } => match maps.first() {
+                Some(ReaderMap::MapBatch(f)) => f.fills_columns_by_rows(),
+                Some(ReaderMap::Map(f)) => over_records(f) && f.fills_columns_by_rows(),
+                None => false,
+            },
+            Exec::MapBatch { f, .. } => f.fills_columns_by_rows(),
+            Exec::ChunkedMap { f, .. } => f.fills_columns_by_rows(),
+            Exec::Map { f, filter: None, .. } => over_records(f) && f.fills_columns_by_rows(),
+            _ => false,
+        }
+    }
+
+    /// Whether its batches' rows may be split across the pipeline's pool: it
+    /// [fills columns by rows](Self::fills_columns_by_rows) on threads of its own (the
+    /// readers of a `ReadBatchesExec`, the workers of a parallel map), which is where the
+    /// runtime lets a batch's rows take the CPU budget's spare threads.
+    pub fn splits_rows(&self) -> bool {
+        let threads = match self {
+            Exec::ReadBatches { .. } => return self.fills_columns_by_rows(),
+            Exec::MapBatch { parallel, .. }
+            | Exec::ChunkedMap { parallel, .. }
+            | Exec::Map { parallel, .. } => parallel,
+            _ => return false,
+        };
+        let one = matches!(threads, ArgValue::Const(Value::Int(1) | Value::UInt(1)));
+        !one && self.fills_columns_by_rows()
+    }
+
     /// What the node does beyond its name, for `explain`: the fused parts and the
-    /// choices that are not threads or memory (empty when there is nothing to say).
+    /// choices that are not threads or memory, and `rows=split` when its batches' rows
+    /// may be split across the pool (empty when there is nothing to say).
     pub fn detail(&self) -> String {
+        let own = self.own_detail();
+        match (self.splits_rows(), own.is_empty()) {
+            (false, _) => own,
+            (true, true) => "rows=split".into(),
+            (true, false) => format!("{own}, rows=split"),
+        }
+    }
+
+    fn own_detail(&self) -> String {
         use crate::ir::{formats::ParquetFormat, plan::RecordFormat};
         let fns = |f: &MapFn| f.ops.iter().map(MapOp::name).collect::<Vec<_>>().join(", ");
         match self {

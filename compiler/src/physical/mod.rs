@@ -253,6 +253,18 @@ impl PhysicalPlan {
                  once, fixed ones and AUTOTUNE's together; `--threads` overrides)"
             );
         }
+        let splitting: Vec<&str> =
+            self.stages.iter().filter(|s| s.exec.splits_rows()).map(|s| s.exec.name()).collect();
+        if !splitting.is_empty() {
+            // The runtime's `stage/rows.rs`: `rows::split` takes what the budget has left.
+            let _ = writeln!(
+                out,
+                "batch rows: {} may split a batch's rows across the pipeline's pool, with the threads the CPU \
+                 budget has to spare ({} rows a part at least; the report counts them)",
+                splitting.join(", "),
+                defaults::MIN_ROWS_PER_PART
+            );
+        }
         if self.recycled > 0 {
             let _ = writeln!(out, "recycled batch buffers: up to {} idle", human(self.recycled));
         }

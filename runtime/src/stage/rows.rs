@@ -26,8 +26,7 @@ use super::{Ctx, Runtime, StageStats};
 use crate::column::{ColumnPart, Filled};
 use crate::error::BoxError;
 
-/// Fewer rows than this in a part is not worth a thread's hand-over.
-pub const MIN_ROWS_PER_PART: usize = 8;
+pub use crate::defaults::MIN_ROWS_PER_PART;
 
 thread_local! {
     /// The pipeline (and the stage) the current thread works for, while it is entered.

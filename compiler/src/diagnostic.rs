@@ -111,7 +111,7 @@ pub const CODES: &[(&str, &str)] = &[
     ("E0412", "a tokenize flag that is not true or false"),
     ("E0500", "over the memory budget"),
     ("E0600", "a pipeline that cannot be compiled to Rust"),
-    ("W0210", "file-level sharding (warning)"),
+    ("W0210", "sharding by whole files or row groups (warning)"),
     ("W0354", "pack drops an i32[] field (warning)"),
 ];
 

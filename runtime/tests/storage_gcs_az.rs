@@ -23,10 +23,10 @@
 //!   uploads: `POST …?uploads`, `PUT …?partNumber=&uploadId=`, `POST …?uploadId=`), which
 //!   fake-gcs-server does not implement: it takes only the JSON API's uploads and answers
 //!   `400 invalid uploadType` (its issue 852; object_store's own CI skips its multipart
-//!   tests on it for the same reason). So `ObjectWriter`, `sluice gen --out gs://…`,
-//!   `--output gs://…` and `sluice index` of `gs://` objects are untested against a GCS
-//!   server; the test checks only that an upload fails at once naming the URL and leaves no
-//!   object. The buckets here are filled through the JSON API.
+//!   tests on it for the same reason). Here the test checks only that an upload fails at
+//!   once naming the URL and leaves no object; `storage_gcs_xml.rs` checks `gs://` uploads
+//!   against a server of that XML API (s3s-fs: Google documents it as S3-compatible). The
+//!   buckets here are filled through the JSON API.
 //! - **A missing bucket's 404.** Its XML listing of a missing bucket answers
 //!   `500 no bucket named …` where GCS answers `404 NoSuchBucket`, so Sluice takes it for
 //!   transient and retries it: the pattern fails naming the URL after

@@ -59,13 +59,24 @@ pub struct S3Server {
 impl S3Server {
     /// Starts s3s-fs on a free port, or `None` when it is not installed (see [`s3s_fs`]).
     pub fn start() -> Option<S3Server> {
+        Self::start_with(true)
+    }
+
+    /// Starts s3s-fs with no credentials: it takes unsigned requests (as a client with
+    /// `GOOGLE_SKIP_SIGNATURE=true` sends them).
+    pub fn start_anonymous() -> Option<S3Server> {
+        Self::start_with(false)
+    }
+
+    fn start_with(credentials: bool) -> Option<S3Server> {
         let bin = s3s_fs()?;
         let mut root = tempfile::tempdir().unwrap();
         for _ in 0..5 {
             let port = free_port();
+            let keys = ["--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY];
             let mut args: Vec<String> = ["--host", "127.0.0.1", "--port", &port.to_string()]
                 .into_iter()
-                .chain(["--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY])
+                .chain(keys.into_iter().filter(|_| credentials))
                 .map(String::from)
                 .collect();
             args.push(root.path().to_string_lossy().into_owned());
@@ -203,7 +214,27 @@ impl FaultProxy {
                             }
                         },
                         stall,
+                        &[],
                     );
+                });
+            }
+        });
+        FaultProxy { port, counts }
+    }
+
+    /// A proxy to `upstream` that faults nothing and drops the request headers named
+    /// `strip` (lowercase), e.g. a GCS client's `authorization` bearer, which an S3
+    /// server without credentials refuses.
+    pub fn stripping(upstream: u16, strip: &'static [&'static str]) -> FaultProxy {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let counts = Arc::new(Counts::default());
+        let c = counts.clone();
+        std::thread::spawn(move || {
+            for client in listener.incoming().flatten() {
+                let c = c.clone();
+                std::thread::spawn(move || {
+                    let _ = serve(client, upstream, &c, |_, _| Fault::None, Duration::ZERO, strip);
                 });
             }
         });
@@ -230,6 +261,7 @@ fn serve(
     counts: &Counts,
     decide: impl Fn(&str, &str) -> Fault,
     stall: Duration,
+    strip: &[&str],
 ) -> std::io::Result<()> {
     let mut from_client = BufReader::new(client.try_clone()?);
     let mut head = Vec::new();
@@ -246,7 +278,7 @@ fn serve(
         if let Some(v) = lower.strip_prefix("content-length:") {
             content_length = v.trim().parse().unwrap_or(0);
         }
-        if lower.starts_with("connection:") {
+        if lower.starts_with("connection:") || strip.iter().any(|h| lower.starts_with(&format!("{h}:"))) {
             continue;
         }
         head.push(line);

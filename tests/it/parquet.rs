@@ -319,7 +319,9 @@ fn a_global_shuffle_of_parquet_rows_is_the_same_permutation_in_both_backends_and
     };
     let ids = |out: &str| -> Vec<i64> {
         out.lines()
-            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["id"].as_i64().unwrap())
+            .map(|l| {
+                serde_json::from_str::<serde_json::Value>(l).unwrap()["id"]["values"][0].as_i64().unwrap()
+            })
             .collect()
     };
     let all = show("compiled", &[]);

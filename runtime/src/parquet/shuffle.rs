@@ -199,7 +199,7 @@ impl ParquetShuffle {
             }
             _ => {
                 let end = self.positions.end.min(n);
-                vec![self.positions.start.min(end)..end]
+                std::iter::once(self.positions.start.min(end)..end).collect()
             }
         };
         let mut skip = skip;

@@ -75,7 +75,7 @@ pub mod __private {
     #[cfg(feature = "parquet")]
     pub use sluice_runtime::parquet::{
         Bound, Cmp, OpenParquet, ParquetOptions, RowGroupShard, RowGroupTest, TableColumns, parquet_columns,
-        parquet_parts,
+        parquet_global_shuffle, parquet_parts,
     };
     // The columns of table rows (`parquet`, `webdataset`) and the `webdataset` source.
     pub use sluice_runtime::abi::table::{ColumnShape, ColumnType, TableColumn};

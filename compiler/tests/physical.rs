@@ -56,6 +56,7 @@ fn expected(exec: &Exec) -> Vec<&'static str> {
         Exec::ReadFile { .. } => vec!["__sl::read_files("],
         Exec::SampleFrom(_) => vec!["__sl::sample_from("],
         Exec::Interleave { .. } => vec![".interleave("],
+        Exec::GlobalShuffle { table: Some(_), .. } => vec!["__sl::parquet_global_shuffle("],
         Exec::GlobalShuffle { .. } => vec!["__sl::global_shuffle("],
         Exec::ReadBatches { maps, .. } if maps.is_empty() => vec!["__sl::tfrecord_batches("],
         Exec::ReadBatches { .. } => vec![".map_batches("],

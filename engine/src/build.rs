@@ -397,12 +397,14 @@ fn stage(e: &Exec, ds: Option<Chain>, p: &Arc<Params>, schema: &Arc<Schema>, all
             let Some(Chain::Paths(paths)) = ds else { return Err(invalid("`read_file` without files")) };
             crate::sources::read_file(paths, *labels == physical::Labels::Dir, *on_error)
         }
-        Exec::GlobalShuffle { reader: r, seed: s, reshuffle_each_epoch, shard } => {
+        Exec::GlobalShuffle { reader: r, table, window, seed: s, reshuffle_each_epoch, shard } => {
             let Some(Chain::Paths(paths)) = ds else {
                 return Err(invalid("`shuffle(global)` without files"));
             };
             let shard = crate::sources::global_shard(p, shard)?;
-            crate::sources::global(paths, r, seed(p, s)?, *reshuffle_each_epoch, shard)?
+            let window = window.as_ref().map(|w| p.u64(w)).transpose().map_err(invalid)?;
+            let read = (r, table.as_ref(), window);
+            crate::sources::global(p, paths, read, seed(p, s)?, *reshuffle_each_epoch, shard)?
         }
         Exec::ShuffleRepeat { buffer, seed: s, count } => {
             let count = count.as_ref().map(|c| p.u64(c)).transpose().map_err(invalid)?;

@@ -20,7 +20,7 @@ use sluice_runtime::abi;
 use sluice_runtime::column::Buffer;
 use sluice_runtime::parquet::{
     Bound, Cmp, ColumnShape, ColumnType, OpenParquet, ParquetOptions, RowGroupShard, RowGroupTest,
-    TableColumn, TableColumns, parquet_columns, parquet_parts,
+    TableColumn, TableColumns, parquet_columns, parquet_global_shuffle, parquet_parts,
 };
 use sluice_runtime::stage::{
     Dataset, FileContents, InterleaveFn, OpenTfRecord, Parallelism, ReadFileOptions, Record, global_shuffle,
@@ -271,18 +271,35 @@ pub(crate) fn read_file(paths: Paths, labels: bool, on_error: physical::CorruptP
 }
 
 /// `shuffle(global)`: the records of the indexed files `paths` (the list taken once, now,
-/// as the generated code takes it), in a permutation per epoch, with the fused shard.
+/// as the generated code takes it), or the rows of the Parquet files (`table`: their
+/// columns), in a permutation per epoch, a `window` of positions read at a time, with the
+/// fused shard.
 pub(crate) fn global(
+    params: &Params,
     paths: Paths,
-    r: &physical::ReaderOptions,
+    (r, table, window): (&physical::ReaderOptions, Option<&ParquetFormat>, Option<u64>),
     seed: u64,
     reshuffle_each_epoch: bool,
     shard: Option<(u64, u64, bool)>,
 ) -> R<Ds> {
     let paths = paths.stream()?.collect::<Result<Vec<_>, Error>>()?;
+    if let Some(t) = table {
+        let mut g = parquet_global_shuffle(paths, parquet_options(params, t)?, seed)?
+            .reshuffle_each_epoch(reshuffle_each_epoch);
+        if let Some(w) = window {
+            g = g.window(w);
+        }
+        if let Some((n, k, drop)) = shard {
+            g = g.shard(n, k, drop)?;
+        }
+        return Ok(g.map(Item::Record).boxed());
+    }
     let mut g = global_shuffle(paths, seed)?
         .on_corrupt(policy(r.on_corrupt))
         .reshuffle_each_epoch(reshuffle_each_epoch);
+    if let Some(w) = window {
+        g = g.window(usize::try_from(w).unwrap_or(usize::MAX));
+    }
     if let Some((n, k, drop)) = shard {
         g = g.shard(n, k, drop)?;
     }

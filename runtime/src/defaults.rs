@@ -27,6 +27,10 @@ pub const OBJECT_READ_AHEAD_SHARED_BYTES: usize = 128 << 20;
 /// The bytes of records one window of a global shuffle reads at once.
 pub const GLOBAL_SHUFFLE_WINDOW_BYTES: u64 = 8 << 20;
 
+/// The rows a global shuffle of Parquet rows gathers in one pass over the row groups when
+/// its `window` is not set: the rows it holds, and `⌈N / window⌉` passes an epoch.
+pub const PARQUET_SHUFFLE_WINDOW: u64 = 1 << 16;
+
 /// The most elements a worker of a parallel `map` takes from its input at once (a
 /// micro-batch: one hand-over for many cheap elements instead of one each).
 pub const MAP_MICRO_BATCH: usize = 32;

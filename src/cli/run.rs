@@ -412,8 +412,11 @@ impl Cache {
     /// without its dependencies) and this cache's [`Cache::features`].
     pub(super) fn features_of(&self, code: &str) -> String {
         let mut features: Vec<&str> = Vec::new();
-        // The row reader, or the columnar one (`ReadColumnsExec`).
-        if code.contains("__sl::OpenParquet") || code.contains("__sl::parquet_columns") {
+        // The row reader, the columnar one (`ReadColumnsExec`) or the global shuffle of rows.
+        if ["__sl::OpenParquet", "__sl::parquet_columns", "__sl::parquet_global_shuffle"]
+            .iter()
+            .any(|p| code.contains(p))
+        {
             features.push("parquet");
         }
         for f in &self.features {

@@ -291,3 +291,52 @@ fn a_shard_on_parquet_deals_whole_row_groups_and_partitions_the_rows_in_both_bac
         }
     }
 }
+
+/// `shuffle(global, window: 5)` over the fixtures' 17 rows (four row groups, two files):
+/// both backends give the same order, a permutation of every row (four windows); with
+/// `shard(3, i)` right after it each worker's rows are its block of that order.
+#[test]
+fn a_global_shuffle_of_parquet_rows_is_the_same_permutation_in_both_backends_and_shards_are_its_blocks() {
+    let pipe = root().join("tests/pipes/parquet.pipe");
+    let dir = tempfile::tempdir().unwrap();
+    let show = |engine: &str, sets: &[String]| {
+        let mut c = sluice_command(dir.path());
+        c.current_dir(root()).args([
+            "show",
+            pipe.to_str().unwrap(),
+            "shuffled",
+            "-n",
+            "all",
+            "--engine",
+            engine,
+        ]);
+        for s in sets {
+            c.arg("--set").arg(s);
+        }
+        let o = c.output().expect("sluice runs");
+        assert!(o.status.success(), "{engine} {sets:?}: {}", stderr(&o));
+        stdout(&o)
+    };
+    let ids = |out: &str| -> Vec<i64> {
+        out.lines()
+            .map(|l| {
+                serde_json::from_str::<serde_json::Value>(l).unwrap()["id"]["values"][0].as_i64().unwrap()
+            })
+            .collect()
+    };
+    let all = show("compiled", &[]);
+    assert_eq!(all, show("interpreted", &[]), "the backends differ");
+    let order = ids(&all);
+    let mut sorted = order.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, (0..17).collect::<Vec<_>>(), "every row once");
+    assert_ne!(order, sorted, "shuffled");
+    let mut blocks = Vec::new();
+    for worker in 0..3 {
+        let sets = ["workers=3".to_string(), format!("worker={worker}")];
+        let got = show("compiled", &sets);
+        assert_eq!(got, show("interpreted", &sets), "worker {worker}: the backends differ");
+        blocks.extend(ids(&got));
+    }
+    assert_eq!(blocks, order, "the workers' blocks, in order, are the epoch");
+}

@@ -322,11 +322,10 @@ impl Gen<'_> {
                         .named("read_columns");
                 }
             }
-            Exec::GlobalShuffle { reader, seed: s, reshuffle_each_epoch, shard } => {
+            Exec::GlobalShuffle { reader, table, window, seed: s, reshuffle_each_epoch, shard } => {
                 // The file list (sharded, shuffled, whatever came before) is taken once,
-                // when the dataset is built.
+                // when the dataset is built (with the Parquet files' footers).
                 let seed = seed(s)?;
-                let policy = corrupt_policy(reader.on_corrupt);
                 let shard = match shard {
                     Some((n, k, drop)) => {
                         let (n, k) = (u64_arg(n)?, u64_arg(k)?);
@@ -334,10 +333,22 @@ impl Gen<'_> {
                     }
                     None => TokenStream::new(),
                 };
+                let make = match (table, window) {
+                    (Some(p), w) => {
+                        let options = parquet_options(p)?;
+                        let w = w.as_ref().map(u64_arg).transpose()?.map(|w| quote!(.window(#w)));
+                        quote!(__sl::parquet_global_shuffle(paths, #options, #seed)? #w)
+                    }
+                    (None, w) => {
+                        let policy = corrupt_policy(reader.on_corrupt);
+                        let w = w.as_ref().map(usize_arg).transpose()?.map(|w| quote!(.window(#w)));
+                        quote!(__sl::global_shuffle(paths, #seed)?.on_corrupt(#policy) #w)
+                    }
+                };
                 quote! {
                     let ds = {
                         let paths = ds.stream()?.collect::<__sl::Result<::std::vec::Vec<_>>>()?;
-                        __sl::global_shuffle(paths, #seed)?.on_corrupt(#policy).reshuffle_each_epoch(#reshuffle_each_epoch) #shard
+                        #make.reshuffle_each_epoch(#reshuffle_each_epoch) #shard
                     };
                 }
             }

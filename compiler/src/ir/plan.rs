@@ -173,6 +173,9 @@ pub struct Shuffle {
     pub seed: Option<ArgValue>,
     /// New order each epoch.
     pub reshuffle_each_epoch: bool,
+    /// A global shuffle's window: the positions of the permutation read together (for
+    /// Parquet, the rows gathered in one pass over the row groups; `None`: the default).
+    pub window: Option<ArgValue>,
 }
 
 impl Shuffle {
@@ -548,14 +551,15 @@ impl Plan {
             }
             Plan::Shuffle(n) => {
                 s.push_str("Shuffle:");
-                kv(
-                    &mut s,
-                    &[
-                        ("buffer", n.buffer.to_string()),
-                        ("seed", opt(&n.seed)),
-                        ("reshuffle_each_epoch", n.reshuffle_each_epoch.to_string()),
-                    ],
-                );
+                let mut pairs = vec![
+                    ("buffer", n.buffer.to_string()),
+                    ("seed", opt(&n.seed)),
+                    ("reshuffle_each_epoch", n.reshuffle_each_epoch.to_string()),
+                ];
+                if let Some(w) = &n.window {
+                    pairs.push(("window", w.to_string()));
+                }
+                kv(&mut s, &pairs);
             }
             Plan::Batch(n) => {
                 s.push_str(if n.padded.is_some() { "PaddedBatch:" } else { "Batch:" });

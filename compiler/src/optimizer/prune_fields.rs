@@ -108,9 +108,13 @@ fn refresh(node: &mut Plan) {
     }
 }
 
-/// A `parquet` reader below a map that starts with its parse reads only the columns the
-/// parse reads, in its order.
+/// A `parquet` reader below a map that starts with its parse (or below the global shuffle
+/// of its rows under that map) reads only the columns the parse reads, in its order.
 fn project(input: &mut Plan, ops: &[MapOp]) {
+    let input = match input {
+        Plan::Shuffle(s) if s.is_global() => &mut *s.input,
+        other => other,
+    };
     if let (Plan::Interleave(i), Some(MapOp::Parse { format: ParseFormat::Table, fields })) =
         (input, ops.first())
         && let RecordFormat::Parquet(p) | RecordFormat::WebDataset(p) = &mut i.format

@@ -37,6 +37,11 @@
 //! the reader's parse (its map holds nothing else yet: the rules that fuse maps run after
 //! this one): the parse makes one element per row, so the shard was one of rows.
 //!
+//! A `shard` (keep or drop) on the parse map of a global shuffle of Parquet rows
+//! (`parquet(files); shuffle(global); shard(n, i)`: sema puts the shuffle under the parse)
+//! moves under that map, right on the shuffle, which takes it as a block of its
+//! permutation: the map gives one element per row (not with `on_error: skip`).
+//!
 //! ```text
 //! before                                        after
 //! Shard: num_shards=8, index=0, remainder=keep  Interleave: …
@@ -79,6 +84,13 @@ fn push(plan: Plan) -> Transformed {
             interleave.input = Box::new(Plan::Shard(shard));
             Transformed::yes(Plan::Interleave(interleave))
         }
+        // Under the parse of a global shuffle of Parquet rows, which takes it as a block of
+        // its permutation: the map gives one element per row.
+        Plan::Map(mut map) if shard.remainder != Remainder::Pad && on_parquet_shuffle(&map) => {
+            shard.input = map.input;
+            map.input = Box::new(Plan::Shard(shard));
+            Transformed::yes(Plan::Map(map))
+        }
         Plan::Map(mut map) if keep => {
             if let Some(p) = parquet_reader(&mut map) {
                 let (num_shards, index, span) = (shard.num_shards, shard.index, shard.span);
@@ -100,6 +112,14 @@ fn push(plan: Plan) -> Transformed {
             Transformed::no(Plan::Shard(shard))
         }
     }
+}
+
+/// Whether `map` (dropping no element) is right on a global shuffle of a `parquet`
+/// reader's rows.
+fn on_parquet_shuffle(map: &crate::ir::plan::Map) -> bool {
+    !map.skip_errors
+        && matches!(&*map.input, Plan::Shuffle(s) if s.is_global()
+            && matches!(&*s.input, Plan::Interleave(i) if matches!(i.format, RecordFormat::Parquet(_))))
 }
 
 /// The format of the unsharded `parquet` reader of `files` right under `map`, when `map`
@@ -194,6 +214,33 @@ mod tests {
               Files: pattern=$files, shuffle_seed=none -> path
         ");
         let text = parquet("map { label = label + 1; } shard(3, 1);");
+        assert!(text.starts_with("changed=false\nShard:"), "{text}");
+    }
+
+    #[test]
+    fn applies_to_a_shard_on_the_parse_of_a_global_shuffle_of_parquet_rows_unless_it_skips() {
+        let parquet = |source: &str| {
+            check(
+                &PushShardDown,
+                &format!(
+                    "pipeline p(files: glob = \"d/*.parquet\") {{
+                         schema {{ x: f32[4], label: i64 }}
+                         {source}
+                         shuffle(global, seed: 1);
+                         shard(3, 1, remainder: drop);
+                     }}"
+                ),
+            )
+        };
+        insta::assert_snapshot!(parquet("parquet(files);"), @r"
+        changed=true
+        Map: fns=[parse_parquet], parses=[x, label], parallel=1, deterministic=true -> {x: f32[4], label: i64}
+          Shard: num_shards=3, index=1, remainder=drop -> record
+            Shuffle: buffer=global, seed=1, reshuffle_each_epoch=true -> record
+              Interleave: reader=parquet(columns: [x, label]), cycle_length=1, block_length=1, parallel=1, deterministic=true, compression=auto -> record
+                Files: pattern=$files, shuffle_seed=none -> path
+        ");
+        let text = parquet("parquet(files, on_error: skip);");
         assert!(text.starts_with("changed=false\nShard:"), "{text}");
     }
 

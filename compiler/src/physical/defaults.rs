@@ -25,6 +25,8 @@ pub const OBJECT_READ_AHEAD_SHARED_BYTES: u64 = runtime::OBJECT_READ_AHEAD_SHARE
 pub const GLOBAL_SHUFFLE_WINDOW_BYTES: u64 = runtime::GLOBAL_SHUFFLE_WINDOW_BYTES;
 /// The fewest rows of a batch one part of a split across the pool takes.
 pub const MIN_ROWS_PER_PART: u64 = runtime::MIN_ROWS_PER_PART as u64;
+/// The rows a global shuffle of Parquet rows gathers at once when its window is not set.
+pub const PARQUET_SHUFFLE_WINDOW: u64 = runtime::PARQUET_SHUFFLE_WINDOW;
 /// The depth an automatic prefetch starts at.
 pub const PREFETCH_AUTO_DEPTH: u64 = runtime::PREFETCH_AUTO_DEPTH as u64;
 /// Finished batches each reader thread of a `ReadBatchesExec` may queue.

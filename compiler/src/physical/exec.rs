@@ -92,10 +92,17 @@ pub enum Exec {
         deterministic: bool,
     },
     /// `shuffle(global)` in place of the reader under it: every record of the indexed
-    /// files, in a seeded permutation per epoch, read through the files' indexes.
+    /// files, in a seeded permutation per epoch, read through the files' indexes; or
+    /// every row of Parquet files, gathered a window of positions at a time.
     GlobalShuffle {
-        /// Reader options (only the corrupt-record policy applies).
+        /// Reader options (only the corrupt-record policy applies, to TFRecord).
         reader: ReaderOptions,
+        /// The columns of a `parquet` reader, whose rows are shuffled (`None`: TFRecord
+        /// records through the files' indexes).
+        table: Option<crate::ir::formats::ParquetFormat>,
+        /// The positions read together (`None`: the default: about 8 MiB of records, or
+        /// `PARQUET_SHUFFLE_WINDOW` rows, each window one pass over the row groups).
+        window: Option<ArgValue>,
         /// The permutation's seed.
         seed: Option<ArgValue>,
         /// A new permutation each epoch.
@@ -464,6 +471,13 @@ impl Exec {
         use crate::ir::{formats::ParquetFormat, plan::RecordFormat};
         let fns = |f: &MapFn| f.ops.iter().map(MapOp::name).collect::<Vec<_>>().join(", ");
         match self {
+            Exec::GlobalShuffle { table: Some(_), window, shard, .. } => {
+                let w = window
+                    .as_ref()
+                    .map_or(super::defaults::PARQUET_SHUFFLE_WINDOW.to_string(), ToString::to_string);
+                let shard = if shard.is_some() { ", shard=block of the permutation" } else { "" };
+                format!("window={w} rows, reads the row groups up to ⌈N/{w}⌉ times an epoch{shard}")
+            }
             Exec::GlobalShuffle { shard: Some(_), .. } => "shard=block of the permutation".into(),
             Exec::Interleave {
                 format: RecordFormat::Parquet(ParquetFormat { shard: Some(s), .. }), ..

@@ -3,9 +3,9 @@
 //! Walking the plan source first, each logical node becomes one exec node, except where
 //! several run as one runtime stage:
 //!
-//! - `shuffle(global)` replaces the reader under it (`GlobalShuffleExec` reads the
-//!   files through their indexes), and takes a `shard` (keep or drop) right after it as a
-//!   block of its permutation;
+//! - `shuffle(global)` replaces the reader under it (`GlobalShuffleExec` reads TFRecord
+//!   files through their indexes, Parquet rows a window of positions at a time), and
+//!   takes a `shard` (keep or drop) right after it as a block of its permutation;
 //! - a non-deterministic TFRecord interleave straight into a plain `batch` or a fused
 //!   map + batch is one `ReadBatchesExec`: each reader thread fills its own batches and
 //!   runs the maps that follow on them in place, up to the first that draws random
@@ -59,7 +59,7 @@ pub(super) fn lower(plan: &Plan, cx: &mut Cx<'_>) -> (Vec<ExecNode>, Option<(Dev
         let next = chain.get(i + 1).map(|s| s.node);
         if let (Plan::Interleave(il), Some(Plan::Shuffle(s))) = (n, next)
             && s.is_global()
-            && il.format == RecordFormat::TfRecord
+            && matches!(il.format, RecordFormat::TfRecord | RecordFormat::Parquet(_))
         {
             let figures = cx.stage(next.expect("matched"));
             let shard = match chain.get(i + 2).map(|s| s.node) {
@@ -71,6 +71,11 @@ pub(super) fn lower(plan: &Plan, cx: &mut Cx<'_>) -> (Vec<ExecNode>, Option<(Dev
             i += if shard.is_some() { 3 } else { 2 };
             let exec = Exec::GlobalShuffle {
                 reader: reader_options(il),
+                table: match &il.format {
+                    RecordFormat::Parquet(p) => Some(p.clone()),
+                    _ => None,
+                },
+                window: s.window.clone(),
                 seed: s.seed.clone(),
                 reshuffle_each_epoch: s.reshuffle_each_epoch,
                 shard,

@@ -7,7 +7,8 @@ use super::defaults::*;
 use super::{Figures, Options};
 use crate::ir::decls::ParamDecl;
 use crate::ir::plan::{
-    ArgValue, Element, FieldType, Interleave, Plan, PrefetchDepth, Remainder, Shuffle, ShuffleBuffer,
+    ArgValue, Element, FieldType, Interleave, Plan, PrefetchDepth, RecordFormat, Remainder, Shuffle,
+    ShuffleBuffer,
 };
 use crate::ir::types::{DType, Dim, Shape, Value};
 
@@ -243,12 +244,41 @@ impl Cx<'_> {
                 let window = p.spec.window;
                 Figures { threads: "1".into(), held: window, bytes: elem(self).saturating_mul(window) }
             }
-            Plan::Shuffle(Shuffle { buffer: ShuffleBuffer::Global, .. }) => {
-                // Reader threads hold two windows of about 8 MiB of records each; the
-                // reader below it does not run.
+            Plan::Shuffle(s @ Shuffle { buffer: ShuffleBuffer::Global, .. })
+                if let Plan::Interleave(Interleave { format: RecordFormat::Parquet(p), .. }) = &*s.input =>
+            {
+                // One window of rows, gathered on the consumer's thread, and the row group
+                // being decoded; the reader below it does not run.
+                let window = match &s.window {
+                    Some(w) => self.count(
+                        w,
+                        PARQUET_SHUFFLE_WINDOW,
+                        "a shuffle window of 65536 rows when set by a parameter",
+                    ),
+                    None => Amount::of(PARQUET_SHUFFLE_WINDOW),
+                };
+                self.assumptions.push("Parquet row groups of at most 64 MiB in the columns read");
+                let row = self.element_bytes(&Element::Fields(p.columns.clone()));
+                let bytes = window.saturating_mul(row).saturating_add(PARQUET_ROW_GROUP_BYTES);
+                Figures { threads: "1".into(), held: window.value(), bytes }
+            }
+            Plan::Shuffle(Shuffle { buffer: ShuffleBuffer::Global, window, .. }) => {
+                // Reader threads hold two windows of about 8 MiB of records each (or of
+                // `window` records); the reader below it does not run.
                 let (threads, workers) = self.threads(&ArgValue::Auto);
                 let held = workers.saturating_mul(2);
-                Figures { threads, held, bytes: Amount::of(held.saturating_mul(GLOBAL_SHUFFLE_WINDOW_BYTES)) }
+                let per_window = match window {
+                    Some(w) => {
+                        let w = self.count(
+                            w,
+                            65_536,
+                            "a shuffle window of 65536 records when set by a parameter",
+                        );
+                        w.saturating_mul(self.element_bytes(&Element::Record))
+                    }
+                    None => Amount::of(GLOBAL_SHUFFLE_WINDOW_BYTES),
+                };
+                Figures { threads, held, bytes: per_window.saturating_mul(held) }
             }
             Plan::Shuffle(Shuffle { buffer: ShuffleBuffer::Elements(buffer), .. }) => {
                 let held =

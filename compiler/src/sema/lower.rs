@@ -13,7 +13,7 @@
 //! through others), E0310 `sample_from` of an unknown pipeline, E0311 mixed pipelines of
 //! different element types, E0312 bad weights, E0313 Rust code in `map`/`filter`
 //! (`pipeline!`) on elements without fields, E0314 `shuffle(global)` anywhere but right
-//! after the reader of the files; E0315 (`sema::check_file`, before any lowering) a
+//! after the reader of the files (`tfrecords` or `parquet`: [`shuffle`](super::shuffle)); E0315 (`sema::check_file`, before any lowering) a
 //! pipeline of more than `MAX_STAGES` stages; E0320/E0321 a `range` without an end or
 //! with a bound that is not an i64 (or a step of 0); E0322 `csv` without a schema or with
 //! a schema field that is not one value per row; E0323 `read_file` not reading file
@@ -365,36 +365,14 @@ pub(super) fn chain(
                 }
                 Plan::Select(Select { input, fields: kept })
             }
-            StageKind::Shuffle
-                if w("buffer") == Some(ShuffleBuffer::GLOBAL)
-                    && !matches!(&*input, Plan::Interleave(i) if matches!(*i.input, Plan::Files(_))) =>
-            {
-                diags.push(
-                    Diagnostic::error(
-                        "E0314",
-                        "`shuffle(global)` must come right after the reader of the files",
-                        s.name.span,
-                        format!("its input is {}, not the records of `files`", input.output()),
-                    )
-                    .with_note(
-                        "a global shuffle permutes every record of every file through the files' \
-                         indexes (`sluice index`): it replaces reading them in order",
-                    )
-                    .with_help(
-                        "write it right after `tfrecords(files)` (or the `interleave` reading the files)",
-                    ),
-                );
-                return None;
-            }
-            StageKind::Shuffle => Plan::Shuffle(Shuffle {
+            StageKind::Shuffle => super::shuffle::lower(
+                s,
+                a,
+                w("buffer") == Some(ShuffleBuffer::GLOBAL),
+                flag("reshuffle_each_epoch", true),
                 input,
-                buffer: match w("buffer") {
-                    Some(ShuffleBuffer::GLOBAL) => ShuffleBuffer::Global,
-                    _ => ShuffleBuffer::Elements(a("buffer").unwrap_or(ArgValue::Const(Value::Int(1)))),
-                },
-                seed: a("seed"),
-                reshuffle_each_epoch: flag("reshuffle_each_epoch", true),
-            }),
+                diags,
+            )?,
             StageKind::Batch if !batchable(&input.output(), "batch", s.name.span, diags) => return None,
             StageKind::PaddedBatch
                 if !super::bucket::check_pad_to_multiple(s, arg, &input.output(), diags) =>

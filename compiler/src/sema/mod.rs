@@ -17,6 +17,7 @@ mod flat_map;
 pub mod lower;
 pub mod ops;
 mod pack;
+mod shuffle;
 mod sources;
 pub mod stage_kind;
 pub mod stages;

@@ -301,7 +301,12 @@ pub const STAGES: &[StageSig] = &[
     StageSig {
         name: "shuffle",
         kind: StageKind::Shuffle,
-        args: &[req("buffer", CountOrGlobal), opt("seed", UInt), opt("reshuffle_each_epoch", Bool)],
+        args: &[
+            req("buffer", CountOrGlobal),
+            opt("seed", UInt),
+            opt("reshuffle_each_epoch", Bool),
+            opt("window", Count),
+        ],
         block: BlockKind::None,
     },
     StageSig {

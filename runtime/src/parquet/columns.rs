@@ -176,7 +176,7 @@ impl<I: DataIter<Item = PathBuf>> ParquetColumnsIter<I> {
                     first_group: Some(self.groups),
                     footer: None,
                 };
-                let it = file.open(&self.ctx, self.skip)?;
+                let it = file.open(&self.ctx, self.skip, None)?;
                 self.groups += it.meta.metadata().num_row_groups() as u64;
                 let rows: u64 = it.groups.iter().map(|g| g.rows).sum();
                 if self.skip >= rows {

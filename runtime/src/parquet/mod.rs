@@ -37,6 +37,7 @@ mod columns;
 mod convert;
 mod prune;
 mod shard;
+mod shuffle;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -52,6 +53,7 @@ pub use self::columns::{ParquetColumns, ParquetColumnsIter, TableColumns, parque
 pub use self::prune::{Bound, Cmp, RowGroupTest};
 use self::shard::Footer;
 pub use self::shard::{ParquetPart, ParquetParts, ParquetPartsIter, RowGroupShard, parquet_parts};
+pub use self::shuffle::{ParquetShuffle, ParquetShuffleIter, parquet_global_shuffle};
 use crate::abi::table::RowWriter;
 pub use crate::abi::table::{ColumnShape, ColumnType, TableColumn};
 use crate::error::{Error, Result};
@@ -114,8 +116,10 @@ fn table_error(path: &Path, message: impl std::fmt::Display) -> Error {
 }
 
 impl ParquetFile {
-    /// Opens the file, reads its footer and checks the columns: the reader at row `skip`.
-    fn open(&self, ctx: &Ctx, skip: u64) -> Result<ParquetIter> {
+    /// Opens the file, reads its footer and checks the columns: the reader at row `skip`,
+    /// or, with `picked`, of only those rows: (row group in the file, its rows, sorted),
+    /// the groups in order (the global shuffle's gather; no test nor shard applies).
+    fn open(&self, ctx: &Ctx, skip: u64, picked: Option<Vec<(usize, Vec<u64>)>>) -> Result<ParquetIter> {
         let path = &self.path;
         let Footer { input, meta } = match &self.footer {
             Some(f) => f.clone(),
@@ -162,9 +166,14 @@ impl ParquetFile {
         // row. The shard is decided first, on the global index, so that the shards
         // partition the row groups whatever the statistics say.
         let (mut groups, mut pruned, mut first) = (Vec::new(), 0u64, 0u64);
+        let (only, picks): (Vec<usize>, Vec<Vec<u64>>) = picked.unwrap_or_default().into_iter().unzip();
         for (g, rg) in meta.metadata().row_groups().iter().enumerate() {
             let rows = u64::try_from(rg.num_rows()).unwrap_or(0);
-            if self.options.shard.is_some_and(|s| !s.reads(first_group + g as u64)) {
+            if !picks.is_empty() {
+                if only.contains(&g) {
+                    groups.push(Group { index: g, rows, first });
+                }
+            } else if self.options.shard.is_some_and(|s| !s.reads(first_group + g as u64)) {
                 // Another shard's.
             } else if prune::skippable(rg, &self.options.tests, &self.options.columns, &leaf, &signed) {
                 pruned += 1;
@@ -172,6 +181,9 @@ impl ParquetFile {
                 groups.push(Group { index: g, rows, first });
             }
             first += rows;
+        }
+        if groups.len() != picks.len() && !picks.is_empty() {
+            return Err(table_error(path, format!("the row groups {only:?} are not all in the file")));
         }
         // The row group holding the `skip`th row read, and the rows of it to pass over.
         let (mut group, mut within) = (0, skip);
@@ -190,6 +202,8 @@ impl ParquetFile {
             groups,
             group,
             skip_in_group: within,
+            picks,
+            in_group: 0,
             row,
             reader: None,
             arrays: Vec::new(),
@@ -209,13 +223,13 @@ impl Dataset for ParquetFile {
     type Iter = ParquetIter;
 
     fn iter(&self, ctx: &Ctx) -> Result<ParquetIter> {
-        self.open(ctx, 0)
+        self.open(ctx, 0, None)
     }
 
     /// Skips whole row groups by their row counts in the footer, then rows within one by
     /// a row selection: no skipped row is decoded.
     fn iter_from(&self, ctx: &Ctx, skip: u64) -> Result<ParquetIter> {
-        self.open(ctx, skip)
+        self.open(ctx, skip, None)
     }
 }
 
@@ -243,6 +257,10 @@ pub struct ParquetIter {
     group: usize,
     /// Rows of `group` to pass over before the first one read (a resumed pass).
     skip_in_group: u64,
+    /// Per group of `groups`, the only rows read in it, sorted (empty: every row).
+    picks: Vec<Vec<u64>>,
+    /// Rows of `group` given so far.
+    in_group: usize,
     /// The index in the file of the next row.
     row: u64,
     reader: Option<ParquetRecordBatchReader>,
@@ -281,8 +299,11 @@ impl ParquetIter {
                 .with_projection(self.mask.clone())
                 .with_batch_size(self.options.batch_rows.max(1))
                 .with_row_groups(vec![g]);
+        self.in_group = 0;
         let skip = std::mem::take(&mut self.skip_in_group);
-        if skip > 0 {
+        if let Some(picks) = self.picks.get(self.group) {
+            builder = builder.with_row_selection(shuffle::selection(picks, total));
+        } else if skip > 0 {
             let (skip, rest) = (usize::try_from(skip).unwrap_or(usize::MAX), total - skip);
             let rest = usize::try_from(rest).unwrap_or(usize::MAX);
             builder = builder.with_row_selection(RowSelection::from(vec![
@@ -348,6 +369,10 @@ impl ParquetIter {
             (self.rows_in_batch, self.next_in_batch) = (b.num_rows(), 0);
         }
         let i = self.next_in_batch;
+        if let Some(p) = self.picks.get(self.group) {
+            self.row = self.groups[self.group].first + p.get(self.in_group).copied().unwrap_or(u64::MAX);
+        }
+        self.in_group += 1;
         let group = u32::try_from(self.groups[self.group].index).unwrap_or(u32::MAX);
         let mut w = RowWriter::new(group, 16 * self.options.columns.len());
         for ((c, array), plain) in self.options.columns.iter().zip(&self.arrays).zip(&self.plain) {

@@ -45,7 +45,7 @@ mod read_file;
 mod record;
 mod record_batch;
 mod repeat;
-mod reshard;
+pub(crate) mod reshard;
 pub mod rows;
 mod sample;
 mod shuffle;

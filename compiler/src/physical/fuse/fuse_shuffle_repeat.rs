@@ -43,6 +43,7 @@ fn fuse(plan: Plan) -> Transformed {
             buffer: ShuffleBuffer::Elements(buffer),
             seed,
             reshuffle_each_epoch: true,
+            window: _,
         }) => {
             Transformed::yes(Plan::ShuffleRepeat(ShuffleRepeat { input, buffer, seed, count: repeat.count }))
         }

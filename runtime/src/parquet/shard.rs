@@ -154,7 +154,7 @@ impl crate::column::Element for ParquetPart {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::path::Path;
     use std::sync::Arc;
 
@@ -167,8 +167,9 @@ mod tests {
     use crate::parquet::{Bound, Cmp, OpenParquet, ParquetOptions, RowGroupTest, parquet_columns};
     use crate::stage::from_vec;
 
-    /// A file of `rows` rows, `id` from `start`, in row groups of `group` rows.
-    fn table(dir: &Path, name: &str, start: i64, rows: i64, group: usize) -> PathBuf {
+    /// A file of `rows` rows, `id` from `start`, in row groups of `group` rows (also
+    /// `shuffle.rs`'s tests').
+    pub(crate) fn table(dir: &Path, name: &str, start: i64, rows: i64, group: usize) -> PathBuf {
         let ids: ArrayRef = Arc::new(Int64Array::from((start..start + rows).collect::<Vec<_>>()));
         let batch = RecordBatch::try_from_iter([("id", ids)]).unwrap();
         let path = dir.join(name);

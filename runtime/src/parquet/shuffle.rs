@@ -193,22 +193,7 @@ impl ParquetShuffle {
         self.stats.set_parallelism(1);
         let n = self.len();
         self.redealt.record(ctx);
-        let mut spans = match (ctx.redeal(), self.sharded) {
-            (Some(layers), Some((shards, index, drop))) => {
-                reshard::blocks_rest(n, layers, shards, index, drop)?
-            }
-            _ => {
-                let end = self.positions.end.min(n);
-                std::iter::once(self.positions.start.min(end)..end).collect()
-            }
-        };
-        let mut skip = skip;
-        spans.retain_mut(|s| {
-            let cut = skip.min(s.end - s.start);
-            s.start += cut;
-            skip -= cut;
-            s.start < s.end
-        });
+        let spans = reshard::pass_spans(ctx, n, &self.positions, self.sharded, skip)?;
         Ok(ParquetShuffleIter {
             ctx: ctx.clone(),
             stage: Gather {
@@ -380,25 +365,10 @@ impl DataIter for ParquetShuffleIter {
 mod tests {
     use std::path::PathBuf;
 
-    use ::parquet::arrow::ArrowWriter;
-    use ::parquet::file::properties::WriterProperties;
-    use arrow_array::{ArrayRef, Int64Array, RecordBatch};
-
     use super::*;
     use crate::abi::table::{ColumnShape, ColumnType, RowReader, TableColumn};
 
-    /// A file of `rows` rows, `id` from `start`, in row groups of `group` rows.
-    fn table(dir: &Path, name: &str, start: i64, rows: i64, group: usize) -> PathBuf {
-        let ids: ArrayRef = Arc::new(Int64Array::from((start..start + rows).collect::<Vec<_>>()));
-        let batch = RecordBatch::try_from_iter([("id", ids)]).unwrap();
-        let path = dir.join(name);
-        let props = WriterProperties::builder().set_max_row_group_row_count(Some(group)).build();
-        let mut w =
-            ArrowWriter::try_new(std::fs::File::create(&path).unwrap(), batch.schema(), Some(props)).unwrap();
-        w.write(&batch).unwrap();
-        w.close().unwrap();
-        path
-    }
+    use crate::parquet::shard::tests::table;
 
     fn options() -> ParquetOptions {
         let id = TableColumn {

@@ -320,22 +320,7 @@ impl GlobalShuffle {
         }
         let n = self.len();
         self.redealt.record(ctx);
-        let mut spans = match (ctx.redeal(), self.sharded) {
-            (Some(layers), Some((shards, index, drop))) => {
-                reshard::blocks_rest(n, layers, shards, index, drop)?
-            }
-            _ => {
-                let end = self.positions.end.min(n);
-                std::iter::once(self.positions.start.min(end)..end).collect()
-            }
-        };
-        let mut skip = skip;
-        spans.retain_mut(|s| {
-            let cut = skip.min(s.end - s.start);
-            s.start += cut;
-            skip -= cut;
-            s.start < s.end
-        });
+        let spans = reshard::pass_spans(ctx, n, &self.positions, self.sharded, skip)?;
         let mut offsets = Vec::with_capacity(spans.len() + 1);
         offsets.push(0u64);
         for s in &spans {

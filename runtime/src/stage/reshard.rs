@@ -136,6 +136,33 @@ fn select(spans: &[Range<u64>], idx: Range<u64>, out: &mut Vec<Range<u64>>) {
     }
 }
 
+/// The spans of a global shuffle's permutation (of `n` positions) a pass reads from
+/// `skip` positions on: this worker's block, `positions` (clamped to `n`), or, in the
+/// pass of a redealt epoch, the rest of the old blocks ([`blocks_rest`]) when the stage
+/// is `sharded` (`(shards, index, drop)`); empty spans dropped.
+pub(crate) fn pass_spans(
+    ctx: &Ctx,
+    n: u64,
+    positions: &Range<u64>,
+    sharded: Option<(u64, u64, bool)>,
+    mut skip: u64,
+) -> Result<Vec<Range<u64>>> {
+    let mut spans = match (ctx.redeal(), sharded) {
+        (Some(layers), Some((shards, index, drop))) => blocks_rest(n, layers, shards, index, drop)?,
+        _ => {
+            let end = positions.end.min(n);
+            std::iter::once(positions.start.min(end)..end).collect()
+        }
+    };
+    spans.retain_mut(|s| {
+        let cut = skip.min(s.end - s.start);
+        s.start += cut;
+        skip -= cut;
+        s.start < s.end
+    });
+    Ok(spans)
+}
+
 /// The positions of a `len`-position pass that worker `index` of `shards` (dealing in
 /// blocks, `drop` as the stage says) reads after the redeal `layers`: the untaken ends of
 /// each layer's blocks, in order, dealt in blocks again.
